@@ -1,0 +1,209 @@
+//! The task graph: dependencies as a petgraph DAG, with phases, the critical path, roots and
+//! sinks. The critic and the engine both read plans through it.
+
+use std::collections::{HashMap, VecDeque};
+
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::plan::Plan;
+
+/// A task's position in `Plan::tasks`; also its node index in the graph.
+pub type TaskIdx = usize;
+
+/// The dependency graph of a plan. Node `i` is `plan.tasks[i]`; an edge runs from a
+/// dependency to its dependent. Built only for acyclic plans.
+#[derive(Debug, Clone)]
+pub struct TaskGraph {
+    graph: DiGraph<(), (), u32>,
+    index: HashMap<String, TaskIdx>,
+    topo: Vec<TaskIdx>,
+    level: Vec<u32>,
+    height: Vec<u32>,
+    phases: Vec<Vec<TaskIdx>>,
+}
+
+/// The strongly connected components with more than one task, each in workflow order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycles(pub Vec<Vec<TaskIdx>>);
+
+impl TaskGraph {
+    /// Builds the graph from the plan's known dependencies (unknown ids and self-dependencies
+    /// are validation errors and are left out); fails with every cycle when there are any.
+    pub fn build(plan: &Plan) -> Result<Self, Cycles> {
+        let n = plan.tasks.len();
+        let mut index = HashMap::with_capacity(n);
+        for (i, task) in plan.tasks.iter().enumerate() {
+            index.entry(task.id.value.clone()).or_insert(i);
+        }
+        let mut graph = DiGraph::<(), (), u32>::with_capacity(n, n * 2);
+        for _ in 0..n {
+            graph.add_node(());
+        }
+        for (i, task) in plan.tasks.iter().enumerate() {
+            for dep in &task.depends_on {
+                if let Some(&d) = index.get(&dep.value) {
+                    if d != i && graph.find_edge(NodeIndex::new(d), NodeIndex::new(i)).is_none() {
+                        graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
+                    }
+                }
+            }
+        }
+        let topo = kahn(&graph);
+        if topo.len() < n {
+            let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
+                .into_iter()
+                .filter(|component| component.len() > 1)
+                .map(|component| {
+                    let mut members: Vec<TaskIdx> = component.into_iter().map(NodeIndex::index).collect();
+                    members.sort_unstable();
+                    members
+                })
+                .collect();
+            cycles.sort();
+            return Err(Cycles(cycles));
+        }
+        let mut level = vec![0u32; n];
+        for &i in &topo {
+            level[i] = parents_of(&graph, i).map(|p| level[p] + 1).max().unwrap_or(0);
+        }
+        let mut height = vec![1u32; n];
+        for &i in topo.iter().rev() {
+            height[i] = 1 + children_of(&graph, i).map(|c| height[c]).max().unwrap_or(0);
+        }
+        let depth = level.iter().max().map_or(0, |&m| m as usize + 1);
+        let mut phases = vec![Vec::new(); depth];
+        for (i, &l) in level.iter().enumerate() {
+            phases[l as usize].push(i);
+        }
+        Ok(TaskGraph { graph, index, topo, level, height, phases })
+    }
+
+    /// The number of tasks.
+    pub fn len(&self) -> usize {
+        self.level.len()
+    }
+
+    /// Whether the plan has no tasks.
+    pub fn is_empty(&self) -> bool {
+        self.level.is_empty()
+    }
+
+    /// The position of the (first) task with this id.
+    pub fn index_of(&self, id: &str) -> Option<TaskIdx> {
+        self.index.get(id).copied()
+    }
+
+    /// The tasks a task depends on directly.
+    pub fn parents(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
+        parents_of(&self.graph, task)
+    }
+
+    /// The tasks that depend on a task directly.
+    pub fn children(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
+        children_of(&self.graph, task)
+    }
+
+    /// Tasks with no dependencies, in workflow order.
+    pub fn roots(&self) -> Vec<TaskIdx> {
+        self.phases.first().cloned().unwrap_or_default()
+    }
+
+    /// Tasks nothing depends on, in workflow order.
+    pub fn sinks(&self) -> Vec<TaskIdx> {
+        (0..self.len()).filter(|&i| self.children(i).next().is_none()).collect()
+    }
+
+    /// A topological order that keeps workflow order among tasks ready at the same time.
+    pub fn topo_order(&self) -> &[TaskIdx] {
+        &self.topo
+    }
+
+    /// The topological levels: phase 0 holds the roots, phase k the tasks whose longest chain
+    /// of dependencies has k links. Each phase is in workflow order.
+    pub fn phases(&self) -> &[Vec<TaskIdx>] {
+        &self.phases
+    }
+
+    /// The phase a task is in.
+    pub fn level(&self, task: TaskIdx) -> usize {
+        self.level[task] as usize
+    }
+
+    /// The number of tasks on the longest chain from this task to a sink, itself included:
+    /// the remaining critical path the eager scheduler favours.
+    pub fn height(&self, task: TaskIdx) -> usize {
+        self.height[task] as usize
+    }
+
+    /// The longest chain of tasks (by count); among equally long ones, the earliest in the
+    /// workflow.
+    pub fn critical_path(&self) -> Vec<TaskIdx> {
+        let start = (0..self.len())
+            .filter(|&i| self.level[i] == 0)
+            .max_by(|&a, &b| self.height[a].cmp(&self.height[b]).then(b.cmp(&a)));
+        let mut path = Vec::new();
+        let mut at = start;
+        while let Some(task) = at {
+            path.push(task);
+            at = self.children(task).filter(|&c| self.height[c] + 1 == self.height[task]).min();
+        }
+        path
+    }
+
+    /// Whether `ancestor` must finish before `task` can start.
+    pub fn is_ancestor(&self, ancestor: TaskIdx, task: TaskIdx) -> bool {
+        if ancestor == task || self.level[ancestor] >= self.level[task] {
+            return false;
+        }
+        let floor = self.level[ancestor];
+        let mut seen = vec![false; self.len()];
+        let mut queue = VecDeque::from([task]);
+        while let Some(at) = queue.pop_front() {
+            for parent in self.parents(at) {
+                if parent == ancestor {
+                    return true;
+                }
+                if !seen[parent] && self.level[parent] > floor {
+                    seen[parent] = true;
+                    queue.push_back(parent);
+                }
+            }
+        }
+        false
+    }
+
+    /// The underlying petgraph graph, for algorithms such as dominators.
+    pub fn graph(&self) -> &DiGraph<(), (), u32> {
+        &self.graph
+    }
+}
+
+fn parents_of(graph: &DiGraph<(), (), u32>, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
+    graph.neighbors_directed(NodeIndex::new(task), Direction::Incoming).map(NodeIndex::index)
+}
+
+fn children_of(graph: &DiGraph<(), (), u32>, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
+    graph.neighbors_directed(NodeIndex::new(task), Direction::Outgoing).map(NodeIndex::index)
+}
+
+/// Kahn's algorithm with a min-heap, so ties go to the earlier task in the workflow; a result
+/// shorter than the graph means a cycle.
+fn kahn(graph: &DiGraph<(), (), u32>) -> Vec<TaskIdx> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let n = graph.node_count();
+    let mut indegree: Vec<usize> = (0..n).map(|i| parents_of(graph, i).count()).collect();
+    let mut ready: BinaryHeap<Reverse<TaskIdx>> = (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for child in children_of(graph, i) {
+            indegree[child] -= 1;
+            if indegree[child] == 0 {
+                ready.push(Reverse(child));
+            }
+        }
+    }
+    order
+}

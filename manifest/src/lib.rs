@@ -1,0 +1,28 @@
+//! The runner plan format.
+//!
+//! [`load_file`] reads a manifest (YAML or JSON, enveloped or in the bare seed form) into a
+//! [`Loaded`]: the normalised [`Plan`], its [`TaskGraph`] and every [`Diagnostic`], each with
+//! a stable code and the exact span of the key or value it concerns. Nothing here panics on
+//! any input, and nothing does IO beyond reading the plan and checking its attachments exist.
+
+pub mod diagnostic;
+pub mod duration;
+pub mod graph;
+mod json;
+mod load;
+mod normalize;
+pub mod plan;
+mod read;
+pub mod schema;
+pub mod source;
+pub mod template;
+mod tree;
+mod validate;
+
+pub use diagnostic::{Diagnostic, Problem, Severity};
+pub use duration::Duration;
+pub use graph::{TaskGraph, TaskIdx};
+pub use load::{Loaded, load_file, load_str};
+pub use normalize::API_VERSION;
+pub use plan::Plan;
+pub use source::{Loc, Source, Span};

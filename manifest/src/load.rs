@@ -1,0 +1,112 @@
+//! Loading a plan: read, parse, normalise, validate. The only IO is reading the plan file and
+//! checking that the files it attaches exist.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::diagnostic::{Diagnostic, Problem, Severity};
+use crate::graph::TaskGraph;
+use crate::normalize::{form_of, normalize};
+use crate::plan::Plan;
+use crate::read::Reader;
+use crate::source::{Loc, MAX_PLAN_BYTES, Source};
+use crate::tree;
+use crate::validate::{FileCheck, validate};
+
+/// The result of loading a plan: the source, the plan and its graph when it could be built,
+/// and every diagnostic, errors first.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The text the plan was read from.
+    pub source: Source,
+    /// The normalised plan, when the document had a recognisable shape.
+    pub plan: Option<Plan>,
+    /// The task graph, when the dependencies form a DAG.
+    pub graph: Option<TaskGraph>,
+    /// Everything found, in source order within each severity.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// Whether the plan can run: it was read, its graph built, and nothing is an error.
+    pub fn is_valid(&self) -> bool {
+        self.plan.is_some() && self.graph.is_some() && !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The plan and its graph, when the plan is valid.
+    pub fn valid(&self) -> Option<(&Plan, &TaskGraph)> {
+        if self.is_valid() { self.plan.as_ref().zip(self.graph.as_ref()) } else { None }
+    }
+
+    /// The diagnostics that are errors.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    fn failed(source: Source, diagnostic: Diagnostic) -> Self {
+        Loaded { source, plan: None, graph: None, diagnostics: vec![diagnostic] }
+    }
+}
+
+/// Reads and loads a plan file. File attachments are checked relative to its folder.
+pub fn load_file(path: &Path) -> Loaded {
+    let name = path.display().to_string();
+    let text = match read_capped(path) {
+        Ok(text) => text,
+        Err(problem) => {
+            return Loaded::failed(Source::new(name, ""), Diagnostic::error(problem, Loc::default()).label(""));
+        }
+    };
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let stem = path.file_stem().map_or_else(|| "plan".to_owned(), |s| s.to_string_lossy().into_owned());
+    load_str(&name, &stem, &text, &|file| base.join(file).is_file())
+}
+
+/// Loads a plan from text: `name` is shown in diagnostics, `stem` names a bare-form plan, and
+/// `files` answers whether an attached file exists.
+pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loaded {
+    let source = Source::new(name, text);
+    let root = match tree::parse(text) {
+        Ok(root) => root,
+        Err(error) => {
+            let diagnostic =
+                Diagnostic::error(Problem::YamlSyntax { message: error.message }, Loc::new(error.span, ""))
+                    .label("here")
+                    .help("check the indentation and quoting around this point");
+            return Loaded::failed(source, diagnostic);
+        }
+    };
+    let mut reader = Reader::new(form_of(&root));
+    let plan = normalize(&root, stem, &mut reader);
+    let mut diagnostics = reader.diagnostics;
+    let graph = plan.as_ref().and_then(|plan| validate(plan, text, files, &mut diagnostics));
+    diagnostics.sort_by_key(|d| (severity_rank(d.severity), d.loc.span.offset));
+    Loaded { source, plan, graph, diagnostics }
+}
+
+fn severity_rank(severity: Severity) -> u8 {
+    match severity {
+        Severity::Error => 0,
+        Severity::Warning => 1,
+        Severity::Info => 2,
+    }
+}
+
+/// Reads at most [`MAX_PLAN_BYTES`]; larger files and non-UTF-8 text are problems, not panics.
+fn read_capped(path: &Path) -> Result<String, Problem> {
+    let io = |error: std::io::Error| Problem::Io { reason: error.to_string() };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > MAX_PLAN_BYTES {
+        return Err(Problem::TooLarge { size, limit: MAX_PLAN_BYTES });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_PLAN_BYTES {
+        return Err(Problem::TooLarge { size: bytes.len() as u64, limit: MAX_PLAN_BYTES });
+    }
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|error| Problem::NotUtf8 { offset: error.utf8_error().valid_up_to() })
+}

@@ -1,0 +1,484 @@
+//! The normalised plan: one typed shape, whatever form the manifest was written in.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::Duration;
+use crate::source::Loc;
+
+/// A value and where it was written. Serialises as the bare value; the location is only
+/// meaningful next to the source it came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct At<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was written.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+impl<T> At<T> {
+    /// A value at a location.
+    pub fn new(value: T, loc: Loc) -> Self {
+        At { value, loc }
+    }
+}
+
+/// The form a manifest was written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// `apiVersion: runner/v1`, `kind: Plan`, `metadata`, `spec`.
+    #[default]
+    Enveloped,
+    /// The seed schema at top level, as LLMs write it.
+    Bare,
+}
+
+/// A whole plan, normalised: gates from `control_logic` are tasks, gate inputs are
+/// dependencies, sequential plans are chains and every default is filled in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// `metadata.name`, or the file's stem for the bare form.
+    pub name: String,
+    /// `metadata.description`.
+    pub description: Option<String>,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// The form it was written in.
+    pub form: Form,
+    /// What the plan is for; templates read it as `{{ mission }}`.
+    pub mission: Option<String>,
+    /// The author's own analysis, which the critic checks.
+    pub mission_analysis: Option<MissionAnalysis>,
+    /// LLM endpoints by name.
+    pub providers: BTreeMap<String, Provider>,
+    /// Tools callable by llm agents, by name.
+    pub tools: BTreeMap<String, Tool>,
+    /// Agents by name.
+    pub agents: BTreeMap<String, Agent>,
+    /// The tasks, in workflow order.
+    pub tasks: Vec<Task>,
+    /// Scheduling, budgets and replanning.
+    pub control: ControlLogic,
+}
+
+/// The author's analysis of the mission.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MissionAnalysis {
+    /// `trivial`, `low`, `medium` or `high`.
+    pub estimated_complexity: Option<Complexity>,
+    /// The chain of task ids the author expects to take longest.
+    pub critical_path: Vec<At<String>>,
+    /// Capabilities the mission needs.
+    pub required_capabilities: Vec<String>,
+}
+
+/// The author's estimate of a mission's difficulty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Complexity {
+    /// One obvious step.
+    Trivial,
+    /// A few steps.
+    Low,
+    /// Several steps with some parallel work.
+    Medium,
+    /// Many steps, branching and review.
+    High,
+}
+
+/// An OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provider {
+    /// The API dialect; only `openai` for now.
+    pub kind: String,
+    /// The endpoint's base URL, such as `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// The default model.
+    pub model: Option<String>,
+    /// The model's context window in tokens.
+    pub context_window: Option<u64>,
+    /// Requests in flight at once.
+    pub max_concurrency: Option<u32>,
+    /// Requests started per minute.
+    pub requests_per_minute: Option<u32>,
+    /// The tokenizer used to count tokens (`o200k_base` by default).
+    pub tokenizer: Option<String>,
+    /// How long one request may take.
+    pub timeout: Option<Duration>,
+    /// Where the provider was defined.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// A program an llm agent can call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// What the tool does, shown to the model.
+    pub description: String,
+    /// The argv to run; the call's arguments arrive as JSON on stdin.
+    pub command: Vec<String>,
+    /// The JSON Schema of the arguments.
+    pub input_schema: Option<serde_json::Value>,
+    /// How long one call may take.
+    pub timeout: Option<Duration>,
+    /// Whether the tool changes the world (the critic wants a human review before it).
+    pub destructive: bool,
+    /// Where the tool was defined.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// An agent: who does a task and how.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    /// How the agent runs.
+    pub runtime: Runtime,
+    /// The system prompt (llm agents).
+    pub system_prompt: Option<String>,
+    /// The author's trust in this agent, 0.0 to 1.0.
+    pub reliability_weight: Option<f64>,
+    /// How long one attempt may take.
+    pub timeout: Option<Duration>,
+    /// Where the agent was defined.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// How an agent runs, with the settings of that runtime.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "runtime", rename_all = "snake_case")]
+pub enum Runtime {
+    /// An OpenAI-compatible chat model with tool calling.
+    Llm {
+        /// The provider's name; `None` means the provider named `default`.
+        provider: Option<At<String>>,
+        /// The model, overriding the provider's.
+        model: Option<String>,
+        /// Tools offered to the model, by name.
+        tools: Vec<At<String>>,
+        /// The most model turns one attempt may take.
+        max_turns: Option<u32>,
+    },
+    /// A process: the task input on stdin, the output from stdout.
+    Command {
+        /// The argv; never passed through a shell.
+        command: Vec<String>,
+        /// The most stdout bytes kept before the attempt fails.
+        max_output_bytes: u64,
+    },
+    /// Deterministic scripted responses, for tests, dry runs and examples.
+    Mock {
+        /// Simulated time per attempt.
+        latency: Option<Duration>,
+        /// The response for tasks with no script: `echo` returns the rendered input.
+        default: String,
+        /// Scripted responses by task id, one per attempt (the last repeats).
+        responses: BTreeMap<String, Vec<MockResponse>>,
+    },
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::Llm { provider: None, model: None, tools: Vec::new(), max_turns: None }
+    }
+}
+
+impl Runtime {
+    /// `llm`, `command` or `mock`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Runtime::Llm { .. } => "llm",
+            Runtime::Command { .. } => "command",
+            Runtime::Mock { .. } => "mock",
+        }
+    }
+}
+
+/// The default cap on a command agent's output.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+
+/// One scripted outcome of a mock agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MockResponse {
+    /// Succeed with this output.
+    Output(String),
+    /// Fail with this error.
+    Fail(String),
+    /// Ask this clarifying question.
+    Clarify(String),
+}
+
+/// What kind of step a task is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// An agent does work.
+    #[default]
+    Task,
+    /// An agent (or the extractive compactor) condenses upstream outputs under a cap.
+    SynthesisGate,
+    /// A person approves or rejects upstream outputs.
+    HumanReview,
+}
+
+impl TaskKind {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Task => "task",
+            TaskKind::SynthesisGate => "synthesis_gate",
+            TaskKind::HumanReview => "human_review",
+        }
+    }
+}
+
+/// One step of the workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// The unique id.
+    pub id: At<String>,
+    /// What kind of step it is.
+    pub kind: TaskKind,
+    /// The agent that does it; `None` for human reviews and agent-less gates.
+    pub agent: Option<At<String>>,
+    /// The input template.
+    pub input: Option<At<String>>,
+    /// The question shown to the reviewer (`human_review`).
+    pub prompt: Option<At<String>>,
+    /// Tasks that must finish first (gate inputs included).
+    pub depends_on: Vec<At<String>>,
+    /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
+    pub inputs: Vec<At<String>>,
+    /// The parallel group it belongs to.
+    pub parallel_group: Option<At<String>>,
+    /// How its output is checked.
+    pub verification: Option<Verification>,
+    /// What happens when it fails.
+    pub on_failure: At<FailurePolicy>,
+    /// Whether the run fails when this task does not succeed.
+    pub critical: bool,
+    /// How long one attempt may take.
+    pub timeout: Option<Duration>,
+    /// Links and files given to the agent.
+    pub attachments: Vec<At<Attachment>>,
+    /// A gate's output cap in tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Where the task was written (its mapping).
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// What a task does when an attempt fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Run again with backoff, then apply `then`.
+    Retry,
+    /// Mark it skipped; dependents still run.
+    Skip,
+    /// Ask the planner agent for a replacement.
+    Replan,
+    /// Cancel what runs and fail the run.
+    #[default]
+    Fail,
+}
+
+impl Action {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Retry => "retry",
+            Action::Skip => "skip",
+            Action::Replan => "replan",
+            Action::Fail => "fail",
+        }
+    }
+}
+
+/// A failure policy with every default filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailurePolicy {
+    /// The first thing to do.
+    pub action: Action,
+    /// Total attempts when the action is `retry` (the first attempt included).
+    pub max_attempts: u32,
+    /// The delay before the second attempt.
+    pub backoff: Duration,
+    /// The factor each further delay grows by.
+    pub factor: u32,
+    /// The longest delay.
+    pub max_backoff: Duration,
+    /// What to do when retries run out: `skip`, `replan` or `fail`.
+    pub then: Action,
+}
+
+impl Default for FailurePolicy {
+    fn default() -> Self {
+        FailurePolicy::of(Action::Fail)
+    }
+}
+
+impl FailurePolicy {
+    /// The policy for a bare word, with the documented retry defaults.
+    pub fn of(action: Action) -> Self {
+        FailurePolicy {
+            action,
+            max_attempts: if action == Action::Retry { 3 } else { 1 },
+            backoff: Duration::from_millis(1000),
+            factor: 2,
+            max_backoff: Duration::from_millis(60_000),
+            then: Action::Fail,
+        }
+    }
+
+    /// Whether anything but a plain `fail` happens on failure.
+    pub fn has_fallback(&self) -> bool {
+        self.action != Action::Fail
+    }
+
+    /// Whether the task can end up skipped.
+    pub fn can_skip(&self) -> bool {
+        self.action == Action::Skip || (self.action == Action::Retry && self.then == Action::Skip)
+    }
+
+    /// Whether the task can end up replanned.
+    pub fn can_replan(&self) -> bool {
+        self.action == Action::Replan || (self.action == Action::Retry && self.then == Action::Replan)
+    }
+}
+
+/// How a task's output is checked before it counts as a success.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Verification {
+    /// The output must be JSON valid against a schema.
+    SchemaCheck {
+        /// The JSON Schema.
+        schema: serde_json::Value,
+    },
+    /// A reviewer agent answers `{"pass": bool, "reason": str}`.
+    LlmReviewer {
+        /// The reviewer agent.
+        agent: At<String>,
+        /// What the reviewer checks.
+        criteria: Option<String>,
+    },
+    /// A command reads the output on stdin; exit 0 passes.
+    Command {
+        /// The argv.
+        command: Vec<String>,
+    },
+}
+
+/// Something handed to the agent with the task input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attachment {
+    /// A URL, listed in the prompt.
+    Link(String),
+    /// A file, read (size-capped) and inlined; relative to the plan's folder.
+    File(String),
+}
+
+/// How the run is scheduled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// A task starts as soon as its dependencies are done.
+    #[default]
+    Eager,
+    /// Topological levels, one after another.
+    Phased,
+    /// One task at a time, in list order.
+    Sequential,
+}
+
+impl Strategy {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Eager => "eager",
+            Strategy::Phased => "phased",
+            Strategy::Sequential => "sequential",
+        }
+    }
+}
+
+/// Scheduling, budgets, replanning and context settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlLogic {
+    /// How tasks are scheduled.
+    pub strategy: Strategy,
+    /// Tasks running at once across the run.
+    pub max_concurrency: Option<u32>,
+    /// Per-group limits on tasks running at once.
+    pub parallel_groups: BTreeMap<String, GroupLimit>,
+    /// Agent turns allowed per phase.
+    pub max_turns_per_phase: Option<u32>,
+    /// Whether an empty output counts as a failure that replans.
+    pub replan_on_empty_result: bool,
+    /// Replans allowed in one run.
+    pub max_replans: u32,
+    /// The agent asked for a revised workflow on replan.
+    pub planner: Option<At<String>>,
+    /// The agent that compacts context and errors (else the extractive compactor).
+    pub compactor: Option<At<String>>,
+    /// Tokens the whole run may spend, prompt and completion.
+    pub token_budget: Option<u64>,
+    /// Tokens one task's input may hold; the critic estimates against it.
+    pub context_budget: Option<u64>,
+    /// Tokens the rolling context summary may hold.
+    pub summary_budget: Option<u64>,
+    /// Characters an error keeps after compaction.
+    pub error_char_limit: u64,
+    /// Whether llm agents get the `ask_user` tool.
+    pub allow_clarification: bool,
+}
+
+impl Default for ControlLogic {
+    fn default() -> Self {
+        ControlLogic {
+            strategy: Strategy::Eager,
+            max_concurrency: None,
+            parallel_groups: BTreeMap::new(),
+            max_turns_per_phase: None,
+            replan_on_empty_result: false,
+            max_replans: 2,
+            planner: None,
+            compactor: None,
+            token_budget: None,
+            context_budget: None,
+            summary_budget: None,
+            error_char_limit: 2000,
+            allow_clarification: true,
+        }
+    }
+}
+
+/// A limit on one parallel group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupLimit {
+    /// Tasks of the group running at once.
+    pub max_concurrency: Option<u32>,
+}
+
+/// The name of the agent a task without one uses.
+pub const DEFAULT_AGENT: &str = "default";
+
+impl Plan {
+    /// The agent a task runs on: its own, or the `default` agent.
+    pub fn agent_of<'a>(&'a self, task: &'a Task) -> Option<&'a str> {
+        match (&task.agent, task.kind) {
+            (Some(agent), _) => Some(&agent.value),
+            (None, TaskKind::Task) => Some(DEFAULT_AGENT),
+            (None, _) => None,
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Reading typed values out of the spanned tree, reporting every problem with its location.
+//!
+//! The two forms differ only here: the bare seed form accepts the aliases LLMs write (each
+//! noted as `info`) and ignores unknown fields with a warning; the enveloped form accepts
+//! canonical names only and makes anything unknown an error at the offending key.
+
+use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
+use crate::duration::Duration;
+use crate::plan::{At, Form};
+use crate::source::{Loc, join_index, join_key};
+use crate::tree::{Node, Value};
+
+/// One field a mapping may have.
+pub(crate) struct Field {
+    /// The canonical name.
+    pub name: &'static str,
+    /// Other names read in the bare form.
+    pub aliases: &'static [&'static str],
+    /// Whether the field exists only in the bare form.
+    pub bare_only: bool,
+}
+
+/// A canonical field.
+pub(crate) const fn field(name: &'static str) -> Field {
+    Field { name, aliases: &[], bare_only: false }
+}
+
+/// A canonical field with bare-form aliases.
+pub(crate) const fn aliased(name: &'static str, aliases: &'static [&'static str]) -> Field {
+    Field { name, aliases, bare_only: false }
+}
+
+/// A field read only in the bare form.
+pub(crate) const fn bare(name: &'static str) -> Field {
+    Field { name, aliases: &[], bare_only: true }
+}
+
+/// A construct from another planner that has no equivalent here, and what to use instead.
+pub(crate) struct Foreign {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub instead: &'static str,
+}
+
+/// A key and value found in a mapping, with the path of the value.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry<'n> {
+    pub key: &'n Node,
+    pub value: &'n Node,
+}
+
+/// The recognised fields of one mapping.
+pub(crate) struct Fields<'n> {
+    found: Vec<(&'static str, Entry<'n>, String)>,
+    /// Where the mapping is.
+    pub loc: Loc,
+}
+
+impl<'n> Fields<'n> {
+    /// The entry of a canonical field and its path.
+    pub fn get(&self, name: &str) -> Option<(Entry<'n>, &str)> {
+        self.found.iter().find(|(n, ..)| *n == name).map(|(_, e, p)| (*e, p.as_str()))
+    }
+
+    /// Whether the field is present.
+    pub fn has(&self, name: &str) -> bool {
+        self.found.iter().any(|(n, ..)| *n == name)
+    }
+}
+
+/// Collects diagnostics while values are read.
+pub(crate) struct Reader {
+    pub diagnostics: Vec<Diagnostic>,
+    pub form: Form,
+}
+
+impl Reader {
+    pub fn new(form: Form) -> Self {
+        Reader { diagnostics: Vec::new(), form }
+    }
+
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn bare(&self) -> bool {
+        self.form == Form::Bare
+    }
+
+    /// Reports that `node` is not of the expected kind.
+    pub fn wrong_type(&mut self, node: &Node, path: &str, what: &str, expected: &str) {
+        self.push(
+            Diagnostic::error(
+                Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
+                Loc::new(node.span, path),
+            )
+            .label(format!("expected {expected}")),
+        );
+    }
+
+    /// Reads a mapping's fields, reporting unknown ones, aliases and foreign constructs.
+    pub fn fields<'n>(
+        &mut self,
+        node: &'n Node,
+        path: &str,
+        context: &str,
+        known: &[Field],
+        foreign: &[Foreign],
+    ) -> Option<Fields<'n>> {
+        let Value::Map(entries) = &node.value else {
+            self.wrong_type(node, path, context, "a mapping");
+            return None;
+        };
+        let mut fields = Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path) };
+        for (key, value) in entries {
+            let Some(name) = scalar_text(key) else {
+                self.wrong_type(key, path, "a key", "a string");
+                continue;
+            };
+            let entry = Entry { key, value };
+            let entry_path = join_key(path, &name);
+            let key_loc = Loc::new(key.span, entry_path.clone());
+            let exact = known.iter().find(|f| f.name == name && (!f.bare_only || self.bare()));
+            let alias = known.iter().find(|f| f.aliases.contains(&name.as_str()));
+            let canonical = match (exact, alias) {
+                (Some(f), _) => f.name,
+                (None, Some(f)) if self.bare() => {
+                    self.push(
+                        Diagnostic::info(
+                            Problem::Alias { written: name.clone(), canonical: f.name.into() },
+                            key_loc.clone(),
+                        )
+                        .label(format!("read as `{}`", f.name)),
+                    );
+                    f.name
+                }
+                _ => {
+                    if self.bare() {
+                        if let Some(foreign) = foreign.iter().find(|f| f.name == name) {
+                            self.push(
+                                Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc)
+                                    .label("ignored")
+                                    .help(foreign.instead),
+                            );
+                            continue;
+                        }
+                    }
+                    self.unknown_field(&name, key_loc, context, known, alias);
+                    continue;
+                }
+            };
+            if fields.has(canonical) {
+                let problem = Problem::InvalidValue {
+                    what: format!("field `{name}`"),
+                    reason: format!("`{canonical}` is already given in this {context}"),
+                };
+                self.push(Diagnostic::error(problem, key_loc).label("second definition"));
+                continue;
+            }
+            fields.found.push((canonical, entry, entry_path));
+        }
+        Some(fields)
+    }
+
+    fn unknown_field(&mut self, name: &str, loc: Loc, context: &str, known: &[Field], alias: Option<&Field>) {
+        let help = match alias {
+            Some(f) => Some(format!("`{name}` is read only in the bare seed form; here write `{}`", f.name)),
+            None => known
+                .iter()
+                .find(|f| f.bare_only && f.name == name)
+                .map(|_| format!("`{name}` is read only in the bare seed form"))
+                .or_else(|| did_you_mean(name, known.iter().filter(|f| !f.bare_only || self.bare()).map(|f| f.name))),
+        };
+        let problem = Problem::UnknownField { field: name.into(), context: context.into() };
+        let diagnostic = if self.bare() {
+            Diagnostic::warning(problem, loc).label("ignored")
+        } else {
+            Diagnostic::error(problem, loc).label("unknown field")
+        };
+        self.push(diagnostic.maybe_help(help));
+    }
+
+    /// A required field: reports it missing at the mapping.
+    pub fn require<'a, 'n>(
+        &mut self,
+        fields: &'a Fields<'n>,
+        name: &str,
+        context: &str,
+    ) -> Option<(Entry<'n>, &'a str)> {
+        let found = fields.get(name);
+        if found.is_none() {
+            self.push(
+                Diagnostic::error(
+                    Problem::MissingField { field: name.into(), context: context.into() },
+                    fields.loc.clone(),
+                )
+                .label(format!("`{name}` is missing")),
+            );
+        }
+        found
+    }
+
+    /// A string; numbers are read as their text, since YAML authors write `model: 3`.
+    pub fn string(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<At<String>> {
+        match scalar_text(entry.value) {
+            Some(text) => Some(At::new(text, Loc::new(entry.value.span, path))),
+            None => {
+                self.wrong_type(entry.value, path, what, "a string");
+                None
+            }
+        }
+    }
+
+    /// A list of strings; the bare form also takes a single string.
+    pub fn strings(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Vec<At<String>> {
+        match &entry.value.value {
+            Value::Seq(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let item_path = join_index(path, i);
+                    self.string(Entry { key: entry.key, value: item }, &item_path, what)
+                })
+                .collect(),
+            Value::Null if self.bare() => Vec::new(),
+            Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
+            _ => {
+                self.wrong_type(entry.value, path, what, "a list of strings");
+                Vec::new()
+            }
+        }
+    }
+
+    /// A non-empty argv.
+    pub fn argv(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<Vec<String>> {
+        if !matches!(entry.value.value, Value::Seq(_)) {
+            self.wrong_type(entry.value, path, what, "a list of strings (an argv, never a shell string)");
+            return None;
+        }
+        let argv: Vec<String> = self.strings(entry, path, what).into_iter().map(|a| a.value).collect();
+        if argv.is_empty() {
+            self.invalid(entry.value, path, what, "the command is empty; give the program and its arguments");
+            return None;
+        }
+        Some(argv)
+    }
+
+    /// A boolean; the bare form also takes `"true"` and `"false"`.
+    pub fn boolean(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<bool> {
+        match &entry.value.value {
+            Value::Bool(b) => Some(*b),
+            Value::Str(s) if self.bare() && (s == "true" || s == "false") => Some(s == "true"),
+            _ => {
+                self.wrong_type(entry.value, path, what, "true or false");
+                None
+            }
+        }
+    }
+
+    /// A whole number in `min..=max`.
+    pub fn integer(&mut self, entry: Entry<'_>, path: &str, what: &str, min: u64, max: u64) -> Option<u64> {
+        match &entry.value.value {
+            Value::Int(n) if *n >= 0 && (min..=max).contains(&(*n as u64)) => Some(*n as u64),
+            Value::Int(n) => {
+                self.invalid(entry.value, path, what, &format!("{n} is outside {min}..={max}"));
+                None
+            }
+            _ => {
+                self.wrong_type(entry.value, path, what, "a whole number");
+                None
+            }
+        }
+    }
+
+    /// A `u32` of at least `min`.
+    pub fn count(&mut self, entry: Entry<'_>, path: &str, what: &str, min: u32) -> Option<u32> {
+        self.integer(entry, path, what, u64::from(min), u64::from(u32::MAX)).map(|n| n as u32)
+    }
+
+    /// A number in `min..=max`.
+    pub fn number(&mut self, entry: Entry<'_>, path: &str, what: &str, min: f64, max: f64) -> Option<f64> {
+        let value = match &entry.value.value {
+            Value::Int(n) => *n as f64,
+            Value::Float(x) => *x,
+            _ => {
+                self.wrong_type(entry.value, path, what, "a number");
+                return None;
+            }
+        };
+        if !(min..=max).contains(&value) {
+            self.invalid(entry.value, path, what, &format!("{value} is outside {min}..={max}"));
+            return None;
+        }
+        Some(value)
+    }
+
+    /// A duration string such as `30s`.
+    pub fn duration(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<Duration> {
+        let Value::Str(text) = &entry.value.value else {
+            self.wrong_type(entry.value, path, what, "a duration such as `30s` or `500ms`");
+            return None;
+        };
+        Duration::parse(text).map_err(|reason| self.invalid(entry.value, path, what, &reason)).ok()
+    }
+
+    /// Reports an invalid value.
+    pub fn invalid(&mut self, node: &Node, path: &str, what: &str, reason: &str) {
+        self.push(
+            Diagnostic::error(
+                Problem::InvalidValue { what: what.into(), reason: reason.into() },
+                Loc::new(node.span, path),
+            )
+            .label("invalid"),
+        );
+    }
+
+    /// One of a fixed set of words, with bare-form synonyms noted as aliases.
+    pub fn word<T: Copy>(
+        &mut self,
+        entry: Entry<'_>,
+        path: &str,
+        what: &str,
+        words: &[(&str, T)],
+        synonyms: &[(&str, &str)],
+    ) -> Option<T> {
+        self.word_or(entry, path, what, words, synonyms, None)
+    }
+
+    /// Like [`Reader::word`], but in the bare form an unknown word is read as `fallback` with
+    /// a warning, as the seed planner did.
+    pub fn word_or<T: Copy>(
+        &mut self,
+        entry: Entry<'_>,
+        path: &str,
+        what: &str,
+        words: &[(&str, T)],
+        synonyms: &[(&str, &str)],
+        fallback: Option<(&str, T)>,
+    ) -> Option<T> {
+        let text = self.string(entry, path, what)?;
+        let loc = text.loc.clone();
+        let mut word = text.value.as_str();
+        if self.bare() {
+            if let Some((_, canonical)) = synonyms.iter().find(|(s, _)| *s == word) {
+                self.push(
+                    Diagnostic::info(
+                        Problem::Alias { written: word.into(), canonical: (*canonical).into() },
+                        loc.clone(),
+                    )
+                    .label(format!("read as `{canonical}`")),
+                );
+                word = canonical;
+            }
+        }
+        if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {
+            return Some(*value);
+        }
+        let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+        let help =
+            did_you_mean(word, names.iter().copied()).unwrap_or_else(|| format!("use one of: {}", names.join(", ")));
+        if let Some((fallback_word, fallback)) = fallback.filter(|_| self.bare()) {
+            let problem = Problem::Unsupported { what: format!("{what} `{word}`") };
+            self.push(Diagnostic::warning(problem, loc).label(format!("read as `{fallback_word}`")).help(help));
+            return Some(fallback);
+        }
+        let problem =
+            Problem::InvalidValue { what: what.into(), reason: format!("`{word}` is not one of {}", names.join(", ")) };
+        self.push(Diagnostic::error(problem, loc).label("unknown value").help(help));
+        None
+    }
+
+    /// Any value as JSON (schemas).
+    pub fn json(&mut self, node: &Node) -> serde_json::Value {
+        to_json(node)
+    }
+
+    /// Reads each value of a mapping of named items.
+    pub fn named<'n>(&mut self, entry: Entry<'n>, path: &str, what: &str) -> Vec<(At<String>, &'n Node, String)> {
+        match &entry.value.value {
+            Value::Map(entries) => entries
+                .iter()
+                .filter_map(|(key, value)| {
+                    let Some(name) = scalar_text(key) else {
+                        self.wrong_type(key, path, "a name", "a string");
+                        return None;
+                    };
+                    let item_path = join_key(path, &name);
+                    Some((At::new(name, Loc::new(key.span, item_path.clone())), value, item_path))
+                })
+                .collect(),
+            Value::Null => Vec::new(),
+            _ => {
+                self.wrong_type(entry.value, path, what, "a mapping of names to definitions");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// The text of a string or number scalar.
+pub(crate) fn scalar_text(node: &Node) -> Option<String> {
+    match &node.value {
+        Value::Str(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        Value::Float(x) => Some(x.to_string()),
+        _ => None,
+    }
+}
+
+/// A tree as JSON; mapping keys are their text.
+pub(crate) fn to_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value as J;
+    match &node.value {
+        Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(n) => J::from(*n),
+        Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+        Value::Str(s) => J::String(s.clone()),
+        Value::Seq(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Map(entries) => {
+            J::Object(entries.iter().map(|(k, v)| (scalar_text(k).unwrap_or_default(), to_json(v))).collect())
+        }
+    }
+}

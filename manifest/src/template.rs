@@ -1,0 +1,165 @@
+//! Task input templates: the syntax check and the variables each template reads.
+
+use minijinja::Environment;
+
+/// The variables a template may read.
+pub const ROOTS: &[&str] = &["mission", "tasks", "vars", "context_summary"];
+
+/// One variable a template reads, split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The whole dotted path, such as `tasks.search.output.title`.
+    pub path: String,
+    /// The first part: `mission`, `tasks`, `vars`, `context_summary` or an unknown name.
+    pub root: String,
+    /// For `tasks.X...`, the task id `X`.
+    pub task: Option<String>,
+    /// For `tasks.X.output.F...`, the field `F`.
+    pub field: Option<String>,
+}
+
+/// Parses templates with one shared engine, so a large plan does not pay for a new one per task.
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Templates { env: Environment::new() }
+    }
+}
+
+impl Templates {
+    /// Whether a text contains template syntax at all.
+    pub fn is_template(text: &str) -> bool {
+        text.contains("{{") || text.contains("{%") || text.contains("{#")
+    }
+
+    /// The variables a template reads, or the parse error as text.
+    pub fn references(&self, text: &str) -> Result<Vec<Reference>, String> {
+        if !Self::is_template(text) {
+            return Ok(Vec::new());
+        }
+        let template = self.env.template_from_str(text).map_err(|error| {
+            let detail = error.detail().map_or_else(|| error.kind().to_string(), str::to_owned);
+            match error.line() {
+                Some(line) => format!("{detail} (line {line} of the template)"),
+                None => detail,
+            }
+        })?;
+        let mut references: Vec<Reference> = template
+            .undeclared_variables(true)
+            .into_iter()
+            .map(|path| {
+                let mut parts = path.split('.');
+                let root = parts.next().unwrap_or_default().to_owned();
+                let (task, field) = if root == "tasks" {
+                    let task = parts.next().map(str::to_owned);
+                    let field = match parts.next() {
+                        Some("output") => parts.next().map(str::to_owned),
+                        _ => None,
+                    };
+                    (task, field)
+                } else {
+                    (None, None)
+                };
+                Reference { path, root, task, field }
+            })
+            .collect();
+        references.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(references)
+    }
+}
+
+/// Rewrites the bare form's `results.X` inside `{{ }}` and `{% %}` to `tasks.X.output`;
+/// `None` when there is nothing to rewrite.
+pub fn rewrite_results(text: &str) -> Option<String> {
+    if !text.contains("results") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    let mut changed = false;
+    while let Some(open) = rest.find("{{").or_else(|| rest.find("{%")).map(|i| {
+        let j = rest.find("{%").unwrap_or(usize::MAX);
+        i.min(j)
+    }) {
+        let close_token = if rest[open..].starts_with("{{") { "}}" } else { "%}" };
+        let Some(close) = rest[open..].find(close_token).map(|c| open + c) else { break };
+        out.push_str(&rest[..open]);
+        let expression = &rest[open..close];
+        let rewritten = rewrite_expression(expression);
+        changed |= rewritten != expression;
+        out.push_str(&rewritten);
+        rest = &rest[close..];
+        let token_end = close_token.len();
+        out.push_str(&rest[..token_end]);
+        rest = &rest[token_end..];
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+fn rewrite_expression(expression: &str) -> String {
+    let mut out = String::with_capacity(expression.len() + 16);
+    let bytes = expression.as_bytes();
+    let mut i = 0;
+    while i < expression.len() {
+        let at_word_start = i == 0 || !is_ident(bytes[i - 1]) && bytes[i - 1] != b'.';
+        if at_word_start && expression[i..].starts_with("results.") {
+            let id_start = i + "results.".len();
+            let id_end = expression[id_start..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(expression.len(), |n| id_start + n);
+            if id_end > id_start {
+                out.push_str("tasks.");
+                out.push_str(&expression[id_start..id_end]);
+                out.push_str(".output");
+                i = id_end;
+                continue;
+            }
+        }
+        let ch = expression[i..].chars().next().unwrap_or_default();
+        out.push(ch);
+        i += ch.len_utf8().max(1);
+    }
+    out
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_become_task_outputs_inside_expressions_only() {
+        assert_eq!(
+            rewrite_results("Use results.a: {{results.a}} and {{ results.b.capital }}").as_deref(),
+            Some("Use results.a: {{tasks.a.output}} and {{ tasks.b.output.capital }}")
+        );
+        assert_eq!(rewrite_results("{{ my_results.a }}"), None);
+        assert_eq!(rewrite_results("no templates"), None);
+    }
+
+    #[test]
+    fn references_split_task_and_field() {
+        let refs = Templates::default()
+            .references("{{ mission }} {{ tasks.a.output.title }} {{ tasks.b.status }} {% for x in vars.items %}{{ x }}{% endfor %}")
+            .unwrap();
+        let paths: Vec<_> = refs.iter().map(|r| (r.root.as_str(), r.task.as_deref(), r.field.as_deref())).collect();
+        assert!(paths.contains(&("mission", None, None)), "{paths:?}");
+        assert!(paths.contains(&("tasks", Some("a"), Some("title"))), "{paths:?}");
+        assert!(paths.contains(&("tasks", Some("b"), None)), "{paths:?}");
+        assert!(paths.iter().any(|p| p.0 == "vars"), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.0 == "x"), "{paths:?}");
+    }
+
+    #[test]
+    fn syntax_errors_say_where() {
+        let error = Templates::default().references("line one\n{{ tasks.a.output ").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+    }
+}

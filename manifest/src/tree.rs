@@ -1,0 +1,171 @@
+//! The YAML document as a tree of nodes, each with the byte span it came from.
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+use std::fmt;
+
+use crate::source::Span;
+
+/// One YAML node and where it sits in the source text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// What the node holds.
+    pub value: Value,
+    /// The node's bytes in the source (for collections, where the node starts).
+    pub span: Span,
+}
+
+/// The value of a node; mappings keep their keys as nodes so keys have spans too.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `~`, `null` or an empty value.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer scalar.
+    Int(i64),
+    /// A floating point scalar.
+    Float(f64),
+    /// A string scalar.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping, in source order.
+    Map(Vec<(Node, Node)>),
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spanned = Spanned::<Value>::deserialize(deserializer)?;
+        let span = spanned.referenced.span();
+        let offset = span.byte_offset().unwrap_or(0) as usize;
+        let len = span.byte_len().unwrap_or(0) as usize;
+        Ok(Node { value: spanned.value, span: Span::new(offset, len) })
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::Str(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::Str(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Value::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(Value::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Node>()? {
+            let value = map.next_value::<Node>()?;
+            entries.push((key, value));
+        }
+        Ok(Value::Map(entries))
+    }
+}
+
+/// A document that could not be read as YAML, with where the reader stopped.
+#[derive(Debug, Clone)]
+pub struct SyntaxError {
+    /// What the YAML reader said, without its own source snippet.
+    pub message: String,
+    /// Where the reader stopped.
+    pub span: Span,
+}
+
+/// Reads a YAML (or JSON) document into a spanned tree, within fixed resource budgets:
+/// nesting depth, node and event counts, and alias expansion are all capped, so alias bombs
+/// and deep nesting end in an error rather than in exhausted memory or stack.
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    let body = text.trim_start();
+    if body.starts_with('{') {
+        if let Ok(node) = crate::json::parse(text) {
+            return Ok(node);
+        }
+    }
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = crate::json::MAX_DEPTH;
+    budget.max_nodes = 20_000_000;
+    budget.max_events = 40_000_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.with_snippet = false;
+    let node: Option<Node> = serde_saphyr::from_str_with_options(text, options).map_err(|error| {
+        let span = error
+            .location()
+            .and_then(|at| at.span().byte_offset())
+            .map_or(Span::default(), |offset| Span::new(offset as usize, 0));
+        SyntaxError { message: clean_message(&error.to_string()), span }
+    })?;
+    Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
+}
+
+/// Drops the `error: line N column M:` prefix the YAML reader puts on its messages; the
+/// diagnostic shows the position itself.
+fn clean_message(message: &str) -> String {
+    let message = message.trim().strip_prefix("error: ").unwrap_or(message.trim());
+    let message = match message.strip_prefix("line ") {
+        Some(rest) => rest.split_once(": ").map_or(message, |(_, tail)| tail),
+        None => message,
+    };
+    message.lines().next().unwrap_or(message).to_owned()
+}
+
+impl Value {
+    /// A short name of the kind of value, for "expected X, found Y" messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Validation: everything that makes a normalised plan unrunnable, reported in one pass.
+
+use std::collections::HashMap;
+
+use crate::diagnostic::{Diagnostic, Problem, Severity, did_you_mean};
+use crate::graph::{Cycles, TaskGraph};
+use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Runtime, Task, TaskKind, Verification};
+use crate::source::{Loc, Span};
+use crate::template::{ROOTS, Templates};
+
+/// Answers whether a file an attachment names exists; the loader passes the real file
+/// system, tests pass what they like.
+pub type FileCheck<'a> = &'a dyn Fn(&str) -> bool;
+
+/// The agent name bare-form plans use for PTC-Lisp code; it has no equivalent here.
+const DIRECT_AGENT: &str = "direct";
+
+/// Checks a plan and returns its graph when the dependencies form a DAG.
+pub(crate) fn validate(
+    plan: &Plan,
+    source: &str,
+    files: FileCheck<'_>,
+    out: &mut Vec<Diagnostic>,
+) -> Option<TaskGraph> {
+    let ids = check_ids(plan, out);
+    check_dependencies(plan, &ids, out);
+    check_agents(plan, out);
+    check_policies(plan, out);
+    check_schemas(plan, out);
+    check_attachments(plan, files, out);
+    check_providers(plan, out);
+    let graph = match TaskGraph::build(plan) {
+        Ok(graph) => graph,
+        Err(cycles) => {
+            report_cycles(plan, &cycles, out);
+            return None;
+        }
+    };
+    check_templates(plan, &graph, source, out);
+    Some(graph)
+}
+
+fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> HashMap<&'p str, &'p Task> {
+    let mut ids: HashMap<&str, &Task> = HashMap::with_capacity(plan.tasks.len());
+    for task in &plan.tasks {
+        if let Some(first) = ids.get(task.id.value.as_str()) {
+            out.push(
+                Diagnostic::error(Problem::DuplicateTask { id: task.id.value.clone() }, task.id.loc.clone())
+                    .label("second task with this id")
+                    .related(first.id.loc.span, "first defined here")
+                    .help("give each task its own id"),
+            );
+        } else {
+            ids.insert(&task.id.value, task);
+        }
+    }
+    ids
+}
+
+fn check_dependencies(plan: &Plan, ids: &HashMap<&str, &Task>, out: &mut Vec<Diagnostic>) {
+    for task in &plan.tasks {
+        for dep in &task.depends_on {
+            if dep.value == task.id.value {
+                out.push(
+                    Diagnostic::error(Problem::SelfDependency { task: task.id.value.clone() }, dep.loc.clone())
+                        .label("a task cannot wait for itself")
+                        .help("remove this dependency"),
+                );
+            } else if !ids.contains_key(dep.value.as_str()) {
+                let help = did_you_mean(
+                    &dep.value,
+                    plan.tasks.iter().map(|t| t.id.value.as_str()).filter(|id| *id != task.id.value),
+                )
+                .or_else(|| Some("remove it, or add a task with this id".into()));
+                let is_gate_input = task.inputs.iter().any(|input| input.loc == dep.loc);
+                let problem = if is_gate_input {
+                    Problem::UnknownGateInput { gate: task.id.value.clone(), input: dep.value.clone() }
+                } else {
+                    Problem::UnknownDependency { task: task.id.value.clone(), dependency: dep.value.clone() }
+                };
+                out.push(Diagnostic::error(problem, dep.loc.clone()).label("no task has this id").maybe_help(help));
+            }
+        }
+    }
+}
+
+fn agent_help(plan: &Plan, name: &str) -> Option<String> {
+    did_you_mean(name, plan.agents.keys().map(String::as_str)).or_else(|| {
+        let known: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
+        Some(if known.is_empty() {
+            format!("define it under `agent_definitions: {{{name}: ...}}`")
+        } else {
+            format!("define it under `agent_definitions`, or use one of: {}", known.join(", "))
+        })
+    })
+}
+
+fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    let unknown = |owner: String, name: &str, loc: &Loc, out: &mut Vec<Diagnostic>| {
+        if !plan.agents.contains_key(name) {
+            out.push(
+                Diagnostic::error(Problem::UnknownAgent { owner, agent: name.into() }, loc.clone())
+                    .label("no agent has this name")
+                    .maybe_help(agent_help(plan, name)),
+            );
+        }
+    };
+    for task in &plan.tasks {
+        match &task.agent {
+            Some(agent)
+                if agent.value == DIRECT_AGENT
+                    && plan.form == Form::Bare
+                    && !plan.agents.contains_key(DIRECT_AGENT) =>
+            {
+                out.push(
+                    Diagnostic::warning(
+                        Problem::Unsupported { what: "the built-in `direct` agent (PTC-Lisp code)".into() },
+                        agent.loc.clone(),
+                    )
+                    .label("runs on the `default` agent instead")
+                    .help("runner has no Lisp interpreter: to run code, define a `runtime: command` agent"),
+                );
+            }
+            Some(agent) => unknown(format!("task `{}`", task.id.value), &agent.value, &agent.loc, out),
+            None if task.kind == TaskKind::Task && !plan.agents.contains_key(DEFAULT_AGENT) => {
+                out.push(
+                    Diagnostic::error(
+                        Problem::MissingField { field: "agent".into(), context: format!("task `{}`", task.id.value) },
+                        task.id.loc.clone(),
+                    )
+                    .label("this task names no agent")
+                    .maybe_help(agent_help(plan, DEFAULT_AGENT).map(|h| format!("add `agent: ...`, or {h}"))),
+                );
+            }
+            None => {}
+        }
+        if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
+            unknown(format!("the verification of task `{}`", task.id.value), &agent.value, &agent.loc, out);
+        }
+    }
+    for (field, agent) in [("planner", &plan.control.planner), ("compactor", &plan.control.compactor)] {
+        if let Some(agent) = agent {
+            unknown(format!("control_logic.{field}"), &agent.value, &agent.loc, out);
+        }
+    }
+    for (name, agent) in &plan.agents {
+        let Runtime::Llm { provider, tools, .. } = &agent.runtime else { continue };
+        if let Some(provider) = provider {
+            if !plan.providers.contains_key(&provider.value) {
+                let help = did_you_mean(&provider.value, plan.providers.keys().map(String::as_str))
+                    .or_else(|| Some("define it under `providers`".into()));
+                out.push(
+                    Diagnostic::error(
+                        Problem::UnknownProvider { agent: name.clone(), provider: provider.value.clone() },
+                        provider.loc.clone(),
+                    )
+                    .label("no provider has this name")
+                    .maybe_help(help),
+                );
+            }
+        }
+        for tool in tools {
+            if !plan.tools.contains_key(&tool.value) {
+                let help = did_you_mean(&tool.value, plan.tools.keys().map(String::as_str))
+                    .or_else(|| Some("define it under `tools` with a `command`".into()));
+                let diagnostic = Diagnostic::error(
+                    Problem::UnknownTool { agent: name.clone(), tool: tool.value.clone() },
+                    tool.loc.clone(),
+                )
+                .label("no tool has this name")
+                .maybe_help(help);
+                // LLM-written bare plans name tools their own runtime provided; they load, but say so.
+                out.push(if plan.form == Form::Bare {
+                    Diagnostic { severity: Severity::Warning, ..diagnostic }
+                } else {
+                    diagnostic
+                });
+            }
+        }
+    }
+}
+
+fn check_policies(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for task in &plan.tasks {
+        let policy = &task.on_failure;
+        if task.critical && policy.value.can_skip() {
+            out.push(
+                Diagnostic::error(Problem::SkipOnCritical { task: task.id.value.clone() }, policy.loc.clone())
+                    .label("`skip` here")
+                    .help("a critical task must succeed: use `retry` or `replan`, or drop `critical: true`"),
+            );
+        }
+        if policy.value.can_replan() && plan.control.planner.is_none() {
+            out.push(
+                Diagnostic::error(Problem::ReplanWithoutPlanner { task: task.id.value.clone() }, policy.loc.clone())
+                    .label("`replan` here")
+                    .help("name the agent that writes replacement tasks in `control_logic.planner`"),
+            );
+        }
+    }
+}
+
+fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    let check = |owner: String, schema: &serde_json::Value, loc: Loc, out: &mut Vec<Diagnostic>| {
+        if let Err(error) = jsonschema::meta::validate(schema) {
+            out.push(
+                Diagnostic::error(Problem::InvalidSchema { owner, detail: error.to_string() }, loc)
+                    .label("not a valid JSON Schema")
+                    .help("see https://json-schema.org for the keywords a schema may use"),
+            );
+        }
+    };
+    for task in &plan.tasks {
+        if let Some(Verification::SchemaCheck { schema }) = &task.verification {
+            check(format!("the verification of task `{}`", task.id.value), schema, task.loc.clone(), out);
+        }
+    }
+    for (name, tool) in &plan.tools {
+        if let Some(schema) = &tool.input_schema {
+            check(format!("tool `{name}`"), schema, tool.loc.clone(), out);
+        }
+    }
+}
+
+fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic>) {
+    for task in &plan.tasks {
+        for attachment in &task.attachments {
+            if let Attachment::File(file) = &attachment.value {
+                if !files(file) {
+                    out.push(
+                        Diagnostic::error(
+                            Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
+                            attachment.loc.clone(),
+                        )
+                        .label("no such file")
+                        .help("file attachments are read relative to the plan's folder"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for (name, provider) in &plan.providers {
+        let Some(variable) = &provider.api_key_env else { continue };
+        let is_name = variable.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && variable.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name {
+            // Never echo the value: it may be a real key.
+            out.push(
+                Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, provider.loc.clone())
+                    .label("this provider")
+                    .help(
+                        "put the key in an environment variable and write its name, e.g. `api_key_env: OPENAI_API_KEY`",
+                    ),
+            );
+        }
+    }
+}
+
+fn report_cycles(plan: &Plan, cycles: &Cycles, out: &mut Vec<Diagnostic>) {
+    for members in &cycles.0 {
+        let ids: Vec<&str> = members.iter().map(|&m| plan.tasks[m].id.value.as_str()).collect();
+        let first = &plan.tasks[members[0]];
+        let mut diagnostic = Diagnostic::error(
+            Problem::Cycle { members: ids.iter().map(|s| (*s).to_owned()).collect() },
+            first.id.loc.clone(),
+        )
+        .label("this task is part of the cycle")
+        .help("remove one of the labelled dependencies to break the cycle");
+        for &m in members {
+            let task = &plan.tasks[m];
+            for dep in &task.depends_on {
+                if dep.value != task.id.value && ids.contains(&dep.value.as_str()) {
+                    let span: Span = dep.loc.span;
+                    diagnostic = diagnostic.related(span, format!("`{}` depends on `{}`", task.id.value, dep.value));
+                }
+            }
+        }
+        out.push(diagnostic);
+    }
+}
+
+fn check_templates(plan: &Plan, graph: &TaskGraph, source: &str, out: &mut Vec<Diagnostic>) {
+    let templates = Templates::default();
+    for (i, task) in plan.tasks.iter().enumerate() {
+        for text in [&task.input, &task.prompt].into_iter().flatten() {
+            let owner = format!("the input of task `{}`", task.id.value);
+            let references = match templates.references(&text.value) {
+                Ok(references) => references,
+                Err(detail) => {
+                    out.push(
+                        Diagnostic::error(Problem::TemplateSyntax { owner, detail }, text.loc.clone())
+                            .label("in this template")
+                            .help("templates use minijinja (Jinja2) syntax: `{{ tasks.ID.output }}`"),
+                    );
+                    continue;
+                }
+            };
+            for reference in references {
+                let loc = narrow(source, &text.loc, &reference.path);
+                if !ROOTS.contains(&reference.root.as_str()) {
+                    out.push(
+                        Diagnostic::error(
+                            Problem::TemplateUnknownVariable { owner: owner.clone(), variable: reference.root.clone() },
+                            loc,
+                        )
+                        .label("not defined")
+                        .maybe_help(
+                            did_you_mean(&reference.root, ROOTS.iter().copied())
+                                .or_else(|| Some(format!("templates can read: {}", ROOTS.join(", ")))),
+                        ),
+                    );
+                    continue;
+                }
+                let Some(read) = reference.task else { continue };
+                match graph.index_of(&read) {
+                    // An unknown dependency is reported already; one error per mistake.
+                    None if task.depends_on.iter().any(|d| d.value == read) => {}
+                    None => out.push(
+                        Diagnostic::error(
+                            Problem::TemplateUnknownVariable {
+                                owner: owner.clone(),
+                                variable: format!("tasks.{read}"),
+                            },
+                            loc,
+                        )
+                        .label("no task has this id")
+                        .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
+                    ),
+                    Some(j) if !graph.is_ancestor(j, i) => out.push(
+                        Diagnostic::error(
+                            Problem::TemplateNotAncestor { task: task.id.value.clone(), read: read.clone() },
+                            loc,
+                        )
+                        .label(format!("`{read}` may not have run yet"))
+                        .help(format!("add `{read}` to `depends_on` of `{}`", task.id.value)),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Narrows a template's location to the first place its text mentions `path`, when the
+/// scalar is written plainly enough to find it; otherwise keeps the whole value.
+fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
+    let Some(text) = source.get(loc.span.offset..loc.span.offset + loc.span.len) else { return loc.clone() };
+    let mut parts = path.split('.');
+    let root = parts.next().unwrap_or(path);
+    let needles = match (root, parts.next()) {
+        ("tasks", Some(task)) => vec![format!("tasks.{task}"), format!("results.{task}")],
+        _ => vec![root.to_owned()],
+    };
+    needles
+        .iter()
+        .find_map(|needle| text.find(needle.as_str()).map(|at| (at, needle.len())))
+        .map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), loc.path.clone()))
+}

@@ -1,0 +1,157 @@
+//! `runner graph`: the task graph as Mermaid or Graphviz DOT, with phases as subgraphs,
+//! parallel groups as subgraphs inside them, and gates and reviews in their own shapes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use manifest::plan::TaskKind;
+use manifest::{Plan, TaskGraph};
+
+use crate::cli::{EXIT_USAGE, GraphFormat};
+use crate::diagnostics::{color_stderr, print, render_human};
+
+/// Draws a valid plan; an invalid one gets its diagnostics and exit 2.
+pub fn run(path: &Path, format: GraphFormat) -> anyhow::Result<u8> {
+    let loaded = manifest::load_file(path);
+    let Some((plan, graph)) = loaded.valid() else {
+        eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
+        eprintln!("{}", crate::validate::summary(&loaded));
+        return Ok(EXIT_USAGE);
+    };
+    let text = match format {
+        GraphFormat::Mermaid => mermaid(plan, graph),
+        GraphFormat::Dot => dot(plan, graph),
+    };
+    print(&text)?;
+    Ok(0)
+}
+
+/// The tasks of one phase, grouped by parallel group (`None`: ungrouped), in workflow order.
+fn groups(plan: &Plan, phase: &[usize]) -> BTreeMap<Option<String>, Vec<usize>> {
+    let mut groups: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+    for &task in phase {
+        let group = plan.tasks[task].parallel_group.as_ref().map(|g| g.value.clone());
+        groups.entry(group).or_default().push(task);
+    }
+    groups
+}
+
+/// Renders a Mermaid flowchart.
+pub fn mermaid(plan: &Plan, graph: &TaskGraph) -> String {
+    let mut out = String::from("flowchart TD\n");
+    for (p, phase) in graph.phases().iter().enumerate() {
+        let _ = writeln!(out, "  subgraph phase{p}[\"phase {}\"]", p + 1);
+        for (group, tasks) in groups(plan, phase) {
+            let indent = if let Some(name) = &group {
+                let _ = writeln!(out, "    subgraph phase{p}_{}[\"parallel: {}\"]", safe_id(name), mermaid_text(name));
+                "      "
+            } else {
+                "    "
+            };
+            for task in tasks {
+                let _ = writeln!(out, "{indent}{}", mermaid_node(plan, task));
+            }
+            if group.is_some() {
+                out.push_str("    end\n");
+            }
+        }
+        out.push_str("  end\n");
+    }
+    for &task in graph.topo_order() {
+        for child in graph.children(task) {
+            let _ = writeln!(out, "  t{task} --> t{child}");
+        }
+    }
+    out.push_str("  classDef gate fill:#fff4d6,stroke:#b8860b\n  classDef review fill:#e3f0ff,stroke:#1f5fa8\n");
+    out
+}
+
+fn mermaid_node(plan: &Plan, index: usize) -> String {
+    let task = &plan.tasks[index];
+    let label = node_label(plan, index);
+    let label = mermaid_text(&label);
+    match task.kind {
+        TaskKind::Task => format!("t{index}[\"{label}\"]"),
+        TaskKind::SynthesisGate => format!("t{index}{{{{\"{label}\"}}}}:::gate"),
+        TaskKind::HumanReview => format!("t{index}[/\"{label}\"/]:::review"),
+    }
+}
+
+/// The id, then the agent or the kind of step, on a second line.
+fn node_label(plan: &Plan, index: usize) -> String {
+    let task = &plan.tasks[index];
+    let detail = match (task.kind, plan.agent_of(task)) {
+        (TaskKind::HumanReview, _) => "human review".to_owned(),
+        (TaskKind::SynthesisGate, Some(agent)) => format!("gate: {agent}"),
+        (TaskKind::SynthesisGate, None) => "gate".to_owned(),
+        (TaskKind::Task, agent) => agent.unwrap_or_default().to_owned(),
+    };
+    format!("{}\n{detail}", task.id.value)
+}
+
+/// Mermaid labels are quoted; quotes and markup characters become entity codes.
+fn mermaid_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '\n' => out.push_str("<br/>"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A name reduced to characters every Mermaid and DOT identifier accepts.
+fn safe_id(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+/// Renders Graphviz DOT.
+pub fn dot(plan: &Plan, graph: &TaskGraph) -> String {
+    let mut out =
+        format!("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=rounded];\n", dot_text(&plan.name));
+    for (p, phase) in graph.phases().iter().enumerate() {
+        let _ = writeln!(out, "  subgraph cluster_phase{p} {{\n    label=\"phase {}\";\n    style=dashed;", p + 1);
+        for (group, tasks) in groups(plan, phase) {
+            let indent = if let Some(name) = &group {
+                let _ = writeln!(
+                    out,
+                    "    subgraph cluster_phase{p}_{} {{\n      label=\"parallel: {}\";\n      style=solid;",
+                    safe_id(name),
+                    dot_text(name)
+                );
+                "      "
+            } else {
+                "    "
+            };
+            for task in tasks {
+                let shape = match plan.tasks[task].kind {
+                    TaskKind::Task => "shape=box, style=rounded",
+                    TaskKind::SynthesisGate => "shape=hexagon, style=filled, fillcolor=\"#fff4d6\"",
+                    TaskKind::HumanReview => "shape=house, style=filled, fillcolor=\"#e3f0ff\"",
+                };
+                let _ = writeln!(out, "{indent}t{task} [label=\"{}\", {shape}];", dot_text(&node_label(plan, task)));
+            }
+            if group.is_some() {
+                out.push_str("    }\n");
+            }
+        }
+        out.push_str("  }\n");
+    }
+    for &task in graph.topo_order() {
+        for child in graph.children(task) {
+            let _ = writeln!(out, "  t{task} -> t{child};");
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// DOT strings escape backslashes and quotes; newlines become `\n`.
+fn dot_text(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

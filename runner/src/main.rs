@@ -1,0 +1,33 @@
+//! `runner`: validate, critique, draw and run LLM multi-agent plans.
+
+mod cli;
+mod diagnostics;
+mod graph;
+mod schema;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {error:#}");
+            ExitCode::from(cli::EXIT_USAGE)
+        }
+    }
+}
+
+/// Output piped into `head` and closed early is not an error worth reporting.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}

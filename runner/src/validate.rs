@@ -1,0 +1,61 @@
+//! `runner validate`: every error in a plan, with its location.
+
+use std::path::Path;
+
+use manifest::{Loaded, Severity};
+use serde::Serialize;
+
+use crate::cli::{EXIT_USAGE, Format};
+use crate::diagnostics::{JsonDiagnostic, color_stderr, print, render_human};
+
+/// Validates a plan and prints the result; exit 0 when valid, 2 when not.
+pub fn run(path: &Path, format: Format) -> anyhow::Result<u8> {
+    let loaded = manifest::load_file(path);
+    match format {
+        Format::Human => {
+            eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
+            eprintln!("{}", summary(&loaded));
+        }
+        Format::Json => {
+            let diagnostics: Vec<JsonDiagnostic> = loaded
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity != Severity::Info)
+                .map(|d| JsonDiagnostic::new(d, &loaded.source))
+                .collect();
+            let document = ValidateReport { valid: loaded.is_valid(), diagnostics };
+            print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+        }
+    }
+    Ok(if loaded.is_valid() { 0 } else { EXIT_USAGE })
+}
+
+/// The JSON document `validate --format json` prints.
+#[derive(Serialize)]
+struct ValidateReport {
+    valid: bool,
+    diagnostics: Vec<JsonDiagnostic>,
+}
+
+/// One line that says whether the plan is valid and what it holds.
+pub fn summary(loaded: &Loaded) -> String {
+    let count = |severity| loaded.diagnostics.iter().filter(|d| d.severity == severity).count();
+    let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match loaded.valid() {
+        Some((plan, graph)) => format!(
+            "{}: plan `{}` is valid: {} in {}{}",
+            loaded.source.name,
+            plan.name,
+            plural(plan.tasks.len(), "task"),
+            plural(graph.phases().len(), "phase"),
+            if warnings > 0 { format!(", {}", plural(warnings, "warning")) } else { String::new() },
+        ),
+        None => format!(
+            "{}: invalid plan: {}{}",
+            loaded.source.name,
+            plural(errors, "error"),
+            if warnings > 0 { format!(", {}", plural(warnings, "warning")) } else { String::new() },
+        ),
+    }
+}
