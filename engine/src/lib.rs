@@ -1,1 +1,22 @@
 //! Running a plan.
+//!
+//! [`RunState`] is the pure, event-sourced state machine: [`Command`]s in, [`Event`]s out,
+//! state rebuilt by [`Handler::fold`]. The driver, agent runtimes and event store that do the
+//! IO around it live beside it.
+
+pub mod clock;
+pub mod command;
+pub mod driver;
+pub mod error;
+pub mod event;
+pub mod handler;
+pub mod runtime;
+pub mod state;
+pub mod store;
+pub mod template;
+
+pub use command::{Command, Start};
+pub use error::EngineError;
+pub use event::{Event, Outcome, Record, Tokens};
+pub use handler::Handler;
+pub use state::{RunState, RunStatus, TaskState, TaskStatus};

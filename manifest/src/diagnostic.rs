@@ -253,6 +253,13 @@ pub enum Problem {
         /// What it means here.
         canonical: String,
     },
+    /// A bare-form task that reads no upstream output gets its dependencies' outputs.
+    #[error("task `{task}` reads no upstream output, so its dependencies' outputs are appended to its input")]
+    #[diagnostic(code(plan::implicit_inputs))]
+    ImplicitInputs {
+        /// The task.
+        task: String,
+    },
     /// Something from another planner that has no equivalent here.
     #[error("{what} is not supported and is ignored")]
     #[diagnostic(code(plan::unsupported))]
@@ -334,8 +341,17 @@ impl Diagnostic {
     }
 
     /// Attaches the source so miette can draw snippets.
-    pub fn with_source(&self, source: &Source) -> Report {
-        Report { diagnostic: self.clone(), source: miette::NamedSource::new(&source.name, source.text.to_string()) }
+    pub fn with_source(&self, source: &Source) -> Rendered {
+        Rendered {
+            code: self.code(),
+            severity: self.severity,
+            message: self.to_string(),
+            label: self.label.clone(),
+            help: self.help.clone(),
+            span: self.loc.span,
+            related: self.related.clone(),
+            source: miette::NamedSource::new(&source.name, source.text.clone()),
+        }
     }
 }
 
@@ -345,28 +361,42 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// A diagnostic with the source text it points into, ready for miette to render.
+/// A diagnostic or critic finding with the source it points into, ready for miette to render.
 #[derive(Debug)]
-pub struct Report {
-    diagnostic: Diagnostic,
-    source: miette::NamedSource<String>,
+pub struct Rendered {
+    /// The stable code.
+    pub code: String,
+    /// How serious it is.
+    pub severity: Severity,
+    /// The message.
+    pub message: String,
+    /// The text under the primary label.
+    pub label: String,
+    /// What to do about it.
+    pub help: Option<String>,
+    /// Where the primary label goes.
+    pub span: Span,
+    /// Secondary labels.
+    pub related: Vec<(Span, String)>,
+    /// The source, shared rather than copied.
+    pub source: miette::NamedSource<std::sync::Arc<str>>,
 }
 
-impl fmt::Display for Report {
+impl fmt::Display for Rendered {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.diagnostic.fmt(f)
+        f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Report {}
+impl std::error::Error for Rendered {}
 
-impl miette::Diagnostic for Report {
+impl miette::Diagnostic for Rendered {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        miette::Diagnostic::code(&self.diagnostic.problem)
+        Some(Box::new(&self.code))
     }
 
     fn severity(&self) -> Option<miette::Severity> {
-        Some(match self.diagnostic.severity {
+        Some(match self.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
             Severity::Info => miette::Severity::Advice,
@@ -374,7 +404,7 @@ impl miette::Diagnostic for Report {
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.diagnostic.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -382,13 +412,9 @@ impl miette::Diagnostic for Report {
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
-        let primary =
-            miette::LabeledSpan::new_primary_with_span(Some(self.diagnostic.label.clone()), self.diagnostic.loc.span);
-        let related = self
-            .diagnostic
-            .related
-            .iter()
-            .map(|(span, label)| miette::LabeledSpan::new_with_span(Some(label.clone()), *span));
+        let primary = miette::LabeledSpan::new_primary_with_span(Some(self.label.clone()), self.span);
+        let related =
+            self.related.iter().map(|(span, label)| miette::LabeledSpan::new_with_span(Some(label.clone()), *span));
         Some(Box::new(std::iter::once(primary).chain(related)))
     }
 }

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::plan::Plan;
@@ -16,6 +15,8 @@ pub type TaskIdx = usize;
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     graph: DiGraph<(), (), u32>,
+    parents: Vec<Vec<u32>>,
+    children: Vec<Vec<u32>>,
     index: HashMap<String, TaskIdx>,
     topo: Vec<TaskIdx>,
     level: Vec<u32>,
@@ -49,7 +50,17 @@ impl TaskGraph {
                 }
             }
         }
-        let topo = kahn(&graph);
+        let mut parents = vec![Vec::new(); n];
+        let mut children = vec![Vec::new(); n];
+        for edge in graph.raw_edges() {
+            let (from, to) = (edge.source().index(), edge.target().index());
+            parents[to].push(from as u32);
+            children[from].push(to as u32);
+        }
+        for list in parents.iter_mut().chain(children.iter_mut()) {
+            list.sort_unstable();
+        }
+        let topo = kahn(&parents, &children);
         if topo.len() < n {
             let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
                 .into_iter()
@@ -65,18 +76,18 @@ impl TaskGraph {
         }
         let mut level = vec![0u32; n];
         for &i in &topo {
-            level[i] = parents_of(&graph, i).map(|p| level[p] + 1).max().unwrap_or(0);
+            level[i] = parents[i].iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
         }
         let mut height = vec![1u32; n];
         for &i in topo.iter().rev() {
-            height[i] = 1 + children_of(&graph, i).map(|c| height[c]).max().unwrap_or(0);
+            height[i] = 1 + children[i].iter().map(|&c| height[c as usize]).max().unwrap_or(0);
         }
         let depth = level.iter().max().map_or(0, |&m| m as usize + 1);
         let mut phases = vec![Vec::new(); depth];
         for (i, &l) in level.iter().enumerate() {
             phases[l as usize].push(i);
         }
-        Ok(TaskGraph { graph, index, topo, level, height, phases })
+        Ok(TaskGraph { graph, parents, children, index, topo, level, height, phases })
     }
 
     /// The number of tasks.
@@ -94,14 +105,14 @@ impl TaskGraph {
         self.index.get(id).copied()
     }
 
-    /// The tasks a task depends on directly.
+    /// The tasks a task depends on directly, in workflow order.
     pub fn parents(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        parents_of(&self.graph, task)
+        self.parents[task].iter().map(|&p| p as usize)
     }
 
-    /// The tasks that depend on a task directly.
+    /// The tasks that depend on a task directly, in workflow order.
     pub fn children(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        children_of(&self.graph, task)
+        self.children[task].iter().map(|&c| c as usize)
     }
 
     /// Tasks with no dependencies, in workflow order.
@@ -179,26 +190,19 @@ impl TaskGraph {
     }
 }
 
-fn parents_of(graph: &DiGraph<(), (), u32>, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-    graph.neighbors_directed(NodeIndex::new(task), Direction::Incoming).map(NodeIndex::index)
-}
-
-fn children_of(graph: &DiGraph<(), (), u32>, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-    graph.neighbors_directed(NodeIndex::new(task), Direction::Outgoing).map(NodeIndex::index)
-}
-
 /// Kahn's algorithm with a min-heap, so ties go to the earlier task in the workflow; a result
 /// shorter than the graph means a cycle.
-fn kahn(graph: &DiGraph<(), (), u32>) -> Vec<TaskIdx> {
+fn kahn(parents: &[Vec<u32>], children: &[Vec<u32>]) -> Vec<TaskIdx> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let n = graph.node_count();
-    let mut indegree: Vec<usize> = (0..n).map(|i| parents_of(graph, i).count()).collect();
+    let n = parents.len();
+    let mut indegree: Vec<usize> = parents.iter().map(Vec::len).collect();
     let mut ready: BinaryHeap<Reverse<TaskIdx>> = (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
-        for child in children_of(graph, i) {
+        for &child in &children[i] {
+            let child = child as usize;
             indegree[child] -= 1;
             if indegree[child] == 0 {
                 ready.push(Reverse(child));

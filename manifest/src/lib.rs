@@ -5,6 +5,7 @@
 //! a stable code and the exact span of the key or value it concerns. Nothing here panics on
 //! any input, and nothing does IO beyond reading the plan and checking its attachments exist.
 
+pub mod critic;
 pub mod diagnostic;
 pub mod duration;
 pub mod graph;

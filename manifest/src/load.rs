@@ -77,11 +77,30 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
         }
     };
     let mut reader = Reader::new(form_of(&root));
-    let plan = normalize(&root, stem, &mut reader);
+    let mut plan = normalize(&root, stem, &mut reader);
     let mut diagnostics = reader.diagnostics;
-    let graph = plan.as_ref().and_then(|plan| validate(plan, text, files, &mut diagnostics));
+    let graph = plan.as_mut().and_then(|plan| validate(plan, text, files, &mut diagnostics));
     diagnostics.sort_by_key(|d| (severity_rank(d.severity), d.loc.span.offset));
+    let secrets: Vec<_> =
+        diagnostics.iter().filter(|d| matches!(d.problem, Problem::LiteralApiKey { .. })).map(|d| d.loc.span).collect();
+    let source = if secrets.is_empty() { source } else { Source::new(name, mask(text, &secrets)) };
     Loaded { source, plan, graph, diagnostics }
+}
+
+/// The text with every byte of the given spans replaced by `*`, so a literal API key never
+/// reaches a rendered snippet; spans and line numbers stay valid.
+fn mask(text: &str, spans: &[crate::source::Span]) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for span in spans {
+        let end = (span.offset + span.len).min(bytes.len());
+        for byte in &mut bytes[span.offset.min(end)..end] {
+            if !byte.is_ascii_whitespace() {
+                *byte = b'*';
+            }
+        }
+    }
+    // Whole characters were replaced (spans cover whole scalars), so this is still UTF-8.
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn severity_rank(severity: Severity) -> u8 {

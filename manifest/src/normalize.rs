@@ -13,6 +13,12 @@ use crate::source::{Loc, join_index, join_key};
 use crate::template;
 use crate::tree::{Node, Value};
 
+/// The line that starts the dependency outputs appended to a bare-form task's input.
+pub const DEPENDENCY_OUTPUTS: &str = "Results of the tasks this one depends on:";
+
+/// The turn limit of the built-in `default` agent of bare-form plans.
+pub const BUILT_IN_MAX_TURNS: u32 = 10;
+
 /// The only `apiVersion` this loader reads.
 pub const API_VERSION: &str = "runner/v1";
 
@@ -26,7 +32,7 @@ const SPEC: &[Field] = &[
     aliased("agent_definitions", &["agents", "workers"]),
     aliased("workflow", &["tasks", "steps", "phases"]),
     field("control_logic"),
-    bare("plan"),
+    bare("plan", &[], "put `workflow` and `agent_definitions` directly in `spec`"),
 ];
 const NESTED_PLAN: &[Field] =
     &[aliased("agent_definitions", &["agents", "workers"]), aliased("workflow", &["tasks", "steps", "phases"])];
@@ -75,7 +81,8 @@ const TASK: &[Field] = &[
     field("timeout"),
     field("attachments"),
     field("max_output_tokens"),
-    aliased("max_retries", &["retries"]),
+    // A second way to say `on_failure: retry`, read only from plans LLMs wrote.
+    bare("max_retries", &["retries"], "write `on_failure: {action: retry, max_attempts: N}`"),
 ];
 const PHASE: &[Field] = &[
     aliased("id", &["step_id", "name"]),
@@ -151,7 +158,7 @@ const ACTION_SYNONYMS: &[(&str, &str)] = &[("stop", "fail")];
 /// The field names of every mapping in the enveloped form, for the schema drift test.
 #[cfg(test)]
 pub(crate) fn field_lists() -> Vec<(&'static str, Vec<&'static str>)> {
-    let canonical = |fields: &[Field]| fields.iter().filter(|f| !f.bare_only).map(|f| f.name).collect();
+    let canonical = |fields: &[Field]| fields.iter().filter(|f| f.bare_only.is_none()).map(|f| f.name).collect();
     vec![
         ("Manifest", canonical(ENVELOPE)),
         ("Metadata", canonical(METADATA)),
@@ -188,7 +195,7 @@ pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<
             let top = reader.fields(root, "", "the manifest", ENVELOPE, &[])?;
             check_envelope(reader, &top);
             if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
-                read_metadata(reader, metadata.value, path, &mut plan);
+                read_metadata(reader, metadata, path, &mut plan);
             }
             let (spec, path) = reader.require(&top, "spec", "the manifest")?;
             reader.fields(spec.value, path, "spec", SPEC, &[])?
@@ -224,8 +231,9 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
     }
 }
 
-fn read_metadata(reader: &mut Reader, node: &Node, path: &str, plan: &mut Plan) {
-    let Some(meta) = reader.fields(node, path, "metadata", METADATA, &[]) else { return };
+fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &str, plan: &mut Plan) {
+    let Some(meta) = reader.fields(entry.value, path, "metadata", METADATA, &[]) else { return };
+    let meta = meta.owned_by(&Loc::new(entry.key.span, path));
     if let Some((entry, path)) = reader.require(&meta, "name", "metadata") {
         if let Some(name) = reader.string(entry, path, "metadata.name") {
             plan.name = name.value;
@@ -293,10 +301,17 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
     if plan.control.strategy == Strategy::Sequential {
         chain_in_list_order(&mut plan.tasks);
     }
+    if reader.form == Form::Bare {
+        for task in &mut plan.tasks {
+            append_dependency_outputs(reader, task);
+        }
+    }
     if reader.form == Form::Bare && !plan.agents.contains_key(DEFAULT_AGENT) {
         let uses_default = plan.tasks.iter().any(|t| plan.agent_of(t) == Some(DEFAULT_AGENT));
         if uses_default {
-            plan.agents.insert(DEFAULT_AGENT.into(), Agent::default());
+            let runtime =
+                Runtime::Llm { provider: None, model: None, tools: Vec::new(), max_turns: Some(BUILT_IN_MAX_TURNS) };
+            plan.agents.insert(DEFAULT_AGENT.into(), Agent { runtime, ..Agent::default() });
         }
     }
 }
@@ -330,7 +345,7 @@ fn read_mission_analysis(reader: &mut Reader, node: &Node, path: &str) -> Option
 
 fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Provider> {
     let context = format!("provider `{}`", name.value);
-    let fields = reader.fields(node, path, &context, PROVIDER, &[])?;
+    let fields = reader.fields(node, path, &context, PROVIDER, &[])?.owned_by(&name.loc);
     let mut provider = Provider { kind: "openai".into(), loc: name.loc.clone(), ..Provider::default() };
     if let Some((entry, path)) = fields.get("kind") {
         reader.word(entry, path, "provider kind", &[("openai", ())], &[]);
@@ -344,7 +359,7 @@ fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>
         }
     }
     if let Some((entry, path)) = fields.get("api_key_env") {
-        provider.api_key_env = reader.string(entry, path, "api_key_env").map(|v| v.value);
+        provider.api_key_env = reader.string(entry, path, "api_key_env");
     }
     if let Some((entry, path)) = fields.get("model") {
         provider.model = reader.string(entry, path, "model").map(|v| v.value);
@@ -369,7 +384,7 @@ fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>
 
 fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Tool> {
     let context = format!("tool `{}`", name.value);
-    let fields = reader.fields(node, path, &context, TOOL, &[])?;
+    let fields = reader.fields(node, path, &context, TOOL, &[])?.owned_by(&name.loc);
     let mut tool = Tool { loc: name.loc.clone(), ..Tool::default() };
     if let Some((entry, path)) = fields.get("description") {
         tool.description = reader.string(entry, path, "description").map(|d| d.value).unwrap_or_default();
@@ -377,8 +392,8 @@ fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) ->
     if let Some((entry, path)) = reader.require(&fields, "command", &context) {
         tool.command = reader.argv(entry, path, "command").unwrap_or_default();
     }
-    if let Some((entry, _)) = fields.get("input_schema") {
-        tool.input_schema = Some(reader.json(entry.value));
+    if let Some((entry, path)) = fields.get("input_schema") {
+        tool.input_schema = Some(At::new(reader.json(entry.value), Loc::new(entry.value.span, path)));
     }
     if let Some((entry, path)) = fields.get("timeout") {
         tool.timeout = reader.duration(entry, path, "timeout");
@@ -412,7 +427,7 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
             return Some(agent);
         }
     }
-    let fields = reader.fields(node, path, &context, AGENT, &[])?;
+    let fields = reader.fields(node, path, &context, AGENT, &[])?.owned_by(&name.loc);
     let runtime = match fields.get("runtime") {
         Some((entry, path)) => {
             reader.word(entry, path, "runtime", &[("llm", "llm"), ("command", "command"), ("mock", "mock")], &[])?
@@ -658,10 +673,10 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
     if let Some((entry, path)) = fields.get("verification") {
         task.verification = read_verification(reader, entry, path);
     }
-    task.on_failure = At::new(FailurePolicy::default(), task.loc.clone());
+    task.on_failure = At::new(FailurePolicy::default(), task.id.loc.clone());
     if let Some((entry, path)) = fields.get("on_failure") {
         if let Some(policy) = read_failure(reader, entry.value, path) {
-            task.on_failure = At::new(policy, Loc::new(entry.value.span, path));
+            task.on_failure = policy;
         }
     }
     if let Some((entry, path)) = fields.get("max_retries") {
@@ -675,9 +690,13 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
             }
         }
     }
-    if let Some((entry, path)) = fields.get("critical") {
-        task.critical = reader.boolean(entry, path, "critical").unwrap_or(false);
-    }
+    // The seed planner treats a task as critical unless told otherwise; a task that may be
+    // skipped cannot be critical.
+    let bare_default = reader.form == Form::Bare && !task.on_failure.value.can_skip();
+    task.critical = match fields.get("critical") {
+        Some((entry, path)) => reader.boolean(entry, path, "critical").unwrap_or(bare_default),
+        None => bare_default,
+    };
     if let Some((entry, path)) = fields.get("timeout") {
         task.timeout = reader.duration(entry, path, "timeout");
     }
@@ -760,8 +779,9 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Optio
     let context = format!("a `{kind}` verification");
     match kind {
         "schema_check" => {
-            let (schema, _) = reader.require(&fields, "schema", &context)?;
-            Some(Verification::SchemaCheck { schema: reader.json(schema.value) })
+            let (schema, schema_path) = reader.require(&fields, "schema", &context)?;
+            let loc = Loc::new(schema.value.span, schema_path);
+            Some(Verification::SchemaCheck { schema: At::new(reader.json(schema.value), loc) })
         }
         "llm_reviewer" => {
             let (agent, agent_path) = reader.require(&fields, "agent", &context)?;
@@ -777,15 +797,18 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Optio
     }
 }
 
-fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<FailurePolicy> {
+/// Reads a policy, located at the word that decides what finally happens: the action, or the
+/// `then` after retries.
+fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<FailurePolicy>> {
     if !matches!(node.value, Value::Map(_)) {
         let action = read_action(reader, node, path, "on_failure")?;
-        return Some(FailurePolicy::of(action));
+        return Some(At::new(FailurePolicy::of(action), Loc::new(node.span, path)));
     }
     let fields = reader.fields(node, path, "on_failure", FAILURE, &[])?;
     let (action_entry, action_path) = reader.require(&fields, "action", "on_failure")?;
     let action = read_action(reader, action_entry.value, action_path, "on_failure.action")?;
     let mut policy = FailurePolicy::of(action);
+    let mut loc = Loc::new(action_entry.value.span, action_path);
     for name in ["max_attempts", "backoff", "max_backoff", "then"] {
         if let Some((entry, path)) = fields.get(name).filter(|_| action != Action::Retry) {
             reader.invalid(entry.value, path, name, &format!("`{name}` applies only to `action: retry`"));
@@ -811,10 +834,11 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<FailureP
                 );
             } else {
                 policy.then = then;
+                loc = Loc::new(entry.value.span, path);
             }
         }
     }
-    Some(policy)
+    Some(At::new(policy, loc))
 }
 
 fn read_action(reader: &mut Reader, node: &Node, path: &str, what: &str) -> Option<Action> {
@@ -973,7 +997,35 @@ fn chain_in_list_order(tasks: &mut [Task]) {
         let previous = tasks[i - 1].id.value.clone();
         if !tasks[i].depends_on.iter().any(|d| d.value == previous) {
             let loc = tasks[i].id.loc.clone();
-            tasks[i].depends_on.push(At::new(previous, loc));
+            tasks[i].depends_on.push(At::new(previous.clone(), loc));
+            tasks[i].chained_after = Some(previous);
         }
     }
+}
+
+/// Seed-form planners hand every task the results of its dependencies; here outputs flow only
+/// through templates, so a bare-form task that reads no upstream output gets them appended.
+fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
+    if task.kind != TaskKind::Task || task.depends_on.is_empty() {
+        return;
+    }
+    let text = task.input.as_ref().map_or("", |input| input.value.as_str());
+    let reads_tasks = match template::Templates::default().references(text) {
+        Ok(references) => references.iter().any(|r| r.root == "tasks"),
+        Err(_) => true,
+    };
+    if reads_tasks {
+        return;
+    }
+    let mut block = String::from(if text.is_empty() { "" } else { "\n\n" });
+    block.push_str(DEPENDENCY_OUTPUTS);
+    for dep in &task.depends_on {
+        block.push_str(&format!("\n- {}: {{{{ {} }}}}", dep.value, template::output_of(&dep.value)));
+    }
+    let loc = task.input.as_ref().map_or_else(|| task.loc.clone(), |input| input.loc.clone());
+    reader.push(
+        Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.clone() }, loc.clone()).label("this input"),
+    );
+    let input = task.input.get_or_insert_with(|| At::new(String::new(), loc));
+    input.value.push_str(&block);
 }

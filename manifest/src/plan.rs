@@ -98,7 +98,7 @@ pub struct Provider {
     /// The endpoint's base URL, such as `http://localhost:11434/v1`.
     pub base_url: String,
     /// The name of the environment variable holding the API key.
-    pub api_key_env: Option<String>,
+    pub api_key_env: Option<At<String>>,
     /// The default model.
     pub model: Option<String>,
     /// The model's context window in tokens.
@@ -124,7 +124,7 @@ pub struct Tool {
     /// The argv to run; the call's arguments arrive as JSON on stdin.
     pub command: Vec<String>,
     /// The JSON Schema of the arguments.
-    pub input_schema: Option<serde_json::Value>,
+    pub input_schema: Option<At<serde_json::Value>>,
     /// How long one call may take.
     pub timeout: Option<Duration>,
     /// Whether the tool changes the world (the critic wants a human review before it).
@@ -256,6 +256,9 @@ pub struct Task {
     pub depends_on: Vec<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
     pub inputs: Vec<At<String>>,
+    /// The previous task in list order, when `strategy: sequential` added that dependency
+    /// and the author did not write it.
+    pub chained_after: Option<String>,
     /// The parallel group it belongs to.
     pub parallel_group: Option<At<String>>,
     /// How its output is checked.
@@ -270,8 +273,25 @@ pub struct Task {
     pub attachments: Vec<At<Attachment>>,
     /// A gate's output cap in tokens.
     pub max_output_tokens: Option<u32>,
+    /// The upstream outputs its templates read, each at the place it is read; filled in by the
+    /// loader's validation.
+    #[serde(skip)]
+    pub reads: Vec<Read>,
     /// Where the task was written (its mapping).
     #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// One place where a task's template reads another task: `tasks.ID.output[.FIELD]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Read {
+    /// The task read.
+    pub task: String,
+    /// What is read: `output`, `status`, ...
+    pub attribute: Option<String>,
+    /// The field of a JSON output, for `tasks.ID.output.FIELD`.
+    pub field: Option<String>,
+    /// Where the template names it.
     pub loc: Loc,
 }
 
@@ -361,7 +381,7 @@ pub enum Verification {
     /// The output must be JSON valid against a schema.
     SchemaCheck {
         /// The JSON Schema.
-        schema: serde_json::Value,
+        schema: At<serde_json::Value>,
     },
     /// A reviewer agent answers `{"pass": bool, "reason": str}`.
     LlmReviewer {

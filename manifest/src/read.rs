@@ -16,23 +16,24 @@ pub(crate) struct Field {
     pub name: &'static str,
     /// Other names read in the bare form.
     pub aliases: &'static [&'static str],
-    /// Whether the field exists only in the bare form.
-    pub bare_only: bool,
+    /// Whether the field exists only in the bare form, and what the enveloped form writes.
+    pub bare_only: Option<&'static str>,
 }
 
 /// A canonical field.
 pub(crate) const fn field(name: &'static str) -> Field {
-    Field { name, aliases: &[], bare_only: false }
+    Field { name, aliases: &[], bare_only: None }
 }
 
 /// A canonical field with bare-form aliases.
 pub(crate) const fn aliased(name: &'static str, aliases: &'static [&'static str]) -> Field {
-    Field { name, aliases, bare_only: false }
+    Field { name, aliases, bare_only: None }
 }
 
-/// A field read only in the bare form.
-pub(crate) const fn bare(name: &'static str) -> Field {
-    Field { name, aliases: &[], bare_only: true }
+/// A field read only in the bare form (under its name or `aliases`); `instead` says what the
+/// enveloped form writes.
+pub(crate) const fn bare(name: &'static str, aliases: &'static [&'static str], instead: &'static str) -> Field {
+    Field { name, aliases, bare_only: Some(instead) }
 }
 
 /// A construct from another planner that has no equivalent here, and what to use instead.
@@ -54,12 +55,21 @@ pub(crate) struct Fields<'n> {
     found: Vec<(&'static str, Entry<'n>, String)>,
     /// Where the mapping is.
     pub loc: Loc,
+    /// Where a missing field is reported: the mapping's name when it has one.
+    owner: Option<Loc>,
 }
 
 impl<'n> Fields<'n> {
     /// The entry of a canonical field and its path.
     pub fn get(&self, name: &str) -> Option<(Entry<'n>, &str)> {
         self.found.iter().find(|(n, ..)| *n == name).map(|(_, e, p)| (*e, p.as_str()))
+    }
+
+    /// Reports missing fields at `owner` (the key that names the mapping) instead of at the
+    /// mapping's first key.
+    pub fn owned_by(mut self, owner: &Loc) -> Self {
+        self.owner = Some(owner.clone());
+        self
     }
 
     /// Whether the field is present.
@@ -94,7 +104,8 @@ impl Reader {
                 Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
                 Loc::new(node.span, path),
             )
-            .label(format!("expected {expected}")),
+            .label(format!("expected {expected}"))
+            .help(format!("write {expected} here")),
         );
     }
 
@@ -111,7 +122,8 @@ impl Reader {
             self.wrong_type(node, path, context, "a mapping");
             return None;
         };
-        let mut fields = Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path) };
+        let mut fields =
+            Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path), owner: None };
         for (key, value) in entries {
             let Some(name) = scalar_text(key) else {
                 self.wrong_type(key, path, "a key", "a string");
@@ -120,7 +132,7 @@ impl Reader {
             let entry = Entry { key, value };
             let entry_path = join_key(path, &name);
             let key_loc = Loc::new(key.span, entry_path.clone());
-            let exact = known.iter().find(|f| f.name == name && (!f.bare_only || self.bare()));
+            let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
             let alias = known.iter().find(|f| f.aliases.contains(&name.as_str()));
             let canonical = match (exact, alias) {
                 (Some(f), _) => f.name,
@@ -163,13 +175,13 @@ impl Reader {
     }
 
     fn unknown_field(&mut self, name: &str, loc: Loc, context: &str, known: &[Field], alias: Option<&Field>) {
-        let help = match alias {
-            Some(f) => Some(format!("`{name}` is read only in the bare seed form; here write `{}`", f.name)),
-            None => known
-                .iter()
-                .find(|f| f.bare_only && f.name == name)
-                .map(|_| format!("`{name}` is read only in the bare seed form"))
-                .or_else(|| did_you_mean(name, known.iter().filter(|f| !f.bare_only || self.bare()).map(|f| f.name))),
+        let bare_only = known.iter().find(|f| f.name == name || f.aliases.contains(&name)).and_then(|f| f.bare_only);
+        let help = match (bare_only, alias) {
+            (Some(instead), _) => Some(format!("`{name}` is read only in the bare seed form; {instead}")),
+            (None, Some(f)) => Some(format!("`{name}` is read only in the bare seed form; here write `{}`", f.name)),
+            (None, None) => {
+                did_you_mean(name, known.iter().filter(|f| f.bare_only.is_none() || self.bare()).map(|f| f.name))
+            }
         };
         let problem = Problem::UnknownField { field: name.into(), context: context.into() };
         let diagnostic = if self.bare() {
@@ -192,9 +204,10 @@ impl Reader {
             self.push(
                 Diagnostic::error(
                     Problem::MissingField { field: name.into(), context: context.into() },
-                    fields.loc.clone(),
+                    fields.owner.clone().unwrap_or_else(|| fields.loc.clone()),
                 )
-                .label(format!("`{name}` is missing")),
+                .label(format!("`{name}` is missing"))
+                .help(format!("add `{name}` to {context}")),
             );
         }
         found
@@ -225,7 +238,11 @@ impl Reader {
             Value::Null if self.bare() => Vec::new(),
             Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
             _ => {
-                self.wrong_type(entry.value, path, what, "a list of strings");
+                // `what` names one item; the message is about the whole field.
+                let field = scalar_text(entry.key)
+                    .filter(|_| !std::ptr::eq(entry.key, entry.value))
+                    .map_or_else(|| what.to_owned(), |key| format!("`{key}`"));
+                self.wrong_type(entry.value, path, &field, "a list of strings");
                 Vec::new()
             }
         }

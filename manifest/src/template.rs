@@ -14,6 +14,8 @@ pub struct Reference {
     pub root: String,
     /// For `tasks.X...`, the task id `X`.
     pub task: Option<String>,
+    /// For `tasks.X.A...`, the attribute `A` (`output`, `status`).
+    pub attribute: Option<String>,
     /// For `tasks.X.output.F...`, the field `F`.
     pub field: Option<String>,
 }
@@ -53,22 +55,29 @@ impl Templates {
             .map(|path| {
                 let mut parts = path.split('.');
                 let root = parts.next().unwrap_or_default().to_owned();
-                let (task, field) = if root == "tasks" {
+                let (task, attribute, field) = if root == "tasks" {
                     let task = parts.next().map(str::to_owned);
-                    let field = match parts.next() {
-                        Some("output") => parts.next().map(str::to_owned),
-                        _ => None,
-                    };
-                    (task, field)
+                    let attribute = parts.next().map(str::to_owned);
+                    let field =
+                        if attribute.as_deref() == Some("output") { parts.next().map(str::to_owned) } else { None };
+                    (task, attribute, field)
                 } else {
-                    (None, None)
+                    (None, None, None)
                 };
-                Reference { path, root, task, field }
+                Reference { path, root, task, attribute, field }
             })
             .collect();
         references.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(references)
     }
+}
+
+/// The template expression for a task's output: `tasks.ID.output`, or `tasks["ID"].output`
+/// when the id is not an identifier.
+pub fn output_of(id: &str) -> String {
+    let identifier = id.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if identifier { format!("tasks.{id}.output") } else { format!("tasks[{id:?}].output") }
 }
 
 /// Rewrites the bare form's `results.X` inside `{{ }}` and `{% %}` to `tasks.X.output`;

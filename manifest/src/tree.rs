@@ -127,6 +127,11 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
             return Ok(node);
         }
     }
+    parse_yaml(text)
+}
+
+/// Reads a document with the YAML reader only, within the budgets [`parse`] describes.
+pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = crate::json::MAX_DEPTH;
     budget.max_nodes = 20_000_000;
@@ -135,13 +140,24 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     options.budget = Some(budget);
     options.with_snippet = false;
     let node: Option<Node> = serde_saphyr::from_str_with_options(text, options).map_err(|error| {
-        let span = error
-            .location()
-            .and_then(|at| at.span().byte_offset())
-            .map_or(Span::default(), |offset| Span::new(offset as usize, 0));
-        SyntaxError { message: clean_message(&error.to_string()), span }
+        // Scanner errors carry a line and column but no byte offset.
+        let offset = error.location().and_then(|at| {
+            at.span().byte_offset().map(|offset| offset as usize).or_else(|| offset_of(text, at.line(), at.column()))
+        });
+        SyntaxError { message: clean_message(&error.to_string()), span: Span::new(offset.unwrap_or(0), 0) }
     })?;
     Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
+}
+
+/// The byte offset of a 1-based line and character column, clamped to the line's end;
+/// `None` for an unknown (zero) line or one past the end of the text.
+fn offset_of(text: &str, line: u64, column: u64) -> Option<usize> {
+    let line = usize::try_from(line).ok()?.checked_sub(1)?;
+    let column = usize::try_from(column).unwrap_or(usize::MAX).saturating_sub(1);
+    let start = if line == 0 { 0 } else { text.match_indices('\n').nth(line - 1)?.0 + 1 };
+    let rest = &text[start..];
+    let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    Some(start + line_text.char_indices().nth(column).map_or(line_text.len(), |(i, _)| i))
 }
 
 /// Drops the `error: line N column M:` prefix the YAML reader puts on its messages; the
@@ -152,7 +168,11 @@ fn clean_message(message: &str) -> String {
         Some(rest) => rest.split_once(": ").map_or(message, |(_, tail)| tail),
         None => message,
     };
-    message.lines().next().unwrap_or(message).to_owned()
+    let message = message.lines().next().unwrap_or(message);
+    match message.rfind(" at line ") {
+        Some(at) if message[at + 9..].starts_with(|c: char| c.is_ascii_digit()) => message[..at].to_owned(),
+        _ => message.to_owned(),
+    }
 }
 
 impl Value {

@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostic::{Diagnostic, Problem, Severity, did_you_mean};
+use crate::diagnostic::{Diagnostic, Problem, Severity, closest, did_you_mean};
 use crate::graph::{Cycles, TaskGraph};
-use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Runtime, Task, TaskKind, Verification};
+use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
 use crate::source::{Loc, Span};
 use crate::template::{ROOTS, Templates};
 
@@ -17,7 +17,7 @@ const DIRECT_AGENT: &str = "direct";
 
 /// Checks a plan and returns its graph when the dependencies form a DAG.
 pub(crate) fn validate(
-    plan: &Plan,
+    plan: &mut Plan,
     source: &str,
     files: FileCheck<'_>,
     out: &mut Vec<Diagnostic>,
@@ -212,12 +212,12 @@ fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
     };
     for task in &plan.tasks {
         if let Some(Verification::SchemaCheck { schema }) = &task.verification {
-            check(format!("the verification of task `{}`", task.id.value), schema, task.loc.clone(), out);
+            check(format!("the verification of task `{}`", task.id.value), &schema.value, schema.loc.clone(), out);
         }
     }
     for (name, tool) in &plan.tools {
         if let Some(schema) = &tool.input_schema {
-            check(format!("tool `{name}`"), schema, tool.loc.clone(), out);
+            check(format!("tool `{name}`"), &schema.value, schema.loc.clone(), out);
         }
     }
 }
@@ -244,13 +244,14 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
 fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, provider) in &plan.providers {
         let Some(variable) = &provider.api_key_env else { continue };
-        let is_name = variable.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && variable.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let text = variable.value.as_str();
+        let is_name = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !is_name {
-            // Never echo the value: it may be a real key.
+            // Never echo the value: it may be a real key. The loader masks it in the source too.
             out.push(
-                Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, provider.loc.clone())
-                    .label("this provider")
+                Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, variable.loc.clone())
+                    .label("not a variable name (value hidden)")
                     .help(
                         "put the key in an environment variable and write its name, e.g. `api_key_env: OPENAI_API_KEY`",
                     ),
@@ -282,9 +283,12 @@ fn report_cycles(plan: &Plan, cycles: &Cycles, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn check_templates(plan: &Plan, graph: &TaskGraph, source: &str, out: &mut Vec<Diagnostic>) {
+/// Checks every template and records on each task the upstream outputs it reads.
+fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut Vec<Diagnostic>) {
     let templates = Templates::default();
+    let mut all_reads = Vec::with_capacity(plan.tasks.len());
     for (i, task) in plan.tasks.iter().enumerate() {
+        let mut reads = Vec::new();
         for text in [&task.input, &task.prompt].into_iter().flatten() {
             let owner = format!("the input of task `{}`", task.id.value);
             let references = match templates.references(&text.value) {
@@ -315,6 +319,12 @@ fn check_templates(plan: &Plan, graph: &TaskGraph, source: &str, out: &mut Vec<D
                     continue;
                 }
                 let Some(read) = reference.task else { continue };
+                reads.push(Read {
+                    task: read.clone(),
+                    attribute: reference.attribute.clone(),
+                    field: reference.field.clone(),
+                    loc: loc.clone(),
+                });
                 match graph.index_of(&read) {
                     // An unknown dependency is reported already; one error per mistake.
                     None if task.depends_on.iter().any(|d| d.value == read) => {}
@@ -329,7 +339,8 @@ fn check_templates(plan: &Plan, graph: &TaskGraph, source: &str, out: &mut Vec<D
                         .label("no task has this id")
                         .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
                     ),
-                    Some(j) if !graph.is_ancestor(j, i) => out.push(
+                    // `depends_on: [serach]` is reported already, with "did you mean `search`?".
+                    Some(j) if !graph.is_ancestor(j, i) && !misspells(task, graph, &read) => out.push(
                         Diagnostic::error(
                             Problem::TemplateNotAncestor { task: task.id.value.clone(), read: read.clone() },
                             loc,
@@ -341,7 +352,16 @@ fn check_templates(plan: &Plan, graph: &TaskGraph, source: &str, out: &mut Vec<D
                 }
             }
         }
+        all_reads.push(reads);
     }
+    for (task, reads) in plan.tasks.iter_mut().zip(all_reads) {
+        task.reads = reads;
+    }
+}
+
+/// Whether one of the task's dependencies names no task but is a likely typo for `read`.
+fn misspells(task: &Task, graph: &TaskGraph, read: &str) -> bool {
+    task.depends_on.iter().any(|d| graph.index_of(&d.value).is_none() && closest(&d.value, [read]).is_some())
 }
 
 /// Narrows a template's location to the first place its text mentions `path`, when the

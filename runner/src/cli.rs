@@ -25,6 +25,17 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
+    /// Review a plan before running it: findings with locations, scores 0-10 and metrics.
+    Critic {
+        /// The plan file (YAML or JSON).
+        plan: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CriticFormat::Human)]
+        format: CriticFormat,
+        /// Exit 1 when the overall score is below this.
+        #[arg(long, default_value_t = 0.0)]
+        min_score: f64,
+    },
     /// Draw a plan's task graph with its phases, parallel groups, gates and reviews.
     Graph {
         /// The plan file (YAML or JSON).
@@ -46,6 +57,19 @@ pub enum Format {
     Json,
 }
 
+/// How the critic's report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CriticFormat {
+    /// Source snippets, a score table and the metrics, for people.
+    Human,
+    /// One JSON document, for tools.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// A Markdown review comment.
+    Markdown,
+}
+
 /// How a graph is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
@@ -59,6 +83,7 @@ pub enum GraphFormat {
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Validate { plan, format } => crate::validate::run(&plan, format),
+        Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema => crate::schema::run(),
     }

@@ -41,10 +41,15 @@ pub fn color_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
+/// The miette renderer every command uses: fixed width, so output does not depend on the terminal.
+pub fn handler(color: bool) -> GraphicalReportHandler {
+    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
+    GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false)
+}
+
 /// Renders errors and warnings with source snippets, then notes as one line each.
 pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false);
+    let handler = handler(color);
     let mut out = String::new();
     for diagnostic in diagnostics.iter().filter(|d| d.severity != Severity::Info) {
         let report = diagnostic.with_source(source);

@@ -1,8 +1,10 @@
 //! `runner`: validate, critique, draw and run LLM multi-agent plans.
 
 mod cli;
+mod critic;
 mod diagnostics;
 mod graph;
+mod sarif;
 mod schema;
 mod validate;
 

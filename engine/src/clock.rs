@@ -1,0 +1,45 @@
+//! Wall-clock time for records: RFC 3339 in UTC with milliseconds. Only the driver reads the
+//! clock; the state machine never does.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Now, as `2026-11-22T12:45:03.123Z`.
+pub fn now() -> String {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    format_millis(since.as_millis() as i64)
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 in UTC.
+pub fn format_millis(millis: i64) -> String {
+    let days = millis.div_euclid(86_400_000);
+    let ms_of_day = millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let (h, m, s, ms) = (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60, ms_of_day / 1000 % 60, ms_of_day % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
+/// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_millis;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_millis(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(format_millis(1_795_351_503_456), "2026-11-22T12:45:03.456Z");
+    }
+}

@@ -1,0 +1,236 @@
+//! Events: every state change of a run, as recorded in its log. The schema is versioned and
+//! documented in `docs/events.md`; fields are only ever added.
+
+use std::collections::BTreeMap;
+
+use manifest::Plan;
+use serde::{Deserialize, Serialize};
+
+/// The version of the event schema written in `RunCreated`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of a run's log: an event with its sequence number, time and run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// 1 for the first event of a run, then one more for each.
+    pub seq: u64,
+    /// When it was recorded, RFC 3339 in UTC with milliseconds.
+    pub at: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Token usage of one agent attempt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// Tokens sent.
+    pub prompt: u64,
+    /// Tokens received.
+    pub completion: u64,
+}
+
+/// How a finished run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every task succeeded.
+    Succeeded,
+    /// A critical task, or a task whose policy is `fail`, did not succeed.
+    Failed,
+    /// Finished, but a non-critical task failed or was skipped.
+    Partial,
+}
+
+impl Outcome {
+    /// The lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Partial => "partial",
+        }
+    }
+}
+
+/// Everything that can happen in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    /// The run started: the normalised plan it runs and its hash.
+    RunCreated {
+        /// The event schema version.
+        schema: u32,
+        /// The normalised plan.
+        plan: Box<Plan>,
+        /// The sha256 of the plan's JSON, hex.
+        plan_sha256: String,
+        /// `--var` values.
+        vars: BTreeMap<String, String>,
+        /// The strategy the run uses (the plan's, or `--strategy`).
+        strategy: manifest::plan::Strategy,
+        /// The plan file, absolute; commands run in its folder.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        /// The run this one retries, reusing its outputs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_of: Option<String>,
+    },
+    /// A retried run took a task's output from the run it retries instead of running it.
+    TaskReused {
+        /// The task.
+        task: String,
+        /// The output taken over.
+        output: String,
+    },
+    /// An attempt of a task started; its input is durable before the agent runs.
+    TaskDispatched {
+        /// The task.
+        task: String,
+        /// 1 for the first attempt.
+        attempt: u32,
+        /// The rendered input.
+        input: String,
+    },
+    /// An attempt succeeded.
+    TaskSucceeded {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The output.
+        output: String,
+        /// Tokens used, for llm agents.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+        /// How long the attempt took.
+        duration_ms: u64,
+    },
+    /// An attempt failed.
+    TaskFailed {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// What went wrong, compacted.
+        error: String,
+    },
+    /// The task will run again after a delay.
+    RetryScheduled {
+        /// The task.
+        task: String,
+        /// The attempt that will run.
+        attempt: u32,
+        /// The backoff before it, before jitter.
+        delay_ms: u64,
+    },
+    /// A retry's backoff has passed; the task is ready to run again.
+    RetryDue {
+        /// The task.
+        task: String,
+    },
+    /// The task will not run (again); dependents still run.
+    TaskSkipped {
+        /// The task.
+        task: String,
+        /// Why.
+        reason: String,
+    },
+    /// An agent asked a question; the task waits for an answer.
+    ClarificationRequested {
+        /// The task.
+        task: String,
+        /// The question.
+        question: String,
+    },
+    /// Somebody answered; the task runs again with the answer.
+    ClarificationProvided {
+        /// The task.
+        task: String,
+        /// The answer.
+        answer: String,
+    },
+    /// A human review task waits for a decision on the upstream outputs.
+    ReviewRequested {
+        /// The review task.
+        task: String,
+        /// The question.
+        prompt: String,
+        /// The outputs under review, by task id.
+        outputs: BTreeMap<String, String>,
+    },
+    /// Somebody approved or rejected.
+    ReviewDecided {
+        /// The review task.
+        task: String,
+        /// Whether it was approved.
+        approved: bool,
+        /// The reviewer's comment.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        comment: Option<String>,
+    },
+    /// Nothing can run until somebody answers or decides.
+    RunPaused {
+        /// What the run waits for.
+        reason: String,
+    },
+    /// The run continues (after a pause or a crash): attempts that never reported back and
+    /// retries whose backoff was cut short become ready again.
+    RunResumed,
+    /// The run was cancelled; nothing more runs.
+    RunCancelled {
+        /// Why.
+        reason: String,
+    },
+    /// The run finished.
+    RunCompleted {
+        /// How it ended.
+        status: Outcome,
+        /// One line about it.
+        summary: String,
+    },
+}
+
+impl Event {
+    /// The event's type name, as in the log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::RunCreated { .. } => "RunCreated",
+            Event::TaskReused { .. } => "TaskReused",
+            Event::TaskDispatched { .. } => "TaskDispatched",
+            Event::TaskSucceeded { .. } => "TaskSucceeded",
+            Event::TaskFailed { .. } => "TaskFailed",
+            Event::RetryScheduled { .. } => "RetryScheduled",
+            Event::RetryDue { .. } => "RetryDue",
+            Event::TaskSkipped { .. } => "TaskSkipped",
+            Event::ClarificationRequested { .. } => "ClarificationRequested",
+            Event::ClarificationProvided { .. } => "ClarificationProvided",
+            Event::ReviewRequested { .. } => "ReviewRequested",
+            Event::ReviewDecided { .. } => "ReviewDecided",
+            Event::RunPaused { .. } => "RunPaused",
+            Event::RunResumed => "RunResumed",
+            Event::RunCancelled { .. } => "RunCancelled",
+            Event::RunCompleted { .. } => "RunCompleted",
+        }
+    }
+
+    /// The task the event is about, if any.
+    pub fn task(&self) -> Option<&str> {
+        match self {
+            Event::TaskDispatched { task, .. }
+            | Event::TaskReused { task, .. }
+            | Event::TaskSucceeded { task, .. }
+            | Event::TaskFailed { task, .. }
+            | Event::RetryScheduled { task, .. }
+            | Event::RetryDue { task }
+            | Event::TaskSkipped { task, .. }
+            | Event::ClarificationRequested { task, .. }
+            | Event::ClarificationProvided { task, .. }
+            | Event::ReviewRequested { task, .. }
+            | Event::ReviewDecided { task, .. } => Some(task),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Agent runtimes: how an attempt of a task is carried out. The scheduler only sees the
+//! [`AgentRuntime`] trait, so a new runtime (the `llm` one) plugs in without touching it.
+
+mod command;
+mod gate;
+mod mock;
+
+pub use command::CommandRuntime;
+pub use gate::GateRuntime;
+pub use mock::MockRuntime;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use manifest::Plan;
+use manifest::plan::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use crate::event::Tokens;
+
+/// One attempt handed to a runtime.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The task.
+    pub task: String,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The rendered input.
+    pub input: Arc<str>,
+    /// The folder commands run in: the plan's folder.
+    pub workdir: PathBuf,
+    /// A gate's output cap in tokens.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// An output.
+    Output {
+        /// The text.
+        text: String,
+        /// Tokens used.
+        tokens: Option<Tokens>,
+    },
+    /// A failure.
+    Failure {
+        /// What went wrong.
+        error: String,
+        /// Whether trying again could help.
+        retryable: bool,
+    },
+    /// A question for a person instead of an answer.
+    Question(String),
+}
+
+impl Reply {
+    /// A failure that a retry may fix.
+    pub fn failed(error: impl Into<String>) -> Self {
+        Reply::Failure { error: error.into(), retryable: true }
+    }
+
+    /// A failure that no retry can fix.
+    pub fn refused(error: impl Into<String>) -> Self {
+        Reply::Failure { error: error.into(), retryable: false }
+    }
+}
+
+/// A future reply.
+pub type Pending = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+/// Carries out attempts for one agent.
+pub trait AgentRuntime: Send + Sync {
+    /// Runs an attempt until it replies or `cancel` fires (then it stops its work and returns
+    /// a failure, which the run ignores).
+    fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending;
+}
+
+/// The runtimes of a plan's agents, and the timeout of each task.
+#[derive(Clone)]
+pub struct Agents {
+    by_task: Vec<Arc<dyn AgentRuntime>>,
+    timeouts: Vec<Option<Duration>>,
+}
+
+impl Agents {
+    /// Runtimes for every task of a plan: its agent's, the built-in gate for agent-less gates,
+    /// and, for `llm` agents, `llm` (until the LLM runtime lands, a runtime that refuses).
+    pub fn for_plan(plan: &Plan, llm: &dyn Fn(&str) -> Arc<dyn AgentRuntime>) -> Self {
+        let mut by_agent: HashMap<&str, Arc<dyn AgentRuntime>> = HashMap::new();
+        let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
+        let mut by_task = Vec::with_capacity(plan.tasks.len());
+        let mut timeouts = Vec::with_capacity(plan.tasks.len());
+        for task in &plan.tasks {
+            let agent_name = plan.agent_of(task);
+            let agent = agent_name.and_then(|name| plan.agents.get(name));
+            let runtime = match (agent_name, agent) {
+                (Some(name), Some(agent)) => Arc::clone(by_agent.entry(name).or_insert_with(|| match &agent.runtime {
+                    Runtime::Mock { latency, default, responses } => {
+                        Arc::new(MockRuntime::new(latency.map(|l| l.to_std()), default.clone(), responses.clone()))
+                    }
+                    Runtime::Command { command, max_output_bytes } => {
+                        Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes))
+                    }
+                    Runtime::Llm { .. } => llm(name),
+                })),
+                // Agent-less gates; reviews have no agent either but never reach a runtime.
+                _ => Arc::clone(&gate),
+            };
+            by_task.push(runtime);
+            timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
+        }
+        Agents { by_task, timeouts }
+    }
+
+    /// The runtime of task `i`.
+    pub fn runtime(&self, i: usize) -> Arc<dyn AgentRuntime> {
+        Arc::clone(&self.by_task[i])
+    }
+
+    /// The timeout of one attempt of task `i`.
+    pub fn timeout(&self, i: usize) -> Option<Duration> {
+        self.timeouts[i]
+    }
+}
+
+/// The `llm` runtime of this version: it refuses every attempt with a clear error.
+#[derive(Debug, Clone, Copy)]
+pub struct NoLlm;
+
+impl AgentRuntime for NoLlm {
+    fn run(&self, _: Attempt, _: CancellationToken) -> Pending {
+        Box::pin(std::future::ready(Reply::refused(
+            "llm agents cannot run in this version of runner: use command or mock agents",
+        )))
+    }
+}

@@ -1,0 +1,106 @@
+//! Rendering task inputs: minijinja in strict mode, so a template that reads something missing
+//! fails the attempt instead of sending a prompt with a hole in it.
+//!
+//! The context holds `mission`, `vars`, `context_summary` and, under `tasks`, only the tasks
+//! the template reads, so rendering does not grow with the size of the plan.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use minijinja::value::{Object, ObjectRepr, Value};
+use minijinja::{Environment, UndefinedBehavior};
+
+use crate::state::{RunState, TaskStatus};
+
+/// A task's output in a template: renders as its text; when the text is a JSON object, its
+/// fields read as `tasks.X.output.field`.
+#[derive(Debug)]
+struct Output {
+    text: String,
+    json: Option<serde_json::Value>,
+}
+
+impl Object for Output {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let field = self.json.as_ref()?.get(key.as_str()?)?;
+        Some(match field {
+            serde_json::Value::String(s) => Value::from(s.as_str()),
+            other => Value::from(minijinja::value::Serde(other)),
+        })
+    }
+
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Renders templates against a run.
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+impl Default for Renderer {
+    fn default() -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        Renderer { env }
+    }
+}
+
+impl Renderer {
+    /// Renders `template` with the run's mission, vars and the outputs it reads.
+    pub fn render(&self, template: &str, run: &RunState) -> Result<String, String> {
+        if !manifest::template::Templates::is_template(template) {
+            return Ok(template.to_owned());
+        }
+        let compiled = self.env.template_from_str(template).map_err(|e| describe(&e))?;
+        let read: Vec<String> = compiled
+            .undeclared_variables(true)
+            .into_iter()
+            .filter_map(|path| {
+                path.strip_prefix("tasks.").map(|rest| rest.split('.').next().unwrap_or(rest).to_owned())
+            })
+            .collect();
+        // `tasks["x-y"]` hides which task is read; give such templates every task.
+        let everything = compiled.undeclared_variables(false).contains("tasks") && read.is_empty();
+        let mut tasks = BTreeMap::new();
+        let ids: Box<dyn Iterator<Item = usize>> = if everything {
+            Box::new(0..run.tasks.len())
+        } else {
+            Box::new(read.iter().filter_map(|id| run.index_of(id)))
+        };
+        for i in ids {
+            let state = &run.tasks[i];
+            let text = state.output.clone().unwrap_or_default();
+            let json = serde_json::from_str::<serde_json::Value>(&text).ok().filter(serde_json::Value::is_object);
+            let output = if state.status == TaskStatus::Succeeded || state.status == TaskStatus::Skipped {
+                Value::from_object(Output { text, json })
+            } else {
+                Value::UNDEFINED
+            };
+            let entry = BTreeMap::from([("output", output), ("status", Value::from(state.status.as_str()))]);
+            tasks.insert(run.plan.tasks[i].id.value.clone(), Value::from(entry));
+        }
+        let context = BTreeMap::from([
+            ("mission", Value::from(run.plan.mission.clone().unwrap_or_default())),
+            ("vars", Value::from(run.vars.clone())),
+            ("context_summary", Value::from("")),
+            ("tasks", Value::from(tasks)),
+        ]);
+        compiled.render(context).map_err(|e| describe(&e))
+    }
+}
+
+fn describe(error: &minijinja::Error) -> String {
+    let detail = error.detail().map_or_else(|| error.kind().to_string(), str::to_owned);
+    match error.line() {
+        Some(line) => format!("{detail} (line {line} of the template)"),
+        None => detail,
+    }
+}

@@ -1,0 +1,47 @@
+//! A first end-to-end check of the driver with mock agents and the in-memory store.
+
+use std::sync::Arc;
+
+use engine::driver::Driver;
+use engine::store::MemoryStore;
+use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start};
+use tokio_util::sync::CancellationToken;
+
+fn plan(yaml: &str) -> Arc<manifest::Plan> {
+    let loaded = manifest::load_str("test.yaml", "test", yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Arc::new(loaded.plan.expect("the plan loads"))
+}
+
+#[tokio::test]
+async fn a_mock_plan_runs_to_success_and_the_log_folds_to_the_same_state() {
+    let plan = plan(
+        r#"
+apiVersion: runner/v1
+kind: Plan
+metadata: {name: smoke}
+spec:
+  mission: test
+  agent_definitions:
+    echo: {runtime: mock}
+    flaky: {runtime: mock, responses: {b: [{fail: boom}, {output: "fixed"}]}}
+  workflow:
+    - {id: a, agent: echo, input: "hello {{ mission }}"}
+    - {id: b, agent: flaky, input: x, depends_on: [a], on_failure: {action: retry, max_attempts: 3, backoff: 10ms}}
+    - {id: c, agent: echo, input: "{{ tasks.a.output }} / {{ tasks.b.output }}", depends_on: [a, b]}
+"#,
+    );
+    let store = MemoryStore::new();
+    let driver = Driver::new("run-1".into(), store.clone(), &[], std::env::temp_dir());
+    let start = Command::Start(Start::plan(plan));
+    let state = driver.run(start, CancellationToken::new()).await.expect("the run is driven");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let c = state.index_of("c").expect("c exists");
+    assert_eq!(state.tasks[c].output.as_deref(), Some("hello test / fixed"));
+    let records = store.records();
+    assert!(records.iter().any(|r| matches!(&r.event, Event::RetryScheduled { task, .. } if task == "b")));
+    let events: Vec<Event> = records.iter().map(|r| r.event.clone()).collect();
+    assert_eq!(RunState::fold(&events), state);
+    assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+}

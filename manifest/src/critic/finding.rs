@@ -1,0 +1,326 @@
+//! Critic findings: what is risky in a plan that can run, each with a stable code.
+
+use std::fmt;
+
+use crate::diagnostic::{Rendered, Severity};
+use crate::source::{Loc, Source};
+
+/// The five dimensions of the seed's PlanCritic; every scored finding belongs to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dimension {
+    /// A task whose failure blocks every result.
+    SinglePointOfFailure,
+    /// A template that assumes a field no schema guarantees.
+    OutputFormatCoupling,
+    /// Inputs that may not fit the context window.
+    ContextBudget,
+    /// Failures that end the run although something could have been saved.
+    MissingFallbacks,
+    /// Work serialised without need.
+    ParallelMisses,
+}
+
+impl Dimension {
+    /// Every dimension, in report order.
+    pub const ALL: [Dimension; 5] = [
+        Dimension::SinglePointOfFailure,
+        Dimension::OutputFormatCoupling,
+        Dimension::ContextBudget,
+        Dimension::MissingFallbacks,
+        Dimension::ParallelMisses,
+    ];
+
+    /// The snake_case name used in JSON and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dimension::SinglePointOfFailure => "single_point_of_failure",
+            Dimension::OutputFormatCoupling => "output_format_coupling",
+            Dimension::ContextBudget => "context_budget",
+            Dimension::MissingFallbacks => "missing_fallbacks",
+            Dimension::ParallelMisses => "parallel_misses",
+        }
+    }
+
+    /// A title for tables.
+    pub fn title(self) -> &'static str {
+        match self {
+            Dimension::SinglePointOfFailure => "Single points of failure",
+            Dimension::OutputFormatCoupling => "Output-format coupling",
+            Dimension::ContextBudget => "Context budget",
+            Dimension::MissingFallbacks => "Missing fallbacks",
+            Dimension::ParallelMisses => "Parallel misses",
+        }
+    }
+}
+
+/// Every kind of finding. The `code` of each variant is stable.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
+pub enum Lint {
+    /// A task on every path to every result, with no fallback.
+    #[error("task `{task}` is a single point of failure: every result depends on it and it has no fallback")]
+    #[diagnostic(code(critic::single_point_of_failure))]
+    SinglePointOfFailure {
+        /// The task.
+        task: String,
+    },
+    /// A template reads a field the producer's schema does not guarantee.
+    #[error("task `{task}` reads `{field}` from `{producer}`, but nothing guarantees `{producer}` outputs it")]
+    #[diagnostic(code(critic::output_format_coupling))]
+    OutputFormatCoupling {
+        /// The reading task.
+        task: String,
+        /// The producing task.
+        producer: String,
+        /// The field read.
+        field: String,
+    },
+    /// A task's estimated input is over its budget.
+    #[error("task `{task}` may need about {estimate} tokens of input, over its budget of {budget}")]
+    #[diagnostic(code(critic::context_budget))]
+    ContextBudget {
+        /// The task.
+        task: String,
+        /// The estimated input tokens.
+        estimate: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// A task reads many upstream outputs with no gate condensing them.
+    #[error("task `{task}` reads {count} upstream outputs directly, with no synthesis gate in between")]
+    #[diagnostic(code(critic::wide_fan_in))]
+    WideFanIn {
+        /// The task.
+        task: String,
+        /// How many outputs it reads.
+        count: usize,
+    },
+    /// A critical task that neither retries nor replans.
+    #[error("critical task `{task}` has no retry or replan")]
+    #[diagnostic(code(critic::critical_without_fallback))]
+    CriticalWithoutFallback {
+        /// The task.
+        task: String,
+    },
+    /// A non-critical task whose failure aborts a run that could have degraded.
+    #[error("task `{task}` is not critical, yet its failure would abort the whole run")]
+    #[diagnostic(code(critic::fail_aborts_run))]
+    FailAbortsRun {
+        /// The task.
+        task: String,
+    },
+    /// A dependency whose output is never read.
+    #[error("task `{task}` waits for `{dependency}` but never reads its output")]
+    #[diagnostic(code(critic::unread_dependency))]
+    UnreadDependency {
+        /// The task.
+        task: String,
+        /// The dependency.
+        dependency: String,
+    },
+    /// A dependency already implied through another one.
+    #[error("`{task}` depends on `{dependency}` twice over: `{via}` already depends on it")]
+    #[diagnostic(code(critic::redundant_edge))]
+    RedundantEdge {
+        /// The task.
+        task: String,
+        /// The implied dependency.
+        dependency: String,
+        /// The dependency that implies it.
+        via: String,
+    },
+    /// `strategy: sequential` makes a task wait for one it does not need.
+    #[error("`strategy: sequential` makes `{task}` wait for `{previous}`, which it does not read")]
+    #[diagnostic(code(critic::forced_chain))]
+    ForcedChain {
+        /// The task.
+        task: String,
+        /// The task before it in the list.
+        previous: String,
+    },
+    /// A parallel group larger than the concurrency limit, with no limit of its own.
+    #[error("parallel group `{group}` has {size} tasks and no `max_concurrency`")]
+    #[diagnostic(code(critic::unlimited_group))]
+    UnlimitedGroup {
+        /// The group.
+        group: String,
+        /// Its size.
+        size: usize,
+    },
+    /// A phase wider than is safe to start at once, with no limit.
+    #[error("phase {phase} starts {size} tasks at once and nothing limits concurrency")]
+    #[diagnostic(code(critic::parallel_explosion))]
+    ParallelExplosion {
+        /// The phase, from 1.
+        phase: usize,
+        /// Its size.
+        size: usize,
+    },
+    /// An agent no task uses.
+    #[error("agent `{name}` is never used")]
+    #[diagnostic(code(critic::unused_agent))]
+    UnusedAgent {
+        /// The agent.
+        name: String,
+    },
+    /// A tool no agent offers.
+    #[error("tool `{name}` is never used")]
+    #[diagnostic(code(critic::unused_tool))]
+    UnusedTool {
+        /// The tool.
+        name: String,
+    },
+    /// A provider no agent uses.
+    #[error("provider `{name}` is never used")]
+    #[diagnostic(code(critic::unused_provider))]
+    UnusedProvider {
+        /// The provider.
+        name: String,
+    },
+    /// A low-reliability agent on the critical path, unchecked.
+    #[error("task `{task}` is on the critical path, runs on `{agent}` (reliability {weight}) and nothing verifies it")]
+    #[diagnostic(code(critic::unreliable_agent))]
+    UnreliableAgent {
+        /// The task.
+        task: String,
+        /// The agent.
+        agent: String,
+        /// Its reliability weight.
+        weight: f64,
+    },
+    /// A chain of unverified tasks.
+    #[error("task `{task}` ends a chain of {length} tasks with no verification in between")]
+    #[diagnostic(code(critic::long_unverified_chain))]
+    LongUnverifiedChain {
+        /// The last task of the chain.
+        task: String,
+        /// The chain's length.
+        length: usize,
+    },
+    /// A destructive tool with no person approving first.
+    #[error("task `{task}` can call destructive tool `{tool}` with no human review before it")]
+    #[diagnostic(code(critic::destructive_without_review))]
+    DestructiveWithoutReview {
+        /// The task.
+        task: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A critical task that depends on an outside service and gives up at the first error.
+    #[error("critical task `{task}` depends on an external service ({evidence}) and fails the run at the first error")]
+    #[diagnostic(code(critic::optimism_bias))]
+    OptimismBias {
+        /// The task.
+        task: String,
+        /// What suggests an external service.
+        evidence: String,
+    },
+    /// An llm agent with no turn limit.
+    #[error("llm agent `{name}` has no `max_turns`")]
+    #[diagnostic(code(critic::missing_max_turns))]
+    MissingMaxTurns {
+        /// The agent.
+        name: String,
+    },
+    /// The author's critical path is not the graph's.
+    #[error("mission_analysis.critical_path is {declared}, but the longest chain is {computed}")]
+    #[diagnostic(code(critic::critical_path_mismatch))]
+    CriticalPathMismatch {
+        /// What the plan says.
+        declared: String,
+        /// What the graph says.
+        computed: String,
+    },
+}
+
+impl Lint {
+    /// The dimension a finding is scored in; `None` for the general checks.
+    pub fn dimension(&self) -> Option<Dimension> {
+        Some(match self {
+            Lint::SinglePointOfFailure { .. } => Dimension::SinglePointOfFailure,
+            Lint::OutputFormatCoupling { .. } => Dimension::OutputFormatCoupling,
+            Lint::ContextBudget { .. } | Lint::WideFanIn { .. } => Dimension::ContextBudget,
+            Lint::CriticalWithoutFallback { .. } | Lint::FailAbortsRun { .. } => Dimension::MissingFallbacks,
+            Lint::UnreadDependency { .. }
+            | Lint::RedundantEdge { .. }
+            | Lint::ForcedChain { .. }
+            | Lint::UnlimitedGroup { .. }
+            | Lint::ParallelExplosion { .. } => Dimension::ParallelMisses,
+            _ => return None,
+        })
+    }
+}
+
+/// One finding: what is risky, where, why it matters and how to fix it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// What was found; its variant gives the stable code.
+    pub lint: Lint,
+    /// `Warning` or `Info`.
+    pub severity: Severity,
+    /// The task it concerns, if any.
+    pub task: Option<String>,
+    /// Where it is.
+    pub loc: Loc,
+    /// The text under the label.
+    pub label: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl Finding {
+    /// A warning.
+    pub fn warning(lint: Lint, task: Option<&str>, loc: &Loc) -> Self {
+        Finding::new(lint, Severity::Warning, task, loc)
+    }
+
+    /// A note.
+    pub fn info(lint: Lint, task: Option<&str>, loc: &Loc) -> Self {
+        Finding::new(lint, Severity::Info, task, loc)
+    }
+
+    fn new(lint: Lint, severity: Severity, task: Option<&str>, loc: &Loc) -> Self {
+        Finding { lint, severity, task: task.map(str::to_owned), loc: loc.clone(), label: "here".into(), help: None }
+    }
+
+    /// Sets the label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Sets the help line.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The stable code, such as `critic::redundant_edge`.
+    pub fn code(&self) -> String {
+        miette::Diagnostic::code(&self.lint).map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    /// The dimension it is scored in.
+    pub fn dimension(&self) -> Option<Dimension> {
+        self.lint.dimension()
+    }
+
+    /// Attaches the source so miette can draw snippets.
+    pub fn with_source(&self, source: &Source) -> Rendered {
+        Rendered {
+            code: self.code(),
+            severity: self.severity,
+            message: self.lint.to_string(),
+            label: self.label.clone(),
+            help: self.help.clone(),
+            span: self.loc.span,
+            related: Vec::new(),
+            source: miette::NamedSource::new(&source.name, source.text.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.lint.fmt(f)
+    }
+}

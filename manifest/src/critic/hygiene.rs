@@ -1,0 +1,231 @@
+//! General checks outside the five dimensions: unused definitions, unreliable agents on the
+//! critical path, long unverified chains, destructive tools without review, optimism bias,
+//! missing turn limits and a critical path the author got wrong. Each is linear in the plan
+//! (upstream facts are carried along the topological order).
+
+use std::collections::HashSet;
+
+use crate::normalize::DEPENDENCY_OUTPUTS;
+use crate::plan::{Action, DEFAULT_AGENT, Plan, Runtime, Task, TaskKind, Verification};
+
+use super::{Facts, Finding, Lint};
+
+/// This many tasks in a row without verification make a long unverified chain.
+pub const CHAIN_LIMIT: usize = 4;
+
+/// Agents below this reliability weight need verification on the critical path.
+pub const RELIABILITY_FLOOR: f64 = 0.5;
+
+/// Words that suggest a call to an outside service.
+const EXTERNAL: &[&str] =
+    &["search", "fetch", "http", "api", "web", "request", "query", "external", "download", "scrape"];
+
+pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    unused(facts.plan, findings);
+    unreliable(facts, findings);
+    unverified_chains(facts, findings);
+    destructive(facts, findings);
+    optimism(facts.plan, findings);
+    turn_limits(facts.plan, findings);
+    critical_path(facts, findings);
+}
+
+pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
+    let mut used: HashSet<&str> = plan.tasks.iter().filter_map(|t| plan.agent_of(t)).collect();
+    for task in &plan.tasks {
+        if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
+            used.insert(&agent.value);
+        }
+    }
+    used.extend([&plan.control.planner, &plan.control.compactor].into_iter().flatten().map(|a| a.value.as_str()));
+    used
+}
+
+fn unused(plan: &Plan, findings: &mut Vec<Finding>) {
+    let agents = used_agents(plan);
+    let mut tools = HashSet::new();
+    let mut providers = HashSet::new();
+    for (name, agent) in &plan.agents {
+        if !agents.contains(name.as_str()) {
+            findings.push(
+                Finding::info(Lint::UnusedAgent { name: name.clone() }, None, &agent.loc)
+                    .label("no task, gate, verification, planner or compactor uses it")
+                    .help("remove it, or assign it to a task"),
+            );
+            continue;
+        }
+        if let Runtime::Llm { provider, tools: agent_tools, .. } = &agent.runtime {
+            tools.extend(agent_tools.iter().map(|t| t.value.as_str()));
+            providers.insert(provider.as_ref().map_or(DEFAULT_AGENT, |p| p.value.as_str()));
+        }
+    }
+    for (name, tool) in &plan.tools {
+        if !tools.contains(name.as_str()) {
+            findings.push(
+                Finding::info(Lint::UnusedTool { name: name.clone() }, None, &tool.loc)
+                    .label("no agent in use offers it")
+                    .help("remove it, or list it in an agent's `tools`"),
+            );
+        }
+    }
+    for (name, provider) in &plan.providers {
+        if !providers.contains(name.as_str()) {
+            findings.push(
+                Finding::info(Lint::UnusedProvider { name: name.clone() }, None, &provider.loc)
+                    .label("no agent in use calls it")
+                    .help("remove it, or set `provider:` on an llm agent"),
+            );
+        }
+    }
+}
+
+fn unreliable(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    for &i in &facts.critical_path {
+        let task = &facts.plan.tasks[i];
+        if task.verification.is_some() {
+            continue;
+        }
+        let Some(name) = facts.plan.agent_of(task) else { continue };
+        let Some(weight) = facts.plan.agents.get(name).and_then(|a| a.reliability_weight) else { continue };
+        if weight < RELIABILITY_FLOOR {
+            let loc = task.agent.as_ref().map_or(&task.id.loc, |a| &a.loc);
+            let lint = Lint::UnreliableAgent { task: task.id.value.clone(), agent: name.into(), weight };
+            findings.push(
+                Finding::warning(lint, Some(&task.id.value), loc)
+                    .label(format!("reliability_weight {weight}"))
+                    .help("add a `verification` to this task, or give the work to a more reliable agent"),
+            );
+        }
+    }
+}
+
+fn unverified_chains(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let graph = facts.graph;
+    let mut run = vec![0usize; graph.len()];
+    for &i in graph.topo_order() {
+        let task = &facts.plan.tasks[i];
+        if task.verification.is_some() || task.kind == TaskKind::HumanReview {
+            continue;
+        }
+        run[i] = 1 + graph.parents(i).map(|p| run[p]).max().unwrap_or(0);
+        if run[i] == CHAIN_LIMIT {
+            let id = task.id.value.as_str();
+            findings.push(
+                Finding::warning(
+                    Lint::LongUnverifiedChain { task: id.into(), length: CHAIN_LIMIT },
+                    Some(id),
+                    &task.id.loc,
+                )
+                .label(format!("{CHAIN_LIMIT} unverified tasks in a row end here"))
+                .help("verify an intermediate result (`verification:`) or put a `human_review` in the chain"),
+            );
+        }
+    }
+}
+
+fn destructive(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let graph = facts.graph;
+    let mut reviewed = vec![false; graph.len()];
+    for &i in graph.topo_order() {
+        reviewed[i] = graph.parents(i).any(|p| reviewed[p] || facts.plan.tasks[p].kind == TaskKind::HumanReview);
+    }
+    for (i, task) in facts.plan.tasks.iter().enumerate() {
+        if reviewed[i] {
+            continue;
+        }
+        for tool in agent_tools(facts.plan, task).filter(|t| facts.plan.tools.get(*t).is_some_and(|t| t.destructive)) {
+            let id = task.id.value.as_str();
+            findings.push(
+                Finding::warning(
+                    Lint::DestructiveWithoutReview { task: id.into(), tool: tool.into() },
+                    Some(id),
+                    &task.id.loc,
+                )
+                .label(format!("may call `{tool}`"))
+                .help("put a `type: human_review` task upstream of this one"),
+            );
+        }
+    }
+}
+
+fn agent_tools<'p>(plan: &'p Plan, task: &'p Task) -> impl Iterator<Item = &'p str> + 'p {
+    let tools = plan.agent_of(task).and_then(|name| plan.agents.get(name)).map(|agent| match &agent.runtime {
+        Runtime::Llm { tools, .. } => tools.as_slice(),
+        _ => &[],
+    });
+    tools.unwrap_or_default().iter().map(|t| t.value.as_str())
+}
+
+/// The first word in `text` that suggests an outside service.
+fn external_word(text: &str) -> Option<&'static str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).find_map(|word| {
+        EXTERNAL
+            .iter()
+            .copied()
+            .find(|w| word == *w || (w.len() >= 4 && word.starts_with(w)) || word == format!("{w}s"))
+    })
+}
+
+fn optimism(plan: &Plan, findings: &mut Vec<Finding>) {
+    for task in plan.tasks.iter().filter(|t| t.critical && t.on_failure.value.action == Action::Fail) {
+        let from_tools = agent_tools(plan, task).find_map(|name| {
+            let description = plan.tools.get(name).map_or("", |t| t.description.as_str());
+            external_word(name).or_else(|| external_word(description)).map(|w| format!("tool `{name}`: {w}"))
+        });
+        // Only the author's words count, not the dependency outputs the bare form appends.
+        let authored = |text: &str| text.split(DEPENDENCY_OUTPUTS).next().unwrap_or_default().to_owned();
+        let from_input = || {
+            task.input
+                .as_ref()
+                .and_then(|i| external_word(&authored(&i.value)))
+                .map(|w| format!("its input says \"{w}\""))
+        };
+        let Some(evidence) = from_tools.or_else(from_input) else { continue };
+        let id = task.id.value.as_str();
+        findings.push(
+            Finding::warning(Lint::OptimismBias { task: id.into(), evidence }, Some(id), &task.id.loc)
+                .label("outside services fail now and then")
+                .help("retry with backoff (`on_failure: {action: retry, max_attempts: 3}`) before failing the run"),
+        );
+    }
+}
+
+fn turn_limits(plan: &Plan, findings: &mut Vec<Finding>) {
+    let used = used_agents(plan);
+    for (name, agent) in &plan.agents {
+        if let Runtime::Llm { max_turns: None, .. } = agent.runtime {
+            if used.contains(name.as_str()) {
+                findings.push(
+                    Finding::info(Lint::MissingMaxTurns { name: name.clone() }, None, &agent.loc)
+                        .label("the tool loop is bounded only by the runner's default")
+                        .help("set `max_turns:` to the most model turns one attempt should take"),
+                );
+            }
+        }
+    }
+}
+
+fn critical_path(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let Some(analysis) = &facts.plan.mission_analysis else { return };
+    let Some(first) = analysis.critical_path.first() else { return };
+    let declared: Vec<Option<usize>> =
+        analysis.critical_path.iter().map(|id| facts.graph.index_of(&id.value)).collect();
+    let is_chain = declared.iter().all(Option::is_some)
+        && declared.windows(2).all(|pair| match (pair[0], pair[1]) {
+            (Some(a), Some(b)) => facts.graph.children(a).any(|c| c == b),
+            _ => false,
+        });
+    if is_chain && declared.len() == facts.critical_path.len() {
+        return;
+    }
+    let show = |ids: Vec<&str>| format!("[{}]", ids.join(", "));
+    let lint = Lint::CriticalPathMismatch {
+        declared: show(analysis.critical_path.iter().map(|a| a.value.as_str()).collect()),
+        computed: show(facts.ids(&facts.critical_path)),
+    };
+    findings.push(
+        Finding::info(lint, None, &first.loc)
+            .label("declared here")
+            .help("update `mission_analysis.critical_path` to the longest chain of dependencies"),
+    );
+}

@@ -1,0 +1,134 @@
+//! Parallel misses: work serialised without need.
+//!
+//! - a dependency whose output the task never reads (it only delays the task);
+//! - a dependency implied by another one (redundant edge): for each pair of a task's parents,
+//!   an ancestry search that never descends below the candidate's phase, so layered plans cost
+//!   O(parents²) per task;
+//! - `strategy: sequential` chaining a task after one it does not read;
+//! - a parallel group, or a phase, wider than the concurrency limit with nothing limiting it.
+
+use std::collections::BTreeMap;
+
+use crate::plan::TaskKind;
+
+use super::{Facts, Finding, Lint};
+
+/// The width above which starting every task at once is risky, when the plan sets no limit.
+pub const DEFAULT_PARALLEL_LIMIT: usize = 10;
+
+pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    unread_and_redundant(facts, findings);
+    forced_chains(facts, findings);
+    unlimited_groups(facts, findings);
+    explosions(facts, findings);
+}
+
+fn unread_and_redundant(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let graph = facts.graph;
+    for (i, task) in facts.plan.tasks.iter().enumerate() {
+        let id = task.id.value.as_str();
+        let parents: Vec<usize> = graph.parents(i).collect();
+        for dep in &task.depends_on {
+            let Some(d) = graph.index_of(&dep.value) else { continue };
+            if task.chained_after.as_deref() == Some(dep.value.as_str()) {
+                continue;
+            }
+            if let Some(&via) = parents.iter().find(|&&e| e != d && graph.is_ancestor(d, e)) {
+                let lint = Lint::RedundantEdge {
+                    task: id.into(),
+                    dependency: dep.value.clone(),
+                    via: facts.plan.tasks[via].id.value.clone(),
+                };
+                findings.push(
+                    Finding::info(lint, Some(id), &dep.loc)
+                        .label("already implied")
+                        .help("remove it; the order is kept through the other dependency"),
+                );
+                continue;
+            }
+            let reads_it = facts.reads_from[i].contains(&d);
+            let upstream = &facts.plan.tasks[d];
+            if task.kind == TaskKind::Task && !reads_it && upstream.kind != TaskKind::HumanReview {
+                findings.push(
+                    Finding::warning(
+                        Lint::UnreadDependency { task: id.into(), dependency: dep.value.clone() },
+                        Some(id),
+                        &dep.loc,
+                    )
+                    .label("its output is never read")
+                    .help(format!(
+                        "read it with `{{{{ {} }}}}`, or drop the dependency so both can run at once",
+                        crate::template::output_of(&dep.value)
+                    )),
+                );
+            }
+        }
+    }
+}
+
+fn forced_chains(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    for (i, task) in facts.plan.tasks.iter().enumerate() {
+        let Some(previous) = &task.chained_after else { continue };
+        let Some(p) = facts.graph.index_of(previous) else { continue };
+        if facts.reads_from[i].contains(&p) {
+            continue;
+        }
+        let id = task.id.value.as_str();
+        findings.push(
+            Finding::warning(Lint::ForcedChain { task: id.into(), previous: previous.clone() }, Some(id), &task.id.loc)
+                .label(format!("waits for `{previous}` only because of the list order"))
+                .help(format!(
+                    "use `strategy: eager` with explicit `depends_on`, or write `depends_on: [{previous}]` if it really must wait"
+                )),
+        );
+    }
+}
+
+fn unlimited_groups(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let limit = facts.plan.control.max_concurrency.map_or(DEFAULT_PARALLEL_LIMIT, |m| m as usize);
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, task) in facts.plan.tasks.iter().enumerate() {
+        if let Some(group) = &task.parallel_group {
+            groups.entry(group.value.as_str()).or_default().push(i);
+        }
+    }
+    for (group, members) in groups {
+        let limited = facts.plan.control.parallel_groups.get(group).is_some_and(|g| g.max_concurrency.is_some());
+        if members.len() <= limit || limited {
+            continue;
+        }
+        let first = &facts.plan.tasks[members[0]];
+        let loc = first.parallel_group.as_ref().map_or(&first.id.loc, |g| &g.loc);
+        findings.push(
+            Finding::warning(Lint::UnlimitedGroup { group: group.into(), size: members.len() }, None, loc)
+                .label(format!("{} tasks in this group", members.len()))
+                .help(format!("set `control_logic.parallel_groups: {{{group}: {{max_concurrency: N}}}}`")),
+        );
+    }
+}
+
+fn explosions(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    if facts.plan.control.max_concurrency.is_some() {
+        return;
+    }
+    for (p, phase) in facts.graph.phases().iter().enumerate() {
+        let unlimited: Vec<usize> = phase
+            .iter()
+            .copied()
+            .filter(|&t| {
+                let group = facts.plan.tasks[t].parallel_group.as_ref();
+                !group.is_some_and(|g| {
+                    facts.plan.control.parallel_groups.get(&g.value).is_some_and(|l| l.max_concurrency.is_some())
+                })
+            })
+            .collect();
+        if unlimited.len() > DEFAULT_PARALLEL_LIMIT {
+            let first = &facts.plan.tasks[unlimited[0]];
+            findings.push(
+                Finding::warning(Lint::ParallelExplosion { phase: p + 1, size: unlimited.len() }, None, &first.id.loc)
+                    .label(format!("the first of {} tasks that start together", unlimited.len()))
+                    .help("set `control_logic.max_concurrency`, or group the tasks with a per-group limit"),
+            );
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! `runner critic`: the critic's findings, scores and metrics in four formats.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use manifest::critic::{Critique, Dimension, Finding, critique_graph};
+use manifest::{Loaded, Severity, Source};
+use serde::Serialize;
+
+use crate::cli::{CriticFormat, EXIT_USAGE};
+use crate::diagnostics::{JsonDiagnostic, color_stderr, print, render_human};
+
+/// Exit code when the plan scores below `--min-score`.
+pub const EXIT_LOW_SCORE: u8 = 1;
+
+/// Reviews a plan; exit 0 when it has no errors and scores at least `min_score`, 1 when it
+/// scores lower, 2 when it has errors.
+pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
+    let loaded = manifest::load_file(path);
+    let critique = review(&loaded);
+    let text = match format {
+        CriticFormat::Human => human(&loaded, &critique, color_stderr()),
+        CriticFormat::Json => format!("{}\n", serde_json::to_string_pretty(&JsonReport::new(&loaded, &critique))?),
+        CriticFormat::Sarif => {
+            format!("{}\n", serde_json::to_string_pretty(&crate::sarif::report(&loaded, &critique))?)
+        }
+        CriticFormat::Markdown => markdown(&loaded, &critique),
+    };
+    if format == CriticFormat::Human {
+        eprint!("{text}");
+    } else {
+        print(&text)?;
+    }
+    Ok(if !loaded.is_valid() {
+        EXIT_USAGE
+    } else if critique.scores.overall < min_score {
+        EXIT_LOW_SCORE
+    } else {
+        0
+    })
+}
+
+/// The critique of a loaded plan; a plan with errors is unrunnable and scores 0.
+pub fn review(loaded: &Loaded) -> Critique {
+    match loaded.valid() {
+        Some((plan, graph)) => critique_graph(plan, graph),
+        None => Critique::unrunnable(),
+    }
+}
+
+/// The plan's name, or the file's when it could not be read.
+fn plan_name(loaded: &Loaded) -> String {
+    loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
+}
+
+/// One finding in the JSON report.
+#[derive(Debug, Serialize)]
+pub struct JsonFinding {
+    code: String,
+    dimension: Option<&'static str>,
+    severity: &'static str,
+    task: Option<String>,
+    message: String,
+    help: Option<String>,
+    file: String,
+    line: usize,
+    column: usize,
+    path: String,
+}
+
+impl JsonFinding {
+    fn new(finding: &Finding, source: &Source) -> Self {
+        let (line, column) = source.line_column(finding.loc.span.offset);
+        JsonFinding {
+            code: finding.code(),
+            dimension: finding.dimension().map(Dimension::as_str),
+            severity: finding.severity.as_str(),
+            task: finding.task.clone(),
+            message: finding.to_string(),
+            help: finding.help.clone(),
+            file: source.name.clone(),
+            line,
+            column,
+            path: finding.loc.path.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct JsonDimensions {
+    single_point_of_failure: f64,
+    output_format_coupling: f64,
+    context_budget: f64,
+    missing_fallbacks: f64,
+    parallel_misses: f64,
+}
+
+/// The JSON report: the documented shape, in this key order.
+#[derive(Debug, Serialize)]
+struct JsonReport<'a> {
+    plan: String,
+    score: f64,
+    dimensions: JsonDimensions,
+    errors: Vec<JsonDiagnostic>,
+    findings: Vec<JsonFinding>,
+    metrics: &'a manifest::critic::Metrics,
+}
+
+impl<'a> JsonReport<'a> {
+    fn new(loaded: &Loaded, critique: &'a Critique) -> Self {
+        let score = |d| critique.scores.of_dimension(d);
+        JsonReport {
+            plan: plan_name(loaded),
+            score: critique.scores.overall,
+            dimensions: JsonDimensions {
+                single_point_of_failure: score(Dimension::SinglePointOfFailure),
+                output_format_coupling: score(Dimension::OutputFormatCoupling),
+                context_budget: score(Dimension::ContextBudget),
+                missing_fallbacks: score(Dimension::MissingFallbacks),
+                parallel_misses: score(Dimension::ParallelMisses),
+            },
+            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
+            findings: critique.findings.iter().map(|f| JsonFinding::new(f, &loaded.source)).collect(),
+            metrics: &critique.metrics,
+        }
+    }
+}
+
+/// Diagnostics and warnings with snippets, notes one per line, then scores and metrics.
+pub fn human(loaded: &Loaded, critique: &Critique, color: bool) -> String {
+    let mut out = render_human(&loaded.diagnostics, &loaded.source, color);
+    let handler = crate::diagnostics::handler(color);
+    for finding in critique.findings.iter().filter(|f| f.severity == Severity::Warning) {
+        // Writing into a String cannot fail.
+        let _ = handler.render_report(&mut out, &finding.with_source(&loaded.source));
+    }
+    let notes: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Info).collect();
+    if !notes.is_empty() {
+        out.push_str("critic notes:\n");
+        for note in notes {
+            let (line, column) = loaded.source.line_column(note.loc.span.offset);
+            let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", loaded.source.name, note.code());
+        }
+    }
+    out.push('\n');
+    out.push_str(&score_table(loaded, critique));
+    out
+}
+
+fn score_table(loaded: &Loaded, critique: &Critique) -> String {
+    let mut out = String::new();
+    if !loaded.is_valid() {
+        let _ = writeln!(out, "plan `{}` has errors and cannot run: score 0/10", plan_name(loaded));
+        return out;
+    }
+    let _ = writeln!(out, "plan `{}`: score {:.1}/10", plan_name(loaded), critique.scores.overall);
+    let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "dimension", "score", "findings");
+    for dimension in Dimension::ALL {
+        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
+        let _ =
+            writeln!(out, "  {:<28} {:>5.1}  {:>8}", dimension.title(), critique.scores.of_dimension(dimension), count);
+    }
+    let general = critique.findings.iter().filter(|f| f.dimension().is_none()).count();
+    let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "other checks", "", general);
+    let m = &critique.metrics;
+    let _ = writeln!(out, "metrics:");
+    let _ = writeln!(out, "  resilience_score    {:.3}", m.resilience_score);
+    let _ = writeln!(out, "  parallelism_ratio   {:.3}", m.parallelism_ratio);
+    let _ = writeln!(out, "  prompt_precision    {:.3}", m.prompt_precision);
+    let _ = writeln!(out, "  spof_count          {}", m.spof_count);
+    let _ = writeln!(out, "  synthesis_coverage  {:.3}", m.synthesis_coverage);
+    let _ = writeln!(out, "  phases              {}", m.phases);
+    let _ = writeln!(out, "  critical_path       {}", m.critical_path.join(" -> "));
+    let _ = writeln!(out, "  estimated_tokens    {}", m.estimated_tokens);
+    out
+}
+
+/// A review comment: summary, score table, findings grouped by dimension.
+pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
+    let mut out = String::new();
+    let name = plan_name(loaded);
+    if !loaded.is_valid() {
+        let _ = writeln!(out, "## runner critic: `{name}` cannot run (score 0/10)\n");
+        for error in loaded.errors() {
+            let (line, _) = loaded.source.line_column(error.loc.span.offset);
+            let _ = writeln!(out, "- **error** `{}` (line {line}): {}", error.code(), escape(&error.to_string()));
+        }
+        return out;
+    }
+    let warnings = critique.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let notes = critique.findings.len() - warnings;
+    let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", critique.scores.overall);
+    let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(critique));
+    out.push_str("| Dimension | Score | Findings |\n| --- | ---: | ---: |\n");
+    for dimension in Dimension::ALL {
+        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
+        let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), critique.scores.of_dimension(dimension));
+    }
+    let mut sections: Vec<(Option<Dimension>, &str)> = Dimension::ALL.iter().map(|d| (Some(*d), d.title())).collect();
+    sections.push((None, "Other checks"));
+    for (dimension, title) in sections {
+        let findings: Vec<&Finding> = critique.findings.iter().filter(|f| f.dimension() == dimension).collect();
+        if findings.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n### {title}\n");
+        for finding in findings {
+            let (line, _) = loaded.source.line_column(finding.loc.span.offset);
+            let _ = write!(
+                out,
+                "- **{}** `{}` (line {line}): {}",
+                finding.severity.as_str(),
+                finding.code(),
+                escape(&finding.to_string())
+            );
+            match &finding.help {
+                Some(help) => {
+                    let _ = writeln!(out, "  \n  _{}_", escape(help));
+                }
+                None => out.push('\n'),
+            }
+        }
+    }
+    let m = &critique.metrics;
+    let _ = writeln!(
+        out,
+        "\n<details><summary>Metrics</summary>\n\n| metric | value |\n| --- | ---: |\n| resilience_score | {:.3} |\n| parallelism_ratio | {:.3} |\n| prompt_precision | {:.3} |\n| spof_count | {} |\n| synthesis_coverage | {:.3} |\n| phases | {} |\n| estimated_tokens | {} |\n\n</details>",
+        m.resilience_score,
+        m.parallelism_ratio,
+        m.prompt_precision,
+        m.spof_count,
+        m.synthesis_coverage,
+        m.phases,
+        m.estimated_tokens
+    );
+    out
+}
+
+fn critical_path(critique: &Critique) -> String {
+    critique.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
+}
+
+/// Markdown-escapes text that is not in a code span: backticks stay (they mark ids), the
+/// characters that start markup elsewhere are escaped.
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}

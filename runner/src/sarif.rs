@@ -1,0 +1,84 @@
+//! SARIF 2.1.0 output of the critic, as GitHub code scanning reads it: one rule per code with
+//! its help, one result per error and finding with its physical location.
+
+use std::collections::BTreeMap;
+
+use manifest::critic::Critique;
+use manifest::{Loaded, Severity};
+use serde_json::{Value, json};
+
+/// The SARIF log of a plan's errors and findings.
+pub fn report(loaded: &Loaded, critique: &Critique) -> Value {
+    let source = &loaded.source;
+    let mut rules: BTreeMap<String, Value> = BTreeMap::new();
+    let mut results = Vec::new();
+    let mut add = |code: String,
+                   severity: Severity,
+                   message: String,
+                   help: Option<&String>,
+                   offset: usize,
+                   len: usize| {
+        let level = match severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "note",
+        };
+        rules.entry(code.clone()).or_insert_with(|| {
+            let help = help.map_or_else(|| message.clone(), Clone::clone);
+            json!({
+                "id": code,
+                "name": code.replace("::", "/"),
+                "shortDescription": {"text": code},
+                "help": {"text": help},
+                "defaultConfiguration": {"level": level},
+            })
+        });
+        let (start_line, start_column) = source.line_column(offset);
+        let (end_line, end_column) = source.line_column(offset + len);
+        let text = match help {
+            Some(help) => format!("{message}. Help: {help}"),
+            None => message,
+        };
+        results.push(json!({
+            "ruleId": code,
+            "level": level,
+            "message": {"text": text},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": source.name.replace('\\', "/")},
+                "region": {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column.max(start_column + usize::from(end_line == start_line))},
+            }}],
+        }));
+    };
+    for error in loaded.errors() {
+        add(
+            error.code(),
+            error.severity,
+            error.to_string(),
+            error.help.as_ref(),
+            error.loc.span.offset,
+            error.loc.span.len,
+        );
+    }
+    for finding in &critique.findings {
+        add(
+            finding.code(),
+            finding.severity,
+            finding.to_string(),
+            finding.help.as_ref(),
+            finding.loc.span.offset,
+            finding.loc.span.len,
+        );
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "runner",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.into_values().collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    })
+}

@@ -1,0 +1,241 @@
+//! `runner validate` on the shipped examples: every invalid plan in `examples/invalid/` fails
+//! with exactly the error its file is named after, at the place it names; every plan in
+//! `examples/` is valid.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The workspace root: tests run from here so file names in the output are stable relative paths.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("runner/ has a parent").to_path_buf()
+}
+
+fn runner() -> Command {
+    let mut command = Command::cargo_bin("runner").expect("the runner binary is built");
+    command.current_dir(repo_root()).env("NO_COLOR", "1");
+    command
+}
+
+/// The `.yaml` files of a folder under the root, as sorted relative paths with `/` separators.
+fn plans_in(folder: &str) -> Vec<String> {
+    let mut plans: Vec<String> = std::fs::read_dir(repo_root().join(folder))
+        .unwrap_or_else(|error| panic!("cannot list {folder}: {error}"))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .map(|path| format!("{folder}/{}", path.file_name().expect("a file name").to_string_lossy()))
+        .collect();
+    plans.sort();
+    assert!(!plans.is_empty(), "no plans in {folder}");
+    plans
+}
+
+fn invalid_plans() -> Vec<String> {
+    plans_in("examples/invalid")
+}
+
+fn stem(plan: &str) -> &str {
+    Path::new(plan).file_stem().and_then(|s| s.to_str()).expect("a file stem")
+}
+
+/// Runs `runner validate --format json` and returns the exit code and the parsed document.
+fn validate_json(plan: &str) -> (i32, Value) {
+    let output = runner().args(["validate", plan, "--format", "json"]).output().expect("runner runs");
+    let document = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("{plan}: stdout is not JSON ({error}): {}", String::from_utf8_lossy(&output.stdout))
+    });
+    (output.status.code().expect("an exit code"), document)
+}
+
+fn diagnostics(document: &Value) -> &Vec<Value> {
+    document["diagnostics"].as_array().expect("`diagnostics` is a list")
+}
+
+/// Codes that have no example here: file-level problems (`runner/tests/bad_input.rs` covers
+/// them) and codes that are never errors.
+const NOT_EXAMPLES: &[&str] = &["io", "too_large", "not_utf8", "alias", "unsupported", "implicit_inputs"];
+
+#[test]
+fn every_error_code_has_an_invalid_example() {
+    let source = std::fs::read_to_string(repo_root().join("manifest/src/diagnostic.rs")).expect("diagnostic.rs");
+    let codes: BTreeSet<&str> = source
+        .split("code(plan::")
+        .skip(1)
+        .map(|rest| rest.split(')').next().expect("a closing parenthesis"))
+        .filter(|code| !NOT_EXAMPLES.contains(code))
+        .collect();
+    assert!(codes.len() >= 20, "parsed too few codes from diagnostic.rs: {codes:?}");
+    let plans = invalid_plans();
+    let examples: BTreeSet<&str> = plans.iter().map(|p| stem(p)).collect();
+    assert_eq!(
+        examples, codes,
+        "examples/invalid/ must hold one `<code>.yaml` per error code of `Problem` (or list the code in NOT_EXAMPLES)"
+    );
+}
+
+#[test]
+fn invalid_examples_render_their_error_and_exit_2() {
+    for plan in invalid_plans() {
+        let output = runner().args(["validate", &plan]).output().expect("runner runs");
+        assert_eq!(output.status.code(), Some(2), "{plan} should be invalid");
+        assert!(output.stdout.is_empty(), "{plan}: the human report goes to stderr only");
+        let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+        assert!(stderr.contains(&format!("plan::{}", stem(&plan))), "{plan}: {stderr}");
+        insta::assert_snapshot!(format!("validate_{}", stem(&plan)), stderr);
+    }
+}
+
+#[test]
+fn invalid_examples_report_exactly_their_code_in_json() {
+    for plan in invalid_plans() {
+        let (code, document) = validate_json(&plan);
+        assert_eq!(code, 2, "{plan}: exit code");
+        assert_eq!(document["valid"], Value::Bool(false), "{plan}");
+        let found: Vec<(&str, &str)> = diagnostics(&document)
+            .iter()
+            .map(|d| (d["code"].as_str().unwrap_or(""), d["severity"].as_str().unwrap_or("")))
+            .collect();
+        let expected = format!("plan::{}", stem(&plan));
+        assert_eq!(found, [(expected.as_str(), "error")], "{plan}: one error, named after the file");
+    }
+}
+
+/// Where each error is reported, checked by hand against the files: 1-based line and column
+/// of the offending key or value, and its YAML path.
+const LOCATIONS: &[(&str, &str, usize, usize, &str)] = &[
+    ("cycle", "plan::cycle", 11, 11, "spec.workflow[0].id"),
+    ("duplicate_task", "plan::duplicate_task", 14, 11, "spec.workflow[1].id"),
+    ("empty_workflow", "plan::empty_workflow", 10, 13, "spec.workflow"),
+    ("invalid_schema", "plan::invalid_schema", 17, 11, "spec.workflow[0].verification.schema"),
+    ("invalid_value", "plan::invalid_value", 15, 15, "spec.control_logic.strategy"),
+    ("literal_api_key", "plan::literal_api_key", 11, 20, "spec.providers.openai.api_key_env"),
+    ("missing_field", "plan::missing_field", 9, 5, "spec.providers.local"),
+    ("missing_attachment", "plan::missing_attachment", 15, 18, "spec.workflow[0].attachments[0].file"),
+    ("replan_without_planner", "plan::replan_without_planner", 14, 19, "spec.workflow[0].on_failure"),
+    ("skip_on_critical", "plan::skip_on_critical", 15, 58, "spec.workflow[0].on_failure.then"),
+    ("self_dependency", "plan::self_dependency", 17, 27, "spec.workflow[1].depends_on[1]"),
+    ("template_not_ancestor", "plan::template_not_ancestor", 17, 29, "spec.workflow[1].input"),
+    ("template_syntax", "plan::template_syntax", 16, 14, "spec.workflow[1].input"),
+    ("template_unknown_variable", "plan::template_unknown_variable", 14, 40, "spec.workflow[0].input"),
+    ("unknown_agent", "plan::unknown_agent", 12, 14, "spec.workflow[0].agent"),
+    ("unknown_dependency", "plan::unknown_dependency", 17, 20, "spec.workflow[1].depends_on[0]"),
+    ("unknown_field", "plan::unknown_field", 17, 7, "spec.workflow[1].depend_on"),
+    ("unknown_gate_input", "plan::unknown_gate_input", 19, 28, "spec.workflow[2].inputs[1]"),
+    ("unknown_provider", "plan::unknown_provider", 14, 17, "spec.agent_definitions.researcher.provider"),
+    ("unknown_tool", "plan::unknown_tool", 18, 15, "spec.agent_definitions.researcher.tools[0]"),
+    ("unsupported_version", "plan::unsupported_version", 3, 13, "apiVersion"),
+    ("wrong_type", "plan::wrong_type", 17, 19, "spec.workflow[1].depends_on"),
+    ("yaml_syntax", "plan::yaml_syntax", 17, 19, ""),
+];
+
+#[test]
+fn errors_point_at_the_offending_key_or_value() {
+    for &(file, code, line, column, path) in LOCATIONS {
+        let plan = format!("examples/invalid/{file}.yaml");
+        let (_, document) = validate_json(&plan);
+        let diagnostic = diagnostics(&document)
+            .iter()
+            .find(|d| d["code"] == code)
+            .unwrap_or_else(|| panic!("{plan}: no {code} in {document:#}"));
+        assert_eq!(diagnostic["file"], plan.as_str(), "{plan}: file");
+        assert_eq!(
+            (diagnostic["line"].as_u64(), diagnostic["column"].as_u64(), diagnostic["path"].as_str()),
+            (Some(line as u64), Some(column as u64), Some(path)),
+            "{plan}: (line, column, path)"
+        );
+    }
+}
+
+#[test]
+fn typos_get_a_did_you_mean_help() {
+    for (file, suggestion) in [
+        ("unknown_dependency", "search"),
+        ("unknown_agent", "researcher"),
+        ("unknown_tool", "web_search"),
+        ("unknown_provider", "local"),
+        ("unknown_field", "depends_on"),
+        ("invalid_value", "sequential"),
+        ("template_unknown_variable", "mission"),
+    ] {
+        let (_, document) = validate_json(&format!("examples/invalid/{file}.yaml"));
+        let help = diagnostics(&document)[0]["help"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(help, format!("did you mean `{suggestion}`?"), "{file}");
+    }
+}
+
+#[test]
+fn json_report_has_exactly_the_documented_keys() {
+    let document_keys: BTreeSet<&str> = ["valid", "diagnostics"].into();
+    let diagnostic_keys: BTreeSet<&str> =
+        ["code", "severity", "message", "help", "file", "line", "column", "path"].into();
+    for plan in invalid_plans() {
+        let (_, document) = validate_json(&plan);
+        let keys: BTreeSet<&str> = document.as_object().expect("an object").keys().map(String::as_str).collect();
+        assert_eq!(keys, document_keys, "{plan}");
+        for diagnostic in diagnostics(&document) {
+            let object = diagnostic.as_object().expect("a diagnostic is an object");
+            let keys: BTreeSet<&str> = object.keys().map(String::as_str).collect();
+            assert_eq!(keys, diagnostic_keys, "{plan}: {diagnostic}");
+            for text in ["code", "severity", "message", "file", "path"] {
+                assert!(object[text].is_string(), "{plan}: `{text}` is a string in {diagnostic}");
+            }
+            assert!(object["help"].is_string() || object["help"].is_null(), "{plan}: {diagnostic}");
+            for number in ["line", "column"] {
+                assert!(object[number].as_u64().is_some_and(|n| n >= 1), "{plan}: `{number}` is 1-based");
+            }
+        }
+    }
+}
+
+#[test]
+fn shipped_examples_are_valid_without_warnings() {
+    for plan in plans_in("examples") {
+        let (code, document) = validate_json(&plan);
+        assert_eq!(code, 0, "{plan}: {document:#}");
+        assert_eq!(document["valid"], Value::Bool(true), "{plan}");
+        assert_eq!(diagnostics(&document), &Vec::<Value>::new(), "{plan}: no errors or warnings");
+    }
+}
+
+#[test]
+fn shipped_examples_point_editors_at_the_schema() {
+    for plan in plans_in("examples") {
+        let text = std::fs::read_to_string(repo_root().join(&plan)).expect("the example reads");
+        assert!(
+            text.starts_with("# yaml-language-server: $schema=../docs/manifest.schema.json\n"),
+            "{plan} should start with the schema modeline"
+        );
+    }
+}
+
+#[test]
+fn a_valid_plan_prints_a_summary_and_exits_0() {
+    let output = runner().args(["validate", "examples/research.yaml"]).output().expect("runner runs");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "examples/research.yaml: plan `company-research` is valid: 5 tasks in 3 phases\n"
+    );
+}
+
+#[test]
+fn a_literal_api_key_never_reaches_the_output() {
+    let plan = "examples/invalid/literal_api_key.yaml";
+    let text = std::fs::read_to_string(repo_root().join(plan)).expect("the example exists");
+    let key = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("api_key_env:"))
+        .map(str::trim)
+        .expect("the example has an api_key_env");
+    assert!(key.len() > 8, "the example's key should look like a real one");
+    for args in
+        [vec!["validate", plan], vec!["validate", plan, "--format", "json"], vec!["critic", plan, "--format", "sarif"]]
+    {
+        let output = runner().args(&args).output().expect("runner runs");
+        let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(!all.contains(key), "{args:?} printed the key:\n{all}");
+        assert!(all.contains("literal_api_key"), "{args:?} did not report it:\n{all}");
+    }
+}
