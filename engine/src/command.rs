@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use manifest::Plan;
 use manifest::plan::Strategy;
+use manifest::{Plan, TaskGraph};
 
 use crate::event::Tokens;
 
 /// What starting a run needs.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Start {
     /// The normalised plan.
     pub plan: Arc<Plan>,
@@ -23,6 +23,20 @@ pub struct Start {
     pub retry_of: Option<String>,
     /// Outputs taken over from that run, by task id; those tasks do not run again.
     pub reuse: BTreeMap<String, String>,
+    /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
+    pub graph: Option<Arc<TaskGraph>>,
+}
+
+impl PartialEq for Start {
+    /// The graph is left out: it is derived from the plan.
+    fn eq(&self, other: &Self) -> bool {
+        self.plan == other.plan
+            && self.vars == other.vars
+            && self.strategy == other.strategy
+            && self.source == other.source
+            && self.retry_of == other.retry_of
+            && self.reuse == other.reuse
+    }
 }
 
 impl Start {

@@ -7,7 +7,7 @@
 //! Results that arrive meanwhile form the next batch, which is how group commit arises.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -38,16 +38,20 @@ pub enum DriverError {
 /// Receives each record once it is durable (for a live view).
 pub type Observer = Box<dyn FnMut(&Record, &RunState) + Send>;
 
+/// Makes the runtime of an `llm` agent, by agent name.
+pub type LlmRuntimes = Arc<dyn Fn(&str) -> Arc<dyn crate::runtime::AgentRuntime> + Send + Sync>;
+
 /// Drives one run.
 pub struct Driver<S: EventStore> {
     state: RunState,
     store: S,
     agents: Option<Agents>,
-    llm: Arc<dyn Fn(&str) -> Arc<dyn crate::runtime::AgentRuntime> + Send + Sync>,
+    llm: LlmRuntimes,
     run_id: String,
     seq: u64,
     workdir: PathBuf,
-    observer: Observer,
+    observer: Option<Observer>,
+    cancel_reason: Arc<OnceLock<String>>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -62,19 +66,27 @@ impl<S: EventStore> Driver<S> {
             run_id,
             seq: records.last().map_or(0, |r| r.seq),
             workdir,
-            observer: Box::new(|_, _| {}),
+            observer: None,
+            cancel_reason: Arc::new(OnceLock::new()),
         }
     }
 
     /// Calls `observer` with every durable record.
     pub fn observe(mut self, observer: Observer) -> Self {
-        self.observer = observer;
+        self.observer = Some(observer);
         self
     }
 
     /// Sets how `llm` agents are run.
-    pub fn with_llm(mut self, llm: Arc<dyn Fn(&str) -> Arc<dyn crate::runtime::AgentRuntime> + Send + Sync>) -> Self {
+    pub fn with_llm(mut self, llm: LlmRuntimes) -> Self {
         self.llm = llm;
+        self
+    }
+
+    /// Where the reason for a cancellation is found: whoever fires the cancel token sets it
+    /// first (`interrupted` when it is unset).
+    pub fn cancel_reason(mut self, reason: Arc<OnceLock<String>>) -> Self {
+        self.cancel_reason = reason;
         self
     }
 
@@ -102,6 +114,8 @@ impl<S: EventStore> Driver<S> {
                 let events = std::mem::take(&mut batch);
                 self.commit(events, &sender, &mut attempts, &stop_attempts).await?;
             }
+            // Finished attempts are reaped as the run goes, so they do not pile up until its end.
+            while attempts.try_join_next().is_some() {}
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
@@ -114,7 +128,8 @@ impl<S: EventStore> Driver<S> {
                     }
                 }
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
-                    if let Ok(events) = self.state.process(Command::Cancel { reason: "interrupted".into() }) {
+                    let reason = self.cancel_reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned());
+                    if let Ok(events) = self.state.process(Command::Cancel { reason }) {
                         batch.extend(events);
                     }
                 }
@@ -157,9 +172,15 @@ impl<S: EventStore> Driver<S> {
                 _ => {}
             }
         }
-        self.store.append(records.clone()).await?;
-        for record in &records {
-            (self.observer)(record, &self.state);
+        // Records are only copied when somebody watches: a RunCreated holds the whole plan.
+        match &mut self.observer {
+            Some(observer) => {
+                self.store.append(records.clone()).await?;
+                for record in &records {
+                    observer(record, &self.state);
+                }
+            }
+            None => self.store.append(records).await?,
         }
         if ended {
             stop.cancel();

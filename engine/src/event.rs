@@ -2,6 +2,7 @@
 //! documented in `docs/events.md`; fields are only ever added.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use manifest::Plan;
 use serde::{Deserialize, Serialize};
@@ -63,8 +64,8 @@ pub enum Event {
     RunCreated {
         /// The event schema version.
         schema: u32,
-        /// The normalised plan.
-        plan: Box<Plan>,
+        /// The normalised plan (shared, not copied, between the event and the run's state).
+        plan: Arc<Plan>,
         /// The sha256 of the plan's JSON, hex.
         plan_sha256: String,
         /// `--var` values.

@@ -150,12 +150,35 @@ pub struct RunState {
     pub strategy: Strategy,
     running: usize,
     group_running: HashMap<String, usize>,
-    /// A cache of the queued tasks, by remaining critical path; entries of tasks no longer
+    /// A cache of the queued tasks by priority (see `priority`); entries of tasks no longer
     /// queued are skipped when popped.
-    ready: BinaryHeap<(usize, Reverse<usize>)>,
+    ready: BinaryHeap<(u64, Reverse<usize>)>,
     /// A cache for `phased`: phases before it are all final.
     phase: usize,
+    tally: Tally,
+    /// The graph the caller of `Start` already built, taken by the `RunCreated` it causes.
+    prebuilt: Option<Arc<TaskGraph>>,
     renderer: Renderer,
+}
+
+/// Counts derived from the task states, kept up to date where the states change, so that no
+/// scheduling decision scans every task.
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    queued: usize,
+    waiting: usize,
+    paused: usize,
+    finished: usize,
+    /// Per phase: tasks not final yet.
+    phase_left: Vec<usize>,
+    /// Per phase: attempts in flight and retries waiting.
+    phase_busy: Vec<usize>,
+    /// Per phase and parallel group: the members, in list order (for `phased`).
+    units: HashMap<(usize, String), Vec<usize>>,
+    /// The group unit `phased` is starting, and the next member to start.
+    unit: Option<(usize, String, usize)>,
+    /// Queued tasks of groups that were full when their turn came, best first.
+    parked: HashMap<String, BinaryHeap<(u64, Reverse<usize>)>>,
 }
 
 impl Default for RunState {
@@ -173,7 +196,7 @@ impl PartialEq for RunState {
             && self.strategy == other.strategy
             && self.running == other.running
             && self.group_running == other.group_running
-            && *self.plan == *other.plan
+            && same_plan(&self.plan, &other.plan)
     }
 }
 
@@ -193,6 +216,8 @@ impl RunState {
             group_running: HashMap::new(),
             ready: BinaryHeap::new(),
             phase: 0,
+            tally: Tally::default(),
+            prebuilt: None,
             renderer: Renderer::default(),
         }
     }
@@ -236,12 +261,15 @@ impl RunState {
     }
 
     fn start(&mut self, start: Start, out: &mut Vec<Event>) {
-        let json = serde_json::to_vec(&*start.plan).unwrap_or_default();
-        let plan_sha256 = Sha256::digest(&json).iter().map(|b| format!("{b:02x}")).collect();
+        // Hashed as it is encoded, so a large plan's JSON is never held in memory.
+        let mut hasher = HashWriter(Sha256::new());
+        let _ = serde_json::to_writer(&mut hasher, &*start.plan);
+        let plan_sha256 = hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
         let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
+        self.prebuilt = start.graph.filter(|graph| graph.len() == start.plan.tasks.len());
         let event = Event::RunCreated {
             schema: SCHEMA_VERSION,
-            plan: Box::new((*start.plan).clone()),
+            plan: Arc::clone(&start.plan),
             plan_sha256,
             vars: start.vars,
             strategy,
@@ -289,18 +317,37 @@ impl RunState {
     }
 
     fn finish(&mut self, outcome: Outcome, summary: String, out: &mut Vec<Event>) {
+        self.stop_attempts("cancelled: the run failed", out);
         self.emit(Event::RunCompleted { status: outcome, summary }, out);
+    }
+
+    /// Records the end of every attempt still in flight, so the log never leaves a task
+    /// running in a run that is over.
+    fn stop_attempts(&mut self, reason: &str, out: &mut Vec<Event>) {
+        if self.running == 0 {
+            return;
+        }
+        let in_flight: Vec<usize> = (0..self.tasks.len()).filter(|&i| self.tasks[i].in_flight).collect();
+        for i in in_flight {
+            let (task, attempt) = (self.id(i).to_owned(), self.tasks[i].attempts);
+            self.emit(Event::TaskFailed { task, attempt, error: reason.to_owned() }, out);
+        }
     }
 
     /// Dispatches what may start, pauses for people, and ends the run when all is done.
     fn schedule(&mut self, out: &mut Vec<Event>) {
-        if self.status != RunStatus::Running {
-            return;
-        }
-        match self.strategy {
-            Strategy::Eager => self.schedule_eager(out),
-            Strategy::Sequential => self.schedule_sequential(out),
-            Strategy::Phased => self.schedule_phased(out),
+        // A start that takes no agent (a review, an input that cannot render) leaves its turn
+        // free at once, so rounds go on until one starts nothing.
+        while self.status == RunStatus::Running {
+            let before = out.len();
+            match self.strategy {
+                Strategy::Eager => self.schedule_eager(out),
+                Strategy::Sequential => self.schedule_sequential(out),
+                Strategy::Phased => self.schedule_phased(out),
+            }
+            if out.len() == before {
+                break;
+            }
         }
         if self.status == RunStatus::Running {
             self.settle(out);
@@ -317,68 +364,92 @@ impl RunState {
         limit.is_none_or(|limit| self.group_running.get(&group.value).copied().unwrap_or(0) < limit as usize)
     }
 
-    fn schedule_eager(&mut self, out: &mut Vec<Event>) {
-        let mut held = Vec::new();
-        while self.running < self.limit() && self.status == RunStatus::Running {
-            let Some((height, Reverse(i))) = self.ready.pop() else { break };
-            if !self.tasks[i].queued {
-                continue;
+    /// The next queued task, best first, dropping stale entries.
+    fn next_ready(&mut self) -> Option<(u64, usize)> {
+        while let Some((priority, Reverse(i))) = self.ready.pop() {
+            if self.tasks[i].queued {
+                return Some((priority, i));
             }
+        }
+        None
+    }
+
+    fn schedule_eager(&mut self, out: &mut Vec<Event>) {
+        while self.running < self.limit() && self.status == RunStatus::Running {
+            let Some((priority, i)) = self.next_ready() else { break };
             if self.plan.tasks[i].kind != TaskKind::HumanReview && !self.group_allows(i) {
-                held.push((height, Reverse(i)));
+                // Parked until a member of its group finishes.
+                if let Some(group) = &self.plan.tasks[i].parallel_group {
+                    self.tally.parked.entry(group.value.clone()).or_default().push((priority, Reverse(i)));
+                }
                 continue;
             }
             self.start_task(i, out);
         }
-        self.ready.extend(held);
     }
 
     fn schedule_sequential(&mut self, out: &mut Vec<Event>) {
-        if self.running > 0 || self.tasks.iter().any(|t| t.waiting_timer) {
+        if self.running > 0 || self.tally.waiting > 0 {
             return;
         }
-        if let Some(i) = (0..self.tasks.len()).find(|&i| self.tasks[i].queued) {
+        if let Some((_, i)) = self.next_ready() {
             self.start_task(i, out);
         }
     }
 
     /// The seed's phases: topological levels one after another; inside a phase, one parallel
-    /// group (all its members together) or one ungrouped task at a time, in list order.
+    /// group (all its members together, within limits) or one ungrouped task at a time, in
+    /// list order.
     fn schedule_phased(&mut self, out: &mut Vec<Event>) {
-        let graph = Arc::clone(&self.graph);
-        while let Some(phase) = graph.phases().get(self.phase) {
-            if phase.iter().all(|&i| self.tasks[i].status.is_final()) {
-                self.phase += 1;
-                continue;
-            }
-            let busy = phase.iter().any(|&i| {
-                let t = &self.tasks[i];
-                t.in_flight || t.waiting_timer
-            });
-            if busy {
-                return;
-            }
-            let Some(&first) = phase.iter().find(|&&i| self.tasks[i].queued) else { return };
-            let group = self.plan.tasks[first].parallel_group.as_ref().map(|g| g.value.clone());
-            let unit: Vec<usize> = match &group {
-                Some(group) => phase
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.tasks[i].queued)
-                    .filter(|&i| self.plan.tasks[i].parallel_group.as_ref().is_some_and(|g| &g.value == group))
-                    .collect(),
-                None => vec![first],
-            };
-            for i in unit {
-                if self.running >= self.limit() || self.status != RunStatus::Running {
-                    break;
-                }
-                if self.plan.tasks[i].kind == TaskKind::HumanReview || self.group_allows(i) {
-                    self.start_task(i, out);
-                }
-            }
+        let phases = self.graph.phases().len();
+        while self.phase < phases && self.tally.phase_left[self.phase] == 0 {
+            self.phase += 1;
+            self.tally.unit = None;
+        }
+        if self.phase >= phases {
             return;
         }
+        if self.continue_unit(out) || self.tally.phase_busy[self.phase] > 0 {
+            return;
+        }
+        let Some((priority, i)) = self.next_ready() else { return };
+        if self.graph.level(i) != self.phase {
+            // Only later phases have queued tasks: this phase waits for a person.
+            self.ready.push((priority, Reverse(i)));
+            return;
+        }
+        match self.plan.tasks[i].parallel_group.as_ref().map(|g| g.value.clone()) {
+            Some(group) => {
+                self.ready.push((priority, Reverse(i)));
+                self.tally.unit = Some((self.phase, group, 0));
+                self.continue_unit(out);
+            }
+            None => self.start_task(i, out),
+        }
+    }
+
+    /// Starts further members of the group unit in progress; true while some remain.
+    fn continue_unit(&mut self, out: &mut Vec<Event>) -> bool {
+        let Some((phase, group, mut next)) = self.tally.unit.take() else { return false };
+        let members = self.tally.units.get(&(phase, group.clone())).cloned().unwrap_or_default();
+        while next < members.len() && self.status == RunStatus::Running {
+            let i = members[next];
+            if !self.tasks[i].queued {
+                next += 1;
+                continue;
+            }
+            let review = self.plan.tasks[i].kind == TaskKind::HumanReview;
+            if !review && (self.running >= self.limit() || !self.group_allows(i)) {
+                break;
+            }
+            self.start_task(i, out);
+            next += 1;
+        }
+        let remaining = next < members.len();
+        if remaining {
+            self.tally.unit = Some((phase, group, next));
+        }
+        remaining
     }
 
     /// Dispatches task `i`, or asks for its review.
@@ -424,10 +495,13 @@ impl RunState {
 
     /// Pauses when only people can move the run, and completes it when everything is final.
     fn settle(&mut self, out: &mut Vec<Event>) {
-        if self.running > 0 || self.tasks.iter().any(|t| t.queued || t.waiting_timer) {
+        // Tasks still queued after scheduling cannot start: they wait behind a paused task of
+        // an earlier phase.
+        if self.running > 0 || self.tally.waiting > 0 {
             return;
         }
-        if let Some(i) = self.tasks.iter().position(|t| t.status == TaskStatus::Paused) {
+        if self.tally.paused > 0 {
+            let Some(i) = self.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return };
             let task = self.id(i).to_owned();
             let reason = match &self.tasks[i].question {
                 Some(question) => format!("task `{task}` asks: {question}"),
@@ -436,7 +510,7 @@ impl RunState {
             self.emit(Event::RunPaused { reason }, out);
             return;
         }
-        if !self.tasks.iter().all(|t| t.status.is_final()) {
+        if self.tally.finished < self.tasks.len() {
             return;
         }
         let skipped: Vec<&str> = (0..self.tasks.len())
@@ -466,22 +540,103 @@ impl RunState {
         }
     }
 
+    /// The order queued tasks start in: the longest remaining chain first (eager), list order
+    /// (sequential), the earliest phase first, then list order (phased).
+    fn priority(&self, i: usize) -> u64 {
+        match self.strategy {
+            Strategy::Eager => self.graph.height(i) as u64,
+            Strategy::Sequential => 0,
+            Strategy::Phased => u64::MAX - self.graph.level(i) as u64,
+        }
+    }
+
     fn enqueue(&mut self, i: usize) {
         if !self.tasks[i].queued {
             self.tasks[i].queued = true;
-            self.ready.push((self.graph.height(i), Reverse(i)));
+            self.tally.queued += 1;
+            self.ready.push((self.priority(i), Reverse(i)));
+        }
+    }
+
+    fn dequeue(&mut self, i: usize) {
+        if std::mem::take(&mut self.tasks[i].queued) {
+            self.tally.queued -= 1;
+        }
+    }
+
+    fn set_waiting(&mut self, i: usize, waiting: bool) {
+        if self.tasks[i].waiting_timer != waiting {
+            self.tasks[i].waiting_timer = waiting;
+            let level = self.graph.level(i);
+            if waiting {
+                self.tally.waiting += 1;
+                self.tally.phase_busy[level] += 1;
+            } else {
+                self.tally.waiting -= 1;
+                self.tally.phase_busy[level] -= 1;
+            }
+        }
+    }
+
+    fn set_status(&mut self, i: usize, status: TaskStatus) {
+        let old = std::mem::replace(&mut self.tasks[i].status, status);
+        if old == status {
+            return;
+        }
+        if old == TaskStatus::Paused {
+            self.tally.paused -= 1;
+        }
+        if status == TaskStatus::Paused {
+            self.tally.paused += 1;
+        }
+        let level = self.graph.level(i);
+        match (old.is_final(), status.is_final()) {
+            (false, true) => {
+                self.tally.finished += 1;
+                self.tally.phase_left[level] -= 1;
+            }
+            // A failed attempt that will be retried is not final after all.
+            (true, false) => {
+                self.tally.finished -= 1;
+                self.tally.phase_left[level] += 1;
+            }
+            _ => {}
         }
     }
 
     fn end_attempt(&mut self, i: usize) {
         if std::mem::take(&mut self.tasks[i].in_flight) {
             self.running -= 1;
+            self.tally.phase_busy[self.graph.level(i)] -= 1;
             if let Some(group) = &self.plan.tasks[i].parallel_group {
                 if let Some(count) = self.group_running.get_mut(&group.value) {
                     *count = count.saturating_sub(1);
                 }
+                // A slot in the group is free: the best parked member may go again.
+                if let Some(parked) = self.tally.parked.get_mut(&group.value).and_then(BinaryHeap::pop) {
+                    self.ready.push(parked);
+                }
             }
         }
+    }
+}
+
+/// Whether two plans are the same as recorded: source locations are not part of a log.
+fn same_plan(a: &Plan, b: &Plan) -> bool {
+    std::ptr::eq(a, b) || serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+}
+
+/// Feeds what is written to it into a hasher.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -539,6 +694,7 @@ impl Handler for RunState {
             }
             Command::Cancel { reason } => {
                 self.require_active()?;
+                self.stop_attempts("cancelled", &mut out);
                 self.emit(Event::RunCancelled { reason }, &mut out);
                 return Ok(out);
             }
@@ -572,7 +728,9 @@ impl Handler for RunState {
             Command::Continue => {
                 self.require_active()?;
                 let movable = self.running > 0 || self.tasks.iter().any(|t| t.queued || t.waiting_timer);
-                if self.status == RunStatus::Paused && !movable {
+                // A decision while paused can leave every task final: then the run goes on to end.
+                let asking = self.tasks.iter().any(|t| t.status == TaskStatus::Paused);
+                if self.status == RunStatus::Paused && asking && !movable {
                     // Still waiting for a person: nothing to record.
                     return Ok(out);
                 }
@@ -586,12 +744,26 @@ impl Handler for RunState {
     fn apply(&mut self, event: &Event) {
         match event {
             Event::RunCreated { plan, vars, strategy, .. } => {
-                let graph = TaskGraph::build(plan).unwrap_or_else(|_| {
-                    TaskGraph::build(&Plan::default()).unwrap_or_else(|_| unreachable!("an empty plan has no cycle"))
+                let graph = self.prebuilt.take().unwrap_or_else(|| {
+                    Arc::new(TaskGraph::build(plan).unwrap_or_else(|_| {
+                        TaskGraph::build(&Plan::default())
+                            .unwrap_or_else(|_| unreachable!("an empty plan has no cycle"))
+                    }))
                 });
                 self.tasks = (0..plan.tasks.len()).map(|i| TaskState::new(graph.parents(i).count() as u32)).collect();
-                self.plan = Arc::new((**plan).clone());
-                self.graph = Arc::new(graph);
+                let mut tally = Tally {
+                    phase_left: graph.phases().iter().map(Vec::len).collect(),
+                    phase_busy: vec![0; graph.phases().len()],
+                    ..Tally::default()
+                };
+                for (i, task) in plan.tasks.iter().enumerate() {
+                    if let Some(group) = &task.parallel_group {
+                        tally.units.entry((graph.level(i), group.value.clone())).or_default().push(i);
+                    }
+                }
+                self.tally = tally;
+                self.plan = Arc::clone(plan);
+                self.graph = graph;
                 self.vars = vars.clone();
                 self.strategy = *strategy;
                 self.status = RunStatus::Running;
@@ -601,21 +773,21 @@ impl Handler for RunState {
             }
             Event::TaskReused { task, output } => {
                 let Some(i) = self.index_of(task) else { return };
-                let state = &mut self.tasks[i];
-                state.status = TaskStatus::Succeeded;
-                state.output = Some(output.clone());
-                state.queued = false;
+                self.dequeue(i);
+                self.set_status(i, TaskStatus::Succeeded);
+                self.tasks[i].output = Some(output.clone());
                 self.release_dependents(i);
             }
             Event::TaskDispatched { task, attempt, input } => {
                 let Some(i) = self.index_of(task) else { return };
+                self.dequeue(i);
+                self.set_status(i, TaskStatus::Running);
                 let state = &mut self.tasks[i];
-                state.status = TaskStatus::Running;
                 state.attempts = *attempt;
                 state.input = Some(input.clone());
-                state.queued = false;
                 state.in_flight = true;
                 self.running += 1;
+                self.tally.phase_busy[self.graph.level(i)] += 1;
                 if let Some(group) = &self.plan.tasks[i].parallel_group {
                     *self.group_running.entry(group.value.clone()).or_default() += 1;
                 }
@@ -623,64 +795,60 @@ impl Handler for RunState {
             Event::TaskSucceeded { task, output, .. } => {
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
-                let state = &mut self.tasks[i];
-                state.status = TaskStatus::Succeeded;
-                state.output = Some(output.clone());
-                state.error = None;
+                self.set_status(i, TaskStatus::Succeeded);
+                self.tasks[i].output = Some(output.clone());
+                self.tasks[i].error = None;
                 self.release_dependents(i);
             }
             Event::TaskFailed { task, error, .. } => {
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
-                let state = &mut self.tasks[i];
-                state.status = TaskStatus::Failed;
-                state.error = Some(error.clone());
-                state.question = None;
+                self.set_status(i, TaskStatus::Failed);
+                self.tasks[i].error = Some(error.clone());
+                self.tasks[i].question = None;
             }
             Event::RetryScheduled { task, .. } => {
                 let Some(i) = self.index_of(task) else { return };
-                self.tasks[i].status = TaskStatus::Pending;
-                self.tasks[i].waiting_timer = true;
+                self.set_status(i, TaskStatus::Pending);
+                self.set_waiting(i, true);
             }
             Event::RetryDue { task } => {
                 let Some(i) = self.index_of(task) else { return };
-                self.tasks[i].waiting_timer = false;
+                self.set_waiting(i, false);
                 self.enqueue(i);
             }
             Event::TaskSkipped { task, .. } => {
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
-                self.tasks[i].status = TaskStatus::Skipped;
-                self.tasks[i].queued = false;
+                self.dequeue(i);
+                self.set_waiting(i, false);
+                self.set_status(i, TaskStatus::Skipped);
                 self.release_dependents(i);
             }
             Event::ClarificationRequested { task, question } => {
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
-                self.tasks[i].status = TaskStatus::Paused;
+                self.set_status(i, TaskStatus::Paused);
                 self.tasks[i].question = Some(question.clone());
             }
             Event::ClarificationProvided { task, answer } => {
                 let Some(i) = self.index_of(task) else { return };
-                let state = &mut self.tasks[i];
-                state.question = None;
-                state.answers.push(answer.clone());
-                state.status = TaskStatus::Pending;
+                self.tasks[i].question = None;
+                self.tasks[i].answers.push(answer.clone());
+                self.set_status(i, TaskStatus::Pending);
                 self.enqueue(i);
             }
             Event::ReviewRequested { task, .. } => {
                 let Some(i) = self.index_of(task) else { return };
-                let state = &mut self.tasks[i];
-                state.status = TaskStatus::Paused;
-                state.queued = false;
-                state.attempts = 1;
+                self.dequeue(i);
+                self.set_status(i, TaskStatus::Paused);
+                self.tasks[i].attempts = 1;
             }
             Event::ReviewDecided { task, approved, comment } => {
                 let Some(i) = self.index_of(task) else { return };
                 if *approved {
-                    let state = &mut self.tasks[i];
-                    state.status = TaskStatus::Succeeded;
-                    state.output = Some(comment.clone().unwrap_or_else(|| "approved".to_owned()));
+                    self.set_status(i, TaskStatus::Succeeded);
+                    self.tasks[i].output = Some(comment.clone().unwrap_or_else(|| "approved".to_owned()));
                     self.release_dependents(i);
                 }
             }
@@ -691,10 +859,11 @@ impl Handler for RunState {
                     // An attempt that never reported back runs again as a new attempt.
                     if self.tasks[i].in_flight {
                         self.end_attempt(i);
-                        self.tasks[i].status = TaskStatus::Pending;
+                        self.set_status(i, TaskStatus::Pending);
                         self.enqueue(i);
                     }
-                    if std::mem::take(&mut self.tasks[i].waiting_timer) {
+                    if self.tasks[i].waiting_timer {
+                        self.set_waiting(i, false);
                         self.enqueue(i);
                     }
                 }

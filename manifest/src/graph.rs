@@ -1,7 +1,7 @@
 //! The task graph: dependencies as a petgraph DAG, with phases, the critical path, roots and
 //! sinks. The critic and the engine both read plans through it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -41,13 +41,16 @@ impl TaskGraph {
         for _ in 0..n {
             graph.add_node(());
         }
+        let mut deps: Vec<usize> = Vec::new();
         for (i, task) in plan.tasks.iter().enumerate() {
-            for dep in &task.depends_on {
-                if let Some(&d) = index.get(&dep.value) {
-                    if d != i && graph.find_edge(NodeIndex::new(d), NodeIndex::new(i)).is_none() {
-                        graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
-                    }
-                }
+            // Duplicates are dropped per task: a task's own list is short, while asking the graph
+            // would scan every edge out of a dependency with many dependents.
+            deps.clear();
+            deps.extend(task.depends_on.iter().filter_map(|dep| index.get(&dep.value).copied()).filter(|&d| d != i));
+            deps.sort_unstable();
+            deps.dedup();
+            for &d in &deps {
+                graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
             }
         }
         let mut parents = vec![Vec::new(); n];
@@ -168,15 +171,16 @@ impl TaskGraph {
             return false;
         }
         let floor = self.level[ancestor];
-        let mut seen = vec![false; self.len()];
+        // A set, not a vector of the graph's size: the search usually stops within a few
+        // steps, and validation asks this once per template reference.
+        let mut seen = HashSet::new();
         let mut queue = VecDeque::from([task]);
         while let Some(at) = queue.pop_front() {
             for parent in self.parents(at) {
                 if parent == ancestor {
                     return true;
                 }
-                if !seen[parent] && self.level[parent] > floor {
-                    seen[parent] = true;
+                if self.level[parent] > floor && seen.insert(parent) {
                     queue.push_back(parent);
                 }
             }

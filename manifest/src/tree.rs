@@ -136,9 +136,13 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
     budget.max_depth = crate::json::MAX_DEPTH;
     budget.max_nodes = 20_000_000;
     budget.max_events = 40_000_000;
+    // Plans have little use for aliases; these bounds make an alias bomb fail in milliseconds.
+    budget.max_aliases = 10_000;
+    budget.max_recorded_anchor_events = 100_000;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.with_snippet = false;
+    options.alias_limits.max_total_replayed_events = 100_000;
     let node: Option<Node> = serde_saphyr::from_str_with_options(text, options).map_err(|error| {
         // Scanner errors carry a line and column but no byte offset.
         let offset = error.location().and_then(|at| {

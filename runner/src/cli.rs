@@ -4,8 +4,18 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Exit code for a run that failed.
+pub const EXIT_FAILED: u8 = 1;
 /// Exit code for an invalid plan or a usage error.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code for a run paused for a person's answer or decision.
+pub const EXIT_PAUSED: u8 = 3;
+/// Exit code when `apply` was not confirmed.
+pub const EXIT_DECLINED: u8 = 4;
+/// Exit code for a run that finished, but a non-critical task failed or was skipped.
+pub const EXIT_PARTIAL: u8 = 5;
+/// Exit code for a cancelled run.
+pub const EXIT_CANCELLED: u8 = 130;
 
 /// Validate, critique, draw and run LLM multi-agent plans.
 #[derive(Debug, Parser)]
@@ -46,6 +56,82 @@ enum Command {
     },
     /// Print the JSON Schema of the manifest, for editors (yaml-language-server).
     Schema,
+    /// Show a plan and its review, ask for confirmation, then run it with a live view.
+    Apply(crate::apply::ApplyArgs),
+    /// List the runs under RUNNER_HOME, newest first.
+    Runs,
+    /// Show where a run stands: its status and each task's.
+    Status {
+        /// The run id.
+        run: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// Print a run's events, one readable line each.
+    Logs {
+        /// The run id.
+        run: String,
+        /// Keep printing new events until the run ends or pauses.
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// Print a run's raw event records, one JSON object per line.
+    Events {
+        /// The run id.
+        run: String,
+    },
+    /// Continue a paused or interrupted run; finished tasks never run again.
+    Resume {
+        /// The run id.
+        run: String,
+    },
+    /// Cancel a run, whether a process drives it or it is paused or interrupted.
+    Cancel {
+        /// The run id.
+        run: String,
+    },
+    /// Start a new run of a run's plan that reuses its successful outputs.
+    Retry {
+        /// The run to retry.
+        run: String,
+        /// Run this task and everything downstream of it again (default: every task that did
+        /// not succeed).
+        #[arg(long, value_name = "TASK")]
+        from: Option<String>,
+        /// The id of the new run (default: `<plan>-<YYYYMMDD-HHMMSS>-<4 hex>`).
+        #[arg(long)]
+        run_id: Option<String>,
+    },
+    /// Answer the question a task of a paused run asks.
+    Answer {
+        /// The run id.
+        run: String,
+        /// The task that asks.
+        task: String,
+        /// The answer.
+        text: String,
+    },
+    /// Approve a human review of a paused run.
+    Approve {
+        /// The run id.
+        run: String,
+        /// The review task.
+        task: String,
+        /// A comment recorded with the decision (it becomes the review's output).
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Reject a human review of a paused run; its `on_failure` policy applies.
+    Reject {
+        /// The run id.
+        run: String,
+        /// The review task.
+        task: String,
+        /// Why.
+        #[arg(long)]
+        comment: Option<String>,
+    },
 }
 
 /// How diagnostics are printed.
@@ -86,5 +172,16 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema => crate::schema::run(),
+        Command::Apply(args) => crate::apply::run(&args),
+        Command::Runs => crate::runs::run(),
+        Command::Status { run, format } => crate::status::run(&run, format),
+        Command::Logs { run, follow } => crate::logs::logs(&run, follow),
+        Command::Events { run } => crate::logs::events(&run),
+        Command::Resume { run } => crate::resume::run(&run),
+        Command::Cancel { run } => crate::cancel::run(&run),
+        Command::Retry { run, from, run_id } => crate::retry::run(&run, from.as_deref(), run_id.as_deref()),
+        Command::Answer { run, task, text } => crate::decide::answer(&run, &task, &text),
+        Command::Approve { run, task, comment } => crate::decide::decide(&run, &task, true, comment),
+        Command::Reject { run, task, comment } => crate::decide::decide(&run, &task, false, comment),
     }
 }

@@ -1,11 +1,22 @@
 //! `runner`: validate, critique, draw and run LLM multi-agent plans.
 
+mod apply;
+mod cancel;
 mod cli;
 mod critic;
+mod decide;
 mod diagnostics;
+mod drive;
 mod graph;
+mod home;
+mod live;
+mod logs;
+mod resume;
+mod retry;
+mod runs;
 mod sarif;
 mod schema;
+mod status;
 mod validate;
 
 use std::process::ExitCode;

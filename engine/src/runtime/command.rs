@@ -57,6 +57,9 @@ async fn run_process(argv: &[String], attempt: &Attempt, cap: u64) -> Reply {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
+        // Its own process group: a Ctrl-C at the terminal reaches runner, which cancels the run
+        // and stops the child itself, instead of killing the child before the cancel is recorded.
+        .process_group(0)
         .spawn()
     {
         Ok(child) => child,

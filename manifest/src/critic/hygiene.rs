@@ -25,7 +25,7 @@ pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
     unreliable(facts, findings);
     unverified_chains(facts, findings);
     destructive(facts, findings);
-    optimism(facts.plan, findings);
+    optimism(facts, findings);
     turn_limits(facts.plan, findings);
     critical_path(facts, findings);
 }
@@ -159,14 +159,25 @@ fn agent_tools<'p>(plan: &'p Plan, task: &'p Task) -> impl Iterator<Item = &'p s
 /// The first word in `text` that suggests an outside service.
 fn external_word(text: &str) -> Option<&'static str> {
     text.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).find_map(|word| {
-        EXTERNAL
-            .iter()
-            .copied()
-            .find(|w| word == *w || (w.len() >= 4 && word.starts_with(w)) || word == format!("{w}s"))
+        EXTERNAL.iter().copied().find(|w| {
+            // A past participle ("the fetched sections") describes data already at hand.
+            let participle = word.len() > w.len() && word.ends_with("ed");
+            word == *w || (w.len() >= 4 && word.starts_with(w) && !participle) || word == format!("{w}s")
+        })
     })
 }
 
-fn optimism(plan: &Plan, findings: &mut Vec<Finding>) {
+/// The first word in a task's input that suggests an outside service, ignoring the ids of
+/// tasks it names (`{{ tasks.search_news.output }}` reads a task, it calls no service).
+fn external_word_in_input(text: &str, is_task: impl Fn(&str) -> bool) -> Option<&'static str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .filter(|token| !token.is_empty() && !is_task(token))
+        .find_map(external_word)
+}
+
+fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+    let plan = facts.plan;
+    let is_task = |token: &str| facts.graph.index_of(token).is_some();
     for task in plan.tasks.iter().filter(|t| t.critical && t.on_failure.value.action == Action::Fail) {
         let from_tools = agent_tools(plan, task).find_map(|name| {
             let description = plan.tools.get(name).map_or("", |t| t.description.as_str());
@@ -177,7 +188,7 @@ fn optimism(plan: &Plan, findings: &mut Vec<Finding>) {
         let from_input = || {
             task.input
                 .as_ref()
-                .and_then(|i| external_word(&authored(&i.value)))
+                .and_then(|i| external_word_in_input(&authored(&i.value), is_task))
                 .map(|w| format!("its input says \"{w}\""))
         };
         let Some(evidence) = from_tools.or_else(from_input) else { continue };

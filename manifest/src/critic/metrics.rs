@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::plan::Runtime;
+use crate::plan::{Runtime, TaskKind};
 
 use super::Facts;
 use super::context::{estimate_input, output_budget};
@@ -18,7 +18,8 @@ pub struct Metrics {
     /// Mean over the llm agents in use of a system-prompt score: a third each for stating a
     /// role, an output format and constraints; 1.0 when no llm agent is in use.
     pub prompt_precision: f64,
-    /// Tasks that are single points of failure (on every path and without a fallback).
+    /// Tasks that are single points of failure (on every path and without a fallback; human
+    /// reviews are exempt, as in the finding).
     pub spof_count: usize,
     /// Share of tasks reading three or more upstream outputs that are synthesis gates; 1.0 when
     /// no task reads that many.
@@ -39,7 +40,7 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
     let resilient = critical.iter().filter(|&&i| plan.tasks[i].on_failure.value.has_fallback()).count();
     let wide: Vec<usize> =
         (0..plan.tasks.len()).filter(|&i| facts.reads_from[i].len() >= super::context::WIDE_FAN_IN).collect();
-    let gated = wide.iter().filter(|&&i| plan.tasks[i].kind == crate::plan::TaskKind::SynthesisGate).count();
+    let gated = wide.iter().filter(|&&i| plan.tasks[i].kind == TaskKind::SynthesisGate).count();
     let used = super::hygiene::used_agents(plan);
     let prompts: Vec<f64> = plan
         .agents
@@ -56,7 +57,10 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
             round3(prompts.iter().sum::<f64>() / prompts.len() as f64)
         },
         spof_count: (0..plan.tasks.len())
-            .filter(|&i| facts.dominates_all[i] && !plan.tasks[i].on_failure.value.has_fallback())
+            .filter(|&i| {
+                let task = &plan.tasks[i];
+                facts.dominates_all[i] && !task.on_failure.value.has_fallback() && task.kind != TaskKind::HumanReview
+            })
             .count(),
         synthesis_coverage: ratio(gated, wide.len()),
         phases: facts.graph.phases().len(),

@@ -57,7 +57,8 @@ pub fn critique_graph(plan: &Plan, graph: &TaskGraph) -> Critique {
     fallbacks::check(&facts, &mut findings);
     parallel::check(&facts, &mut findings);
     hygiene::check(&facts, &mut findings);
-    findings.sort_by(|a, b| a.loc.span.offset.cmp(&b.loc.span.offset).then_with(|| a.code().cmp(&b.code())));
+    // Stable, and each finding's code is built once rather than at every comparison.
+    findings.sort_by_cached_key(|finding| (finding.loc.span.offset, finding.code()));
     let scores = Scores::of(&findings);
     let metrics = metrics::compute(&facts);
     Critique { findings, scores, metrics }

@@ -1,0 +1,227 @@
+//! `runner apply`: show a plan and the critic's review, ask for confirmation (like `terraform
+//! apply`), then run it under `$RUNNER_HOME/runs/<id>/` with a live view.
+
+use std::cmp::Reverse;
+use std::fmt::Write as _;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use engine::store::JsonlStore;
+use engine::{Command, Start};
+use manifest::plan::{Strategy, TaskKind};
+use manifest::{Plan, TaskGraph};
+
+use crate::cli::{EXIT_DECLINED, EXIT_USAGE};
+use crate::diagnostics::render_human;
+use crate::drive::{Session, drive};
+use crate::home::{RunDir, new_run_id};
+use crate::live::say;
+
+/// The arguments of `runner apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The plan file (YAML or JSON).
+    plan: PathBuf,
+    /// Run without asking for confirmation.
+    #[arg(long, short)]
+    yes: bool,
+    /// Print what would run, in which order and phases; run nothing and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// A value for `{{ vars.NAME }}` in templates, as NAME=VALUE; repeatable.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
+    /// Schedule with this strategy instead of the plan's.
+    #[arg(long, value_enum)]
+    strategy: Option<StrategyArg>,
+    /// The run id (default: `<plan>-<YYYYMMDD-HHMMSS>-<4 hex>`); an existing id is refused.
+    #[arg(long)]
+    run_id: Option<String>,
+}
+
+/// `--strategy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// A task starts when its dependencies are done, longest remaining path first.
+    Eager,
+    /// Topological levels one after another.
+    Phased,
+    /// One task at a time in list order.
+    Sequential,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(arg: StrategyArg) -> Self {
+        match arg {
+            StrategyArg::Eager => Strategy::Eager,
+            StrategyArg::Phased => Strategy::Phased,
+            StrategyArg::Sequential => Strategy::Sequential,
+        }
+    }
+}
+
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not NAME=VALUE")),
+    }
+}
+
+/// Loads, reviews, confirms and runs a plan; returns the run's exit code.
+pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
+    if let Some(run_id) = &args.run_id {
+        RunDir::new(run_id)?;
+    }
+    let loaded = manifest::load_file(&args.plan);
+    let Some((plan, graph)) = loaded.valid() else {
+        eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
+        eprintln!("{}", crate::validate::summary(&loaded));
+        return Ok(EXIT_USAGE);
+    };
+    let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
+    let critique = crate::critic::review(&loaded);
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    if args.dry_run {
+        say(&schedule(plan, graph, strategy));
+        say(&crate::critic::human(&loaded, &critique, color));
+        say("dry run: nothing ran and nothing was written");
+        return Ok(0);
+    }
+    say(&overview(plan, graph, strategy));
+    say(&crate::critic::human(&loaded, &critique, color));
+    if !args.yes && !confirm()? {
+        return Ok(EXIT_DECLINED);
+    }
+
+    let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
+    let run = RunDir::create(&run_id)?;
+    let lock = run.lock()?;
+    let store = JsonlStore::create(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let source = absolute(&args.plan);
+    let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let start = Start {
+        plan: Arc::new(plan.clone()),
+        vars: args.vars.iter().cloned().collect(),
+        strategy: args.strategy.map(Strategy::from),
+        source: Some(source.display().to_string()),
+        graph: Some(Arc::new(graph.clone())),
+        ..Start::default()
+    };
+    say(&format!("run `{run_id}`: log {}", run.log().display()));
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+}
+
+/// The plan file as an absolute path (symlinks resolved when possible).
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Asks `Proceed? [y/N]` on a terminal; without one, declines and says why.
+fn confirm() -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        eprintln!("declined: stdin is not a terminal, so nobody can confirm; pass --yes to run without asking");
+        return Ok(false);
+    }
+    eprint!("Proceed? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    if !yes {
+        eprintln!("declined: nothing ran");
+    }
+    Ok(yes)
+}
+
+/// The plan in brief: its phases with task ids, and the strategy.
+fn overview(plan: &Plan, graph: &TaskGraph, strategy: Strategy) -> String {
+    let mut out = format!(
+        "plan `{}`: {} tasks in {} phases, strategy {}\n",
+        plan.name,
+        plan.tasks.len(),
+        graph.phases().len(),
+        strategy.as_str()
+    );
+    for (n, phase) in graph.phases().iter().enumerate() {
+        let ids: Vec<&str> = phase.iter().map(|&i| plan.tasks[i].id.value.as_str()).collect();
+        let _ = writeln!(out, "  phase {}: {}", n + 1, ids.join(", "));
+    }
+    out
+}
+
+/// What would run, in which order and phases; nothing here needs an output.
+fn schedule(plan: &Plan, graph: &TaskGraph, strategy: Strategy) -> String {
+    let limit = plan.control.max_concurrency.map_or_else(|| "unlimited".to_owned(), |m| m.to_string());
+    let mut out = format!(
+        "dry run of plan `{}`: {} tasks in {} phases, strategy {}, max concurrency {limit}\n",
+        plan.name,
+        plan.tasks.len(),
+        graph.phases().len(),
+        strategy.as_str()
+    );
+    match strategy {
+        Strategy::Eager => {
+            out.push_str("a task starts as soon as its dependencies are done; among ready tasks, the longest remaining critical path first\n");
+            for (n, phase) in graph.phases().iter().enumerate() {
+                let _ = writeln!(out, "phase {}:", n + 1);
+                let mut order = phase.clone();
+                order.sort_by_key(|&i| (Reverse(graph.height(i)), i));
+                for i in order {
+                    let _ = writeln!(out, "  {}  critical path {}", describe(plan, i), graph.height(i));
+                }
+            }
+        }
+        Strategy::Phased => {
+            out.push_str("phases run one after another; in a phase, a parallel group runs together and other tasks one at a time\n");
+            for (n, phase) in graph.phases().iter().enumerate() {
+                let _ = writeln!(out, "phase {}:", n + 1);
+                let mut done = vec![false; plan.tasks.len()];
+                let mut step = 0;
+                for &i in phase {
+                    if done[i] {
+                        continue;
+                    }
+                    step += 1;
+                    let unit: Vec<usize> = match &plan.tasks[i].parallel_group {
+                        Some(group) => phase
+                            .iter()
+                            .copied()
+                            .filter(|&j| plan.tasks[j].parallel_group.as_ref().is_some_and(|g| g.value == group.value))
+                            .collect(),
+                        None => vec![i],
+                    };
+                    let tasks: Vec<String> = unit.iter().map(|&j| describe(plan, j)).collect();
+                    for &j in &unit {
+                        done[j] = true;
+                    }
+                    let together = if unit.len() > 1 { " together" } else { "" };
+                    let _ = writeln!(out, "  {step}.{together} {}", tasks.join("; "));
+                }
+            }
+        }
+        Strategy::Sequential => {
+            out.push_str("one task at a time, in list order:\n");
+            for i in 0..plan.tasks.len() {
+                let _ = writeln!(out, "  {}. {}  (phase {})", i + 1, describe(plan, i), graph.level(i) + 1);
+            }
+        }
+    }
+    out
+}
+
+/// A task, what carries it out, and its group.
+fn describe(plan: &Plan, i: usize) -> String {
+    let task = &plan.tasks[i];
+    let who = match (task.kind, plan.agent_of(task)) {
+        (TaskKind::HumanReview, _) => "human review".to_owned(),
+        (TaskKind::SynthesisGate, Some(agent)) => format!("gate, agent {agent}"),
+        (TaskKind::SynthesisGate, None) => "gate, built-in".to_owned(),
+        (TaskKind::Task, Some(agent)) => format!("agent {agent}"),
+        (TaskKind::Task, None) => "no agent".to_owned(),
+    };
+    let group = task.parallel_group.as_ref().map(|g| format!(", group {}", g.value)).unwrap_or_default();
+    let critical = if task.critical { ", critical" } else { "" };
+    format!("{} ({who}{group}{critical})", task.id.value)
+}

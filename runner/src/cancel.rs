@@ -1,0 +1,50 @@
+//! `runner cancel`: stop a run. A run driven by a live process is asked to stop through the
+//! `cancel` file in its folder (the process records `RunCancelled`); a paused or interrupted run
+//! gets `RunCancelled` appended here. Cancelling a run that has already ended changes nothing
+//! and exits 0.
+
+use std::time::{Duration, Instant};
+
+use engine::{Command, Event};
+
+use crate::home::{RunDir, fold, record};
+use crate::live::say;
+
+/// How long to wait for the driving process to record the cancellation.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Cancels a run.
+pub fn run(run_id: &str) -> anyhow::Result<u8> {
+    let run = RunDir::existing(run_id)?;
+    let (records, _) = run.load()?;
+    let state = fold(&records);
+    if state.status.is_final() {
+        say(&format!("run `{run_id}` has already ended: {}; nothing to cancel", state.status.as_str()));
+        return Ok(0);
+    }
+    if let Some(pid) = run.driver_pid() {
+        std::fs::write(run.cancel_path(), format!("{}\n", std::process::id()))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", run.cancel_path().display()))?;
+        let started = Instant::now();
+        while started.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(100));
+            let (records, _) = run.load()?;
+            if records.iter().any(|r| matches!(r.event, Event::RunCancelled { .. })) {
+                say(&format!("run `{run_id}` cancelled (process {pid} stopped it)"));
+                return Ok(0);
+            }
+            if fold(&records).status.is_final() {
+                say(&format!("run `{run_id}` ended before it could be cancelled: {}", fold(&records).status.as_str()));
+                return Ok(0);
+            }
+        }
+        anyhow::bail!(
+            "asked process {pid} to cancel run `{run_id}`, but it has not recorded it within {} s",
+            WAIT.as_secs()
+        );
+    }
+    let command = Command::Cancel { reason: "cancelled by runner cancel".to_owned() };
+    record(&run, command)?;
+    say(&format!("run `{run_id}` cancelled"));
+    Ok(0)
+}

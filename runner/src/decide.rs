@@ -1,0 +1,41 @@
+//! `runner answer`, `runner approve`, `runner reject`: record a person's answer or decision in
+//! a paused run's log; `runner resume` then continues it.
+
+use engine::{Command, RunState};
+
+use crate::home::{RunDir, record};
+use crate::live::{line, say};
+
+/// Records an answer to a task's question.
+pub fn answer(run_id: &str, task: &str, text: &str) -> anyhow::Result<u8> {
+    let command = Command::Answer { task: task.to_owned(), text: text.to_owned() };
+    recorded(run_id, command)
+}
+
+/// Records a review decision.
+pub fn decide(run_id: &str, task: &str, approved: bool, comment: Option<String>) -> anyhow::Result<u8> {
+    let command = Command::Decide { task: task.to_owned(), approved, comment };
+    recorded(run_id, command)
+}
+
+fn recorded(run_id: &str, command: Command) -> anyhow::Result<u8> {
+    let run = RunDir::existing(run_id)?;
+    if let Some(pid) = run.driver_pid() {
+        anyhow::bail!("run `{run_id}` is being driven by process {pid}: answer at its prompt, or cancel it first");
+    }
+    let (state, records) = record(&run, command)?;
+    say("recorded:");
+    for record in &records {
+        say(&format!("  {}", line(record)));
+    }
+    next_step(run_id, &state);
+    Ok(0)
+}
+
+fn next_step(run_id: &str, state: &RunState) {
+    if state.status.is_final() {
+        say(&format!("the run has ended: {} (`runner status {run_id}` shows why)", state.status.as_str()));
+    } else {
+        say(&format!("run `runner resume {run_id}` to continue"));
+    }
+}

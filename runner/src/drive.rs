@@ -1,0 +1,259 @@
+//! Driving a run in this process, for `apply`, `resume` and `retry`: the run's lock, Ctrl-C and
+//! `runner cancel` requests, the live view, questions asked at the terminal when the run
+//! pauses, the summary and the exit code.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use anyhow::Context;
+use engine::driver::Driver;
+use engine::store::JsonlStore;
+use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
+use manifest::plan::TaskKind;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED};
+use crate::home::{Lock, RunDir};
+use crate::live::{Live, observer, say};
+
+/// How long the driving process waits between looks for a `cancel` file.
+const CANCEL_POLL: Duration = Duration::from_millis(200);
+
+/// The exit code for a run's status (DESIGN.md, section 6).
+pub fn exit_code(status: RunStatus) -> u8 {
+    match status {
+        RunStatus::Finished(Outcome::Succeeded) => 0,
+        RunStatus::Finished(Outcome::Failed) => EXIT_FAILED,
+        RunStatus::Finished(Outcome::Partial) => EXIT_PARTIAL,
+        RunStatus::Paused => EXIT_PAUSED,
+        RunStatus::Cancelled => EXIT_CANCELLED,
+        RunStatus::New | RunStatus::Running => EXIT_FAILED,
+    }
+}
+
+/// A run ready to be driven: its folder, held lock, and the folder its commands run in.
+pub struct Session {
+    /// The run.
+    pub run: RunDir,
+    /// The lock this process holds while it drives the run.
+    pub lock: Lock,
+    /// The folder commands run in.
+    pub workdir: std::path::PathBuf,
+    /// An open store and the records already in it, for the first turn.
+    pub opened: Option<(JsonlStore, Vec<Record>)>,
+}
+
+/// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
+/// prints the summary and returns the exit code.
+pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
+    let Session { run, lock, workdir, mut opened } = session;
+    let _ = std::fs::remove_file(run.cancel_path());
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let cancel = CancellationToken::new();
+    let reason = Arc::new(OnceLock::new());
+    runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason), lock.path().to_path_buf()));
+    runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
+
+    let interactive = std::io::stdin().is_terminal();
+    let live = Arc::new(Mutex::new(Live::new(std::io::stderr().is_terminal())));
+    let mut commands = VecDeque::from([first]);
+    let mut state = RunState::new();
+    while let Some(command) = commands.pop_front() {
+        let (store, records) = match opened.take() {
+            Some(opened) => opened,
+            None => {
+                let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+                if let Some(warning) = loaded.warning {
+                    eprintln!("warning: {warning}");
+                }
+                (store, loaded.records)
+            }
+        };
+        let driver = Driver::new(run.id.clone(), store, &records, workdir.clone())
+            .observe(observer(&live))
+            .cancel_reason(Arc::clone(&reason));
+        state = match runtime.block_on(driver.run(command, cancel.clone())) {
+            Ok(state) => state,
+            Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
+            Err(error) => return Err(anyhow::anyhow!("run `{}`: {error}", run.id)),
+        };
+        if state.status.is_final() {
+            break;
+        }
+        let cancelled = || {
+            // Cancelled while nothing ran (paused, or at a prompt): record it here.
+            Command::Cancel { reason: reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned()) }
+        };
+        if cancel.is_cancelled() {
+            commands = VecDeque::from([cancelled()]);
+            continue;
+        }
+        if !commands.is_empty() || state.status != RunStatus::Paused || !interactive {
+            continue;
+        }
+        live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        match runtime.block_on(ask(&state, &cancel))? {
+            Some(answer) => commands.extend([answer, Command::Continue]),
+            None if cancel.is_cancelled() => commands.push_back(cancelled()),
+            None => {}
+        }
+    }
+    live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    let _ = std::fs::remove_file(run.cancel_path());
+    summary(&run.id, &state);
+    drop(lock);
+    runtime.shutdown_background();
+    Ok(exit_code(state.status))
+}
+
+/// The first Ctrl-C cancels the run gracefully; a second exits at once.
+async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, lock: std::path::PathBuf) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    let _ = reason.set("interrupted".to_owned());
+    eprintln!("\ncancelling the run (Ctrl-C again exits at once)");
+    cancel.cancel();
+    if tokio::signal::ctrl_c().await.is_ok() {
+        let _ = std::fs::remove_file(lock);
+        std::process::exit(i32::from(EXIT_CANCELLED));
+    }
+}
+
+/// Cancels when `runner cancel` writes the run's `cancel` file.
+async fn watch_cancel_file(cancel: CancellationToken, reason: Arc<OnceLock<String>>, path: std::path::PathBuf) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(CANCEL_POLL) => {}
+            () = cancel.cancelled() => return,
+        }
+        if path.exists() {
+            eprintln!("cancelling the run: `runner cancel` asked for it");
+            let _ = reason.set("cancelled by runner cancel".to_owned());
+            cancel.cancel();
+            return;
+        }
+    }
+}
+
+/// Asks the person at the terminal about the first task the run waits for; `None` when stdin
+/// closed or the run was cancelled meanwhile.
+async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Option<Command>> {
+    let Some(i) = state.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return Ok(None) };
+    let task = state.plan.tasks[i].id.value.clone();
+    if let Some(question) = &state.tasks[i].question {
+        eprintln!("\ntask `{task}` asks: {question}");
+        loop {
+            let Some(text) = read_line("answer> ", cancel).await? else { return Ok(None) };
+            if !text.trim().is_empty() {
+                return Ok(Some(Command::Answer { task, text: text.trim().to_owned() }));
+            }
+        }
+    }
+    if state.plan.tasks[i].kind != TaskKind::HumanReview {
+        return Ok(None);
+    }
+    eprintln!("\n{}", review_text(state, i));
+    let approved = loop {
+        let Some(choice) = read_line("[a]pprove / [r]eject> ", cancel).await? else { return Ok(None) };
+        match choice.trim().to_ascii_lowercase().as_str() {
+            "a" | "approve" | "y" | "yes" => break true,
+            "r" | "reject" | "n" | "no" => break false,
+            _ => {}
+        }
+    };
+    let Some(comment) = read_line("comment (optional)> ", cancel).await? else { return Ok(None) };
+    let comment = Some(comment.trim().to_owned()).filter(|c| !c.is_empty());
+    Ok(Some(Command::Decide { task, approved, comment }))
+}
+
+/// What a review shows: its prompt and the outputs under review.
+pub fn review_text(state: &RunState, i: usize) -> String {
+    let task = &state.plan.tasks[i];
+    let raw = task.prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
+    let prompt = engine::template::Renderer::default().render(&raw, state).unwrap_or(raw);
+    let mut text = format!("review `{}`: {}\n", task.id.value, prompt.trim_end());
+    for parent in state.graph.parents(i) {
+        let output = state.tasks[parent].output.as_deref().unwrap_or("(no output)");
+        let shown: String = output.chars().take(4000).collect();
+        let more =
+            if shown.len() < output.len() { "\n[... cut; `runner status RUN --format json` has it all]" } else { "" };
+        text.push_str(&format!(
+            "--- output of `{}` ---\n{}{more}\n",
+            state.plan.tasks[parent].id.value,
+            shown.trim_end()
+        ));
+    }
+    text
+}
+
+/// Reads a line from stdin in a thread, so a Ctrl-C (which cancels) is not stuck behind it.
+async fn read_line(prompt: &str, cancel: &CancellationToken) -> anyhow::Result<Option<String>> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        let _ = sender.send(read.map(|n| (n > 0).then_some(line)));
+    });
+    tokio::select! {
+        read = receiver => match read {
+            Ok(read) => Ok(read.context("cannot read the answer from stdin")?),
+            Err(_) => Ok(None),
+        },
+        () = cancel.cancelled() => Ok(None),
+    }
+}
+
+/// The end of a run: its status, task counts, and what to do next.
+fn summary(run_id: &str, state: &RunState) {
+    let count = |status| state.tasks.iter().filter(|t| t.status == status).count();
+    let counts = format!(
+        "{} succeeded, {} failed, {} skipped of {} tasks",
+        count(TaskStatus::Succeeded),
+        count(TaskStatus::Failed),
+        count(TaskStatus::Skipped),
+        state.tasks.len()
+    );
+    say(&format!("run `{run_id}` {}: {counts}", state.status.as_str()));
+    if state.status == RunStatus::Paused {
+        for line in waiting(run_id, state) {
+            say(&line);
+        }
+        say(&format!("  then:     runner resume {run_id}"));
+        return;
+    }
+    say(&format!("  inspect:  runner status {run_id}   runner logs {run_id}"));
+    if matches!(state.status, RunStatus::Finished(Outcome::Failed | Outcome::Partial) | RunStatus::Cancelled) {
+        say(&format!("  retry:    runner retry {run_id} [--from TASK]"));
+    }
+}
+
+/// What a paused run waits for, with the exact commands that answer.
+pub fn waiting(run_id: &str, state: &RunState) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, task) in state.tasks.iter().enumerate() {
+        if task.status != TaskStatus::Paused {
+            continue;
+        }
+        let id = &state.plan.tasks[i].id.value;
+        match &task.question {
+            Some(question) => {
+                lines.push(format!("  task `{id}` asks: {question}"));
+                lines.push(format!("  answer:   runner answer {run_id} {id} \"TEXT\""));
+            }
+            None => {
+                lines.push(format!(
+                    "  review `{id}` waits for a decision (`runner status {run_id}` shows what to review)"
+                ));
+                lines.push(format!("  approve:  runner approve {run_id} {id} [--comment C]"));
+                lines.push(format!("  reject:   runner reject {run_id} {id} [--comment C]"));
+            }
+        }
+    }
+    lines
+}

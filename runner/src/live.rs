@@ -1,0 +1,153 @@
+//! The live view of a run: an indicatif display on a terminal (tasks done of total, the tasks
+//! running), otherwise one plain line per event, `HH:MM:SS.mmm TYPE task details`. `runner
+//! logs` prints the same plain lines.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use engine::driver::Observer;
+use engine::{Event, Record, RunState, TaskStatus};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// How much of an input, output or error a line shows.
+const PREVIEW: usize = 80;
+
+/// One readable line for a record; inputs and outputs are cut to one short line.
+pub fn line(record: &Record) -> String {
+    // `2026-11-22T12:45:03.123Z` -> `12:45:03.123`.
+    let time = record.at.get(11..23).unwrap_or(&record.at);
+    let event = &record.event;
+    let task = event.task().map(|t| format!(" {t}")).unwrap_or_default();
+    let details = details(event);
+    let details = if details.is_empty() { details } else { format!(" {details}") };
+    format!("{time} {}{task}{details}", event.name())
+}
+
+/// What an event says, besides its type and task.
+fn details(event: &Event) -> String {
+    match event {
+        Event::RunCreated { plan, strategy, retry_of, .. } => {
+            let retry = retry_of.as_ref().map(|r| format!(", retrying {r}")).unwrap_or_default();
+            format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
+        }
+        Event::TaskReused { output, .. } => format!("output: {}", preview(output, PREVIEW)),
+        Event::TaskDispatched { attempt, input, .. } => format!("attempt {attempt} input: {}", preview(input, PREVIEW)),
+        Event::TaskSucceeded { attempt, output, duration_ms, .. } => {
+            format!("attempt {attempt} in {duration_ms} ms output: {}", preview(output, PREVIEW))
+        }
+        Event::TaskFailed { attempt, error, .. } => format!("attempt {attempt} error: {}", preview(error, PREVIEW)),
+        Event::RetryScheduled { attempt, delay_ms, .. } => format!("attempt {attempt} after {delay_ms} ms"),
+        Event::RetryDue { .. } | Event::RunResumed => String::new(),
+        Event::TaskSkipped { reason, .. } => preview(reason, PREVIEW),
+        Event::ClarificationRequested { question, .. } => format!("asks: {}", preview(question, PREVIEW)),
+        Event::ClarificationProvided { answer, .. } => format!("answer: {}", preview(answer, PREVIEW)),
+        Event::ReviewRequested { prompt, outputs, .. } => {
+            format!("of {} output(s): {}", outputs.len(), preview(prompt, PREVIEW))
+        }
+        Event::ReviewDecided { approved, comment, .. } => {
+            let verdict = if *approved { "approved" } else { "rejected" };
+            match comment {
+                Some(comment) => format!("{verdict}: {}", preview(comment, PREVIEW)),
+                None => verdict.to_owned(),
+            }
+        }
+        Event::RunPaused { reason } | Event::RunCancelled { reason } => preview(reason, PREVIEW),
+        Event::RunCompleted { status, summary } => format!("{}: {}", status.as_str(), preview(summary, PREVIEW)),
+    }
+}
+
+/// `text` on one line (runs of whitespace become one space), at most `max` characters.
+pub fn preview(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return format!("{flat:?}");
+    }
+    let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    format!("{:?}", format!("{cut}…"))
+}
+
+/// Writes a line to stdout; a closed pipe is not worth a panic.
+pub fn say(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+    let _ = stdout.flush();
+}
+
+/// The live view of one run in this process.
+pub struct Live {
+    /// A progress display when on a terminal; plain lines when `None` and not `fancy`.
+    bar: Option<ProgressBar>,
+    fancy: bool,
+}
+
+impl Live {
+    /// A live view: `fancy` draws a progress display (on a terminal), otherwise plain lines.
+    pub fn new(fancy: bool) -> Self {
+        Live { bar: None, fancy }
+    }
+
+    /// Shows one durable record.
+    pub fn show(&mut self, record: &Record, state: &RunState) {
+        if !self.fancy {
+            say(&line(record));
+            return;
+        }
+        let total = state.tasks.len() as u64;
+        let bar = self.bar.get_or_insert_with(|| new_bar(total));
+        let done = state.tasks.iter().filter(|t| t.status.is_final()).count() as u64;
+        let running: Vec<&str> = state
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.status == TaskStatus::Running)
+            .map(|(i, _)| state.plan.tasks[i].id.value.as_str())
+            .collect();
+        bar.set_length(total);
+        bar.set_position(done);
+        bar.set_message(if running.is_empty() { String::new() } else { format!("running: {}", running.join(", ")) });
+        let event = &record.event;
+        let note = match event {
+            Event::TaskSucceeded { task, duration_ms, .. } => Some(format!("✓ {task} ({duration_ms} ms)")),
+            Event::TaskReused { task, .. } => Some(format!("✓ {task} (reused)")),
+            Event::TaskFailed { task, attempt, error, .. } => {
+                Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
+            }
+            Event::TaskSkipped { task, reason } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
+            Event::RetryScheduled { task, attempt, delay_ms } => {
+                Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
+            }
+            Event::ClarificationRequested { .. }
+            | Event::ReviewRequested { .. }
+            | Event::ClarificationProvided { .. }
+            | Event::ReviewDecided { .. }
+            | Event::RunCancelled { .. } => Some(line(record)),
+            _ => None,
+        };
+        if let Some(note) = note {
+            bar.println(note);
+        }
+    }
+
+    /// Removes the progress display (before a prompt or the summary).
+    pub fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn new_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} tasks {wide_msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// An observer for a driver that shows every record in `live`.
+pub fn observer(live: &Arc<Mutex<Live>>) -> Observer {
+    let live = Arc::clone(live);
+    Box::new(move |record, state| live.lock().unwrap_or_else(PoisonError::into_inner).show(record, state))
+}

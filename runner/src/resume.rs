@@ -1,0 +1,31 @@
+//! `runner resume`: continue a paused or interrupted run in this process. Finished tasks never
+//! run again; attempts that were dispatched but never finished run again as a new attempt.
+
+use engine::Command;
+use engine::store::JsonlStore;
+
+use crate::drive::{Session, drive, exit_code};
+use crate::home::{Created, RunDir, fold};
+use crate::live::say;
+
+/// Resumes a run; the exit code is the run's, as for `apply`. A run that has already ended is
+/// left alone and its exit code returned.
+pub fn run(run_id: &str) -> anyhow::Result<u8> {
+    let run = RunDir::existing(run_id)?;
+    let lock = run.lock()?;
+    let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(warning) = &loaded.warning {
+        eprintln!("warning: {warning}");
+    }
+    let Some(created) = Created::of(&loaded.records) else {
+        anyhow::bail!("run `{run_id}` has no RunCreated event: it never started, so there is nothing to resume");
+    };
+    let state = fold(&loaded.records);
+    if state.status.is_final() {
+        say(&format!("run `{run_id}` has already ended: {}; nothing to resume", state.status.as_str()));
+        return Ok(exit_code(state.status));
+    }
+    let workdir = created.workdir();
+    say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
+    drive(Session { run, lock, workdir, opened: Some((store, loaded.records)) }, Command::Continue)
+}

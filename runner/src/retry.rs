@@ -1,0 +1,71 @@
+//! `runner retry`: a new run of a run's plan that reuses the outputs of its succeeded tasks,
+//! except, with `--from TASK`, TASK and everything downstream of it, which run again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::bail;
+use engine::store::JsonlStore;
+use engine::{Command, Start, TaskStatus};
+use manifest::TaskGraph;
+
+use crate::drive::{Session, drive};
+use crate::home::{Created, RunDir, fold, new_run_id};
+use crate::live::say;
+
+/// Starts and drives the new run; the exit code is the new run's, as for `apply`. The plan was
+/// confirmed when the first run was applied, so retry does not ask again.
+pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Result<u8> {
+    let old = RunDir::existing(old_id)?;
+    let (records, warning) = old.load()?;
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
+    let Some(created) = Created::of(&records) else {
+        bail!("run `{old_id}` has no RunCreated event: it never started, so there is no plan to retry");
+    };
+    let state = fold(&records);
+    let plan = &created.plan;
+    let graph = TaskGraph::build(plan).map_err(|_| anyhow::anyhow!("the plan recorded in `{old_id}` has a cycle"))?;
+    let mut rerun = vec![false; plan.tasks.len()];
+    if let Some(from) = from {
+        let Some(start) = graph.index_of(from) else {
+            bail!("the plan of run `{old_id}` has no task `{from}`");
+        };
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            if !std::mem::replace(&mut rerun[i], true) {
+                stack.extend(graph.children(i));
+            }
+        }
+    }
+    let reuse: BTreeMap<String, String> = state
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|&(i, t)| t.status == TaskStatus::Succeeded && !rerun[i])
+        .filter_map(|(i, t)| Some((plan.tasks[i].id.value.clone(), t.output.clone()?)))
+        .collect();
+
+    let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
+    let run = RunDir::create(&new_id)?;
+    let lock = run.lock()?;
+    let store = JsonlStore::create(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let workdir = created.workdir();
+    say(&format!(
+        "run `{new_id}` retries `{old_id}`: reusing {} of {} task outputs; log {}",
+        reuse.len(),
+        plan.tasks.len(),
+        run.log().display()
+    ));
+    let start = Start {
+        plan: Arc::new(created.plan.clone()),
+        vars: created.vars.clone(),
+        strategy: Some(created.strategy),
+        source: created.source.clone(),
+        retry_of: Some(old_id.to_owned()),
+        reuse,
+        graph: None,
+    };
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+}

@@ -1,0 +1,79 @@
+//! `runner runs`: the runs under `$RUNNER_HOME`, newest first.
+
+use crate::diagnostics::print;
+use crate::home::{Created, RunDir, fold, runs_dir};
+
+/// One row of the table.
+struct Row {
+    id: String,
+    plan: String,
+    status: String,
+    tasks: String,
+    started: String,
+}
+
+/// Prints the table of runs; "no runs" when there are none.
+pub fn run() -> anyhow::Result<u8> {
+    let folder = runs_dir();
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            print(&format!("no runs in {}\n", folder.display()))?;
+            return Ok(0);
+        }
+        Err(error) => anyhow::bail!("cannot list {}: {error}", folder.display()),
+    };
+    let mut rows = Vec::new();
+    for entry in entries.flatten() {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let Ok(run) = RunDir::existing(&id) else { continue };
+        rows.push(row(&run));
+    }
+    if rows.is_empty() {
+        print(&format!("no runs in {}\n", folder.display()))?;
+        return Ok(0);
+    }
+    rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.id.cmp(&a.id)));
+    let width = |f: fn(&Row) -> &str, title: &str| rows.iter().map(|r| f(r).len()).max().unwrap_or(0).max(title.len());
+    let (w_id, w_plan, w_status, w_tasks) = (
+        width(|r| &r.id, "run"),
+        width(|r| &r.plan, "plan"),
+        width(|r| &r.status, "status"),
+        width(|r| &r.tasks, "tasks"),
+    );
+    let mut out =
+        format!("{:<w_id$}  {:<w_plan$}  {:<w_status$}  {:>w_tasks$}  started\n", "run", "plan", "status", "tasks");
+    for r in &rows {
+        out.push_str(&format!(
+            "{:<w_id$}  {:<w_plan$}  {:<w_status$}  {:>w_tasks$}  {}\n",
+            r.id, r.plan, r.status, r.tasks, r.started
+        ));
+    }
+    print(&out)?;
+    Ok(0)
+}
+
+fn row(run: &RunDir) -> Row {
+    let unknown = |status: &str| Row {
+        id: run.id.clone(),
+        plan: "?".into(),
+        status: status.into(),
+        tasks: "-".into(),
+        started: String::new(),
+    };
+    let Ok((records, _)) = run.load() else { return unknown("unreadable") };
+    let Some(created) = Created::of(&records) else { return unknown("not started") };
+    let state = fold(&records);
+    let succeeded = state.tasks.iter().filter(|t| t.status == engine::TaskStatus::Succeeded).count();
+    let mut status = state.status.as_str().to_owned();
+    if !state.status.is_final() && state.status != engine::RunStatus::Paused && run.driver_pid().is_none() {
+        status.push_str(" (interrupted)");
+    }
+    Row {
+        id: run.id.clone(),
+        plan: created.plan.name,
+        status,
+        tasks: format!("{succeeded}/{}", state.tasks.len()),
+        started: created.at.replace('T', " ").trim_end_matches('Z').to_owned(),
+    }
+}

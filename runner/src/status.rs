@@ -1,0 +1,125 @@
+//! `runner status`: where a run stands, for people (one line per task) or tools (JSON).
+
+use std::collections::BTreeMap;
+
+use engine::{RunState, RunStatus, TaskStatus};
+use serde::Serialize;
+
+use crate::cli::Format;
+use crate::diagnostics::print;
+use crate::home::{Created, RunDir, fold};
+
+/// The JSON document `status --format json` prints.
+#[derive(Debug, Serialize)]
+struct JsonStatus<'a> {
+    run_id: &'a str,
+    plan: &'a str,
+    status: &'static str,
+    tasks: BTreeMap<&'a str, JsonTask<'a>>,
+}
+
+/// One task in the JSON status.
+#[derive(Debug, Serialize)]
+struct JsonTask<'a> {
+    status: &'static str,
+    attempts: u32,
+    output: Option<&'a str>,
+    error: Option<&'a str>,
+    /// The open question while the task waits for an answer.
+    question: Option<&'a str>,
+}
+
+/// Prints a run's status; exit 0 whatever the run's status (the exit code is `apply`'s job).
+pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
+    let run = RunDir::existing(run_id)?;
+    let (records, warning) = run.load()?;
+    let Some(created) = Created::of(&records) else {
+        anyhow::bail!("run `{run_id}` has no RunCreated event: it never started");
+    };
+    let state = fold(&records);
+    let interrupted = !state.status.is_final() && state.status != RunStatus::Paused && run.driver_pid().is_none();
+    match format {
+        Format::Json => {
+            let tasks = state
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let task = JsonTask {
+                        status: t.status.as_str(),
+                        attempts: t.attempts,
+                        output: t.output.as_deref(),
+                        error: t.error.as_deref(),
+                        question: t.question.as_deref(),
+                    };
+                    (state.plan.tasks[i].id.value.as_str(), task)
+                })
+                .collect();
+            let document = JsonStatus { run_id, plan: &created.plan.name, status: state.status.as_str(), tasks };
+            print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+        }
+        Format::Human => {
+            if let Some(warning) = warning {
+                eprintln!("warning: {warning}");
+            }
+            print(&human(run_id, &created, &state, interrupted))?;
+        }
+    }
+    Ok(0)
+}
+
+fn human(run_id: &str, created: &Created, state: &RunState, interrupted: bool) -> String {
+    let mut out = format!(
+        "run `{run_id}`: {} (plan `{}`, strategy {}, started {})\n",
+        state.status.as_str(),
+        created.plan.name,
+        created.strategy.as_str(),
+        created.at
+    );
+    let width = state.plan.tasks.iter().map(|t| t.id.value.len()).max().unwrap_or(4).max(4);
+    out.push_str(&format!("  {:<width$}  {:<9}  {:>8}  {}\n", "task", "status", "attempts", "output / error"));
+    for (i, task) in state.tasks.iter().enumerate() {
+        let id = &state.plan.tasks[i].id.value;
+        let detail = match (task.status, &task.question) {
+            (TaskStatus::Paused, Some(question)) => format!("asks: {}", first_line(question)),
+            (TaskStatus::Paused, None) => "waits for a review decision".to_owned(),
+            _ => match (&task.output, &task.error) {
+                (Some(output), _) if task.status == TaskStatus::Succeeded => first_line(output),
+                (_, Some(error)) => format!("error: {}", first_line(error)),
+                (Some(output), None) => first_line(output),
+                (None, None) => String::new(),
+            },
+        };
+        out.push_str(&format!("  {id:<width$}  {:<9}  {:>8}  {detail}\n", task.status.as_str(), task.attempts));
+    }
+    if interrupted {
+        out.push_str(&format!(
+            "note: no process is driving this run: it was interrupted; `runner resume {run_id}` continues it\n"
+        ));
+    }
+    if state.status == RunStatus::Paused {
+        for (i, task) in state.tasks.iter().enumerate() {
+            if task.status == TaskStatus::Paused && task.question.is_none() {
+                out.push('\n');
+                out.push_str(&crate::drive::review_text(state, i));
+            }
+        }
+        out.push('\n');
+        for line in crate::drive::waiting(run_id, state) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push_str(&format!("  then:     runner resume {run_id}\n"));
+    }
+    out
+}
+
+/// The first line of a text, cut to 100 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let mut cut: String = line.chars().take(100).collect();
+    if cut.len() < line.len() || text.trim().lines().count() > 1 {
+        cut.push('…');
+    }
+    cut
+}

@@ -1,0 +1,182 @@
+//! `runner validate` on hostile input: junk, huge, deep, explosive, malformed or missing files
+//! all end with exit code 2 and a diagnostic that names the problem, never a panic.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A fresh folder in the temp dir for one test's files, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("runner-bad-input-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let dir = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&dir).expect("create scratch dir");
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).expect("write plan");
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What `runner validate` said about a plan, in both output formats.
+struct Rejection {
+    /// The stderr of the human format.
+    stderr: String,
+    /// The `(code, message)` of each diagnostic in the JSON format.
+    diagnostics: Vec<(String, String)>,
+}
+
+impl Rejection {
+    /// Asserts the first diagnostic has `code`, that the human output names it, and that the
+    /// first message contains each of `words`.
+    fn expect(&self, code: &str, words: &[&str]) {
+        let (first_code, message) = self.diagnostics.first().expect("at least one diagnostic");
+        assert_eq!(first_code, code, "diagnostics: {:?}", self.diagnostics);
+        assert!(self.stderr.contains(code), "stderr does not name {code}:\n{}", self.stderr);
+        for word in words {
+            assert!(message.contains(word), "`{message}` does not mention `{word}`");
+        }
+    }
+}
+
+/// Runs `runner validate PATH --format FORMAT`, asserts it exits 2 without panicking, and
+/// returns its stdout and stderr.
+fn run(path: &Path, format: &str) -> (String, String) {
+    let output = Command::cargo_bin("runner")
+        .expect("the runner binary is built")
+        .env("NO_COLOR", "1")
+        .arg("validate")
+        .arg(path)
+        .args(["--format", format])
+        .output()
+        .expect("runner runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "runner panicked:\n{stderr}");
+    assert_eq!(output.status.code(), Some(2), "exit status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    (stdout, stderr)
+}
+
+/// Runs `runner validate` on a path in the human and JSON formats.
+fn validate(path: &Path) -> Rejection {
+    let (_, stderr) = run(path, "human");
+    let (stdout, _) = run(path, "json");
+    let report: Value = serde_json::from_str(&stdout).expect("validate --format json prints JSON");
+    assert_eq!(report["valid"], false);
+    let diagnostics = report["diagnostics"]
+        .as_array()
+        .expect("a diagnostics list")
+        .iter()
+        .map(|d| {
+            (d["code"].as_str().unwrap_or_default().to_owned(), d["message"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    Rejection { stderr, diagnostics }
+}
+
+fn rejected(name: &str, bytes: &[u8]) -> Rejection {
+    let scratch = Scratch::new();
+    validate(&scratch.file(name, bytes))
+}
+
+/// Deterministic junk bytes (xorshift), NULs included.
+fn junk(len: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..len)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if i % 16 == 0 { 0 } else { state.to_le_bytes()[0] }
+        })
+        .collect()
+}
+
+#[test]
+fn binary_junk_is_not_utf8() {
+    rejected("junk.yaml", &junk(4096)).expect("plan::not_utf8", &[]);
+}
+
+#[test]
+fn text_with_nul_characters_is_a_yaml_syntax_error() {
+    rejected("nul.yaml", b"apiVersion: runner/v1\nkind: \0Plan\0\n").expect("plan::yaml_syntax", &[]);
+}
+
+#[test]
+fn a_file_over_the_size_cap_is_too_large() {
+    let mut big = b"apiVersion: runner/v1\n# ".to_vec();
+    big.resize(50 * 1024 * 1024, b'x');
+    rejected("big.yaml", &big).expect("plan::too_large", &[]);
+}
+
+#[test]
+fn ten_thousand_nested_lists_are_a_yaml_syntax_error() {
+    let deep = "[".repeat(10_000);
+    rejected("deep.yaml", deep.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+    let closed = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    rejected("deep.yaml", closed.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+}
+
+#[test]
+fn ten_thousand_nested_lists_in_json_are_a_yaml_syntax_error() {
+    let deep = format!("{{\"spec\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+    rejected("deep.json", deep.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+}
+
+#[test]
+fn an_alias_bomb_exceeds_the_budget() {
+    let mut bomb = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for level in 1..=9 {
+        let aliases = vec![format!("*a{}", level - 1); 9].join(", ");
+        bomb.push_str(&format!("a{level}: &a{level} [{aliases}]\n"));
+    }
+    // One format only: the YAML reader replays a million alias events before it gives up,
+    // which takes seconds in an unoptimised build.
+    let scratch = Scratch::new();
+    let (_, stderr) = run(&scratch.file("bomb.yaml", bomb.as_bytes()), "human");
+    assert!(stderr.contains("plan::yaml_syntax"), "{stderr}");
+    assert!(stderr.contains("budget"), "{stderr}");
+}
+
+#[test]
+fn duplicate_keys_are_a_yaml_syntax_error() {
+    let plan = "apiVersion: runner/v1\nkind: Plan\nkind: Plan\n";
+    rejected("duplicate.yaml", plan.as_bytes()).expect("plan::yaml_syntax", &["duplicate"]);
+    let json = r#"{"apiVersion": "runner/v1", "kind": "Plan", "kind": "Plan"}"#;
+    rejected("duplicate.json", json.as_bytes()).expect("plan::yaml_syntax", &["duplicate"]);
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_its_offset() {
+    rejected("latin1.yaml", b"apiVersion: runner/v1\nkind: Pl\xe4n\n").expect("plan::not_utf8", &["30"]);
+}
+
+#[test]
+fn an_empty_file_is_not_a_plan() {
+    rejected("empty.yaml", b"").expect("plan::wrong_type", &["mapping", "null"]);
+}
+
+#[test]
+fn a_lone_scalar_is_not_a_plan() {
+    rejected("hello.yaml", b"hello\n").expect("plan::wrong_type", &["mapping", "string"]);
+}
+
+#[test]
+fn a_missing_file_is_an_io_error() {
+    let scratch = Scratch::new();
+    validate(&scratch.0.join("nowhere.yaml")).expect("plan::io", &[]);
+}

@@ -1,0 +1,207 @@
+//! Crashes: a run killed with SIGKILL resumes without running a finished task again, and a log
+//! whose last line was torn by a crash is cut back and continued.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use engine::{Event, Handler, Outcome, Record, RunState, RunStatus};
+use support::{Env, plan};
+
+/// Reads the task id from stdin, sleeps, appends the id to `side.txt` next to itself, prints it.
+const TASK_SCRIPT: &str = r#"
+import os, sys, time
+task = sys.stdin.read().strip()
+time.sleep(0.3)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "side.txt"), "a") as side:
+    side.write(task + "\n")
+    side.flush()
+    os.fsync(side.fileno())
+print(task)
+"#;
+
+/// A chain t1..t6 with a fan-out f1, f2 after t2 that joins again at t6: eight slow tasks.
+fn slow_plan(script: &str) -> String {
+    let agent = format!("    slow: {{runtime: command, command: [python3, {script:?}]}}");
+    let workflow = r#"    - {id: t1, agent: slow, input: t1}
+    - {id: t2, agent: slow, input: t2, depends_on: [t1]}
+    - {id: f1, agent: slow, input: f1, depends_on: [t2]}
+    - {id: f2, agent: slow, input: f2, depends_on: [t2]}
+    - {id: t3, agent: slow, input: t3, depends_on: [t2]}
+    - {id: t4, agent: slow, input: t4, depends_on: [t3]}
+    - {id: t5, agent: slow, input: t5, depends_on: [t4]}
+    - {id: t6, agent: slow, input: t6, depends_on: [t5, f1, f2]}"#;
+    plan("slow", &agent, workflow)
+}
+
+const TASKS: [&str; 8] = ["t1", "t2", "f1", "f2", "t3", "t4", "t5", "t6"];
+
+fn succeeded(env: &Env, run: &str) -> BTreeSet<String> {
+    env.records(run)
+        .iter()
+        .filter(|r| r["type"] == "TaskSucceeded")
+        .map(|r| r["task"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn side_effects(env: &Env) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(env.dir().join("side.txt")).unwrap_or_default();
+    let mut counts = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        *counts.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn typed_records(env: &Env, run: &str) -> Vec<Record> {
+    let text = std::fs::read_to_string(env.log(run)).expect("the log is readable");
+    text.lines().map(|line| serde_json::from_str(line).expect("every line is a record")).collect()
+}
+
+#[test]
+fn a_killed_run_resumes_without_running_a_finished_task_twice() {
+    let env = Env::new();
+    let script = env.write("task.py", TASK_SCRIPT);
+    env.write("plan.yaml", &slow_plan(&script.display().to_string()));
+    let mut child = env
+        .runner_process()
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "crash"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runner starts");
+    let started = Instant::now();
+    while succeeded(&env, "crash").len() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(60), "two tasks did not succeed within 60 s");
+        assert!(child.try_wait().expect("the child can be polled").is_none(), "runner exited before the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL is sent");
+    child.wait().expect("the child is reaped");
+    let before = succeeded(&env, "crash");
+    assert!(before.len() >= 2 && before.len() < TASKS.len(), "killed mid-run: {before:?}");
+
+    let status = env.runner().args(["status", "crash"]).output().expect("runner runs");
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.contains("interrupted") && status.contains("runner resume crash"), "{status}");
+
+    let resumed = env.runner().args(["resume", "crash"]).output().expect("runner runs");
+    assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));
+    // Orphaned attempts of the killed process may still be finishing; let them.
+    std::thread::sleep(Duration::from_millis(600));
+
+    let json = env.status("crash");
+    assert_eq!(json["status"], "succeeded");
+    for task in TASKS {
+        assert_eq!(json["tasks"][task]["status"], "succeeded", "{task}");
+    }
+    let effects = side_effects(&env);
+    for task in TASKS {
+        assert!(effects.get(task).copied().unwrap_or(0) >= 1, "{task} never ran: {effects:?}");
+    }
+    for task in &before {
+        assert_eq!(effects.get(task), Some(&1), "{task} succeeded before the kill and ran again: {effects:?}");
+    }
+
+    let records = typed_records(&env, "crash");
+    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
+    let events: Vec<Event> = records.into_iter().map(|r| r.event).collect();
+    assert_eq!(RunState::fold(&events).status, RunStatus::Finished(Outcome::Succeeded));
+    assert!(events.iter().any(|e| matches!(e, Event::RunResumed)));
+}
+
+#[test]
+fn a_torn_last_line_is_dropped_with_a_warning_and_the_run_continues() {
+    let env = Env::new();
+    env.write(
+        "plan.yaml",
+        &plan(
+            "torn",
+            "    echo: {runtime: mock}",
+            r#"    - {id: draft, agent: echo, input: "the draft"}
+    - {id: ok, type: human_review, depends_on: [draft], prompt: "fine?"}
+    - {id: publish, agent: echo, input: "{{ tasks.draft.output }}", depends_on: [ok]}"#,
+        ),
+    );
+    let output = env.runner().args(["apply", "plan.yaml", "--yes", "--run-id", "torn"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(env.runner().args(["approve", "torn", "ok"]).output().expect("runs").status.code(), Some(0));
+    let clean = std::fs::read(env.log("torn")).expect("the log is readable");
+    let mut torn = clean.clone();
+    torn.extend_from_slice(br#"{"seq": 99, "at": "2026-01-01T00:00:00.000Z", "run_id": "torn", "type": "TaskSucc"#);
+    std::fs::write(env.log("torn"), &torn).expect("the torn line is written");
+
+    let events = env.runner().args(["events", "torn"]).output().expect("runner runs");
+    assert_eq!(String::from_utf8_lossy(&events.stdout).lines().count(), clean.iter().filter(|&&b| b == b'\n').count());
+
+    let resumed = env.runner().args(["resume", "torn"]).output().expect("runner runs");
+    let stderr = String::from_utf8_lossy(&resumed.stderr).into_owned();
+    assert!(stderr.contains("warning") && stderr.contains("torn last line"), "{stderr}");
+    assert_eq!(resumed.status.code(), Some(0), "{stderr}");
+
+    let records = typed_records(&env, "torn");
+    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
+    assert_eq!(env.status("torn")["tasks"]["publish"]["output"], "the draft");
+}
+
+/// Starts `runner apply` of the slow plan as a child process and waits for one success.
+fn start_slow(env: &Env, run: &str) -> std::process::Child {
+    let script = env.write("task.py", TASK_SCRIPT);
+    env.write("plan.yaml", &slow_plan(&script.display().to_string()));
+    let child = env
+        .runner_process()
+        .args(["apply", "plan.yaml", "--yes", "--run-id", run])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runner starts");
+    let started = Instant::now();
+    while succeeded(env, run).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no task succeeded within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn cancel_stops_a_run_that_another_process_drives() {
+    let env = Env::new();
+    let mut child = start_slow(&env, "live");
+    let cancel = env.runner().args(["cancel", "live"]).output().expect("runner runs");
+    assert_eq!(cancel.status.code(), Some(0), "{}", String::from_utf8_lossy(&cancel.stderr));
+    assert_eq!(child.wait().expect("the child exits").code(), Some(130));
+    assert_eq!(env.status("live")["status"], "cancelled");
+    let cancelled = env.records("live").into_iter().find(|r| r["type"] == "RunCancelled").expect("RunCancelled");
+    assert_eq!(cancelled["reason"], "cancelled by runner cancel", "the log says who cancelled");
+    assert!(!env.home().join("runs/live/lock").exists(), "the lock is removed at the end");
+}
+
+#[test]
+fn ctrl_c_cancels_gracefully() {
+    let env = Env::new();
+    let mut child = start_slow(&env, "sigint");
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    assert!(kill.expect("kill runs").success());
+    assert_eq!(child.wait().expect("the child exits").code(), Some(130));
+    assert_eq!(env.types("sigint").last().map(String::as_str), Some("RunCancelled"));
+    let last = env.records("sigint").pop().expect("the log has records");
+    assert_eq!(last["reason"], "interrupted");
+}
+
+#[test]
+fn logs_follow_prints_events_until_the_run_ends() {
+    let env = Env::new();
+    let mut child = start_slow(&env, "follow");
+    let follow = env.runner().args(["logs", "follow", "--follow"]).timeout(Duration::from_secs(60)).output();
+    let follow = follow.expect("runner runs");
+    assert_eq!(follow.status.code(), Some(0));
+    assert_eq!(child.wait().expect("the child exits").code(), Some(0));
+    let lines = String::from_utf8_lossy(&follow.stdout).lines().count();
+    assert_eq!(lines, env.records("follow").len());
+    assert!(String::from_utf8_lossy(&follow.stdout).lines().last().is_some_and(|l| l.contains("RunCompleted")));
+}

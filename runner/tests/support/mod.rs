@@ -1,0 +1,82 @@
+//! A fresh `RUNNER_HOME` and plan folder per test, and helpers to read what runs left behind.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A temporary folder holding the test's plans (and what their commands write) and, under
+/// `home/`, its `RUNNER_HOME`.
+pub struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Env { dir: tempfile::tempdir().expect("a temporary folder") }
+    }
+
+    /// The folder plans are written into.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `RUNNER_HOME` for this test.
+    pub fn home(&self) -> PathBuf {
+        self.dir().join("home")
+    }
+
+    /// Writes a file into the test folder and returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir().join(name);
+        std::fs::write(&path, text).expect("the file is written");
+        path
+    }
+
+    /// `runner` with this test's `RUNNER_HOME`, run in the test folder.
+    pub fn runner(&self) -> Command {
+        let mut command = Command::cargo_bin("runner").expect("the runner binary is built");
+        command.current_dir(self.dir()).env("RUNNER_HOME", self.home()).env("NO_COLOR", "1");
+        command
+    }
+
+    /// The same as a plain `std::process::Command`, for runs the test kills.
+    pub fn runner_process(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("runner"));
+        command.current_dir(self.dir()).env("RUNNER_HOME", self.home()).env("NO_COLOR", "1");
+        command
+    }
+
+    /// The log of a run.
+    pub fn log(&self, run: &str) -> PathBuf {
+        self.home().join("runs").join(run).join("events.jsonl")
+    }
+
+    /// The complete records of a run's log, straight from the file.
+    pub fn records(&self, run: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log(run)).unwrap_or_default();
+        text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    }
+
+    /// The event types of a run's log, in order.
+    pub fn types(&self, run: &str) -> Vec<String> {
+        self.records(run).iter().map(|r| r["type"].as_str().unwrap_or_default().to_owned()).collect()
+    }
+
+    /// `runner status RUN --format json`.
+    pub fn status(&self, run: &str) -> Value {
+        let output = self.runner().args(["status", run, "--format", "json"]).output().expect("runner runs");
+        assert!(output.status.success(), "status failed: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("status prints JSON")
+    }
+}
+
+/// An enveloped plan named `name` with these agents and tasks (YAML fragments, indented as in
+/// `spec`).
+pub fn plan(name: &str, agents: &str, workflow: &str) -> String {
+    format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: {name}}}\nspec:\n  mission: test the runner\n  agent_definitions:\n{agents}\n  workflow:\n{workflow}\n"
+    )
+}
