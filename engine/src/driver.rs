@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -207,11 +208,17 @@ impl<S: EventStore> Driver<S> {
                 workdir: self.workdir.clone(),
                 max_output_tokens: self.state.plan.tasks[i].max_output_tokens,
             };
-            let sender = sender.clone();
             let cancel = stop.child_token();
+            let started = Instant::now();
+            let mut work = runtime.run(request, cancel.clone());
+            // A reply that is ready at once (a mock agent, a gate with no agent) is taken here,
+            // without a task of its own; anything else gets a task.
+            if let Poll::Ready(reply) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                let _ = sender.send(command_of(task, attempt, reply, started));
+                continue;
+            }
+            let sender = sender.clone();
             attempts.spawn(async move {
-                let started = Instant::now();
-                let work = runtime.run(request, cancel.clone());
                 let reply = match timeout {
                     Some(limit) => match tokio::time::timeout(limit, work).await {
                         Ok(reply) => reply,
@@ -222,15 +229,7 @@ impl<S: EventStore> Driver<S> {
                     },
                     None => work.await,
                 };
-                let duration_ms = started.elapsed().as_millis() as u64;
-                let command = match reply {
-                    Reply::Output { text, tokens } => {
-                        Command::Succeeded { task, attempt, output: text, tokens, duration_ms }
-                    }
-                    Reply::Failure { error, retryable } => Command::Failed { task, attempt, error, retryable },
-                    Reply::Question(question) => Command::NeedsClarification { task, attempt, question },
-                };
-                let _ = sender.send(command);
+                let _ = sender.send(command_of(task, attempt, reply, started));
             });
         }
         for (task, delay_ms) in timers {
@@ -245,6 +244,16 @@ impl<S: EventStore> Driver<S> {
             });
         }
         Ok(())
+    }
+}
+
+/// The command that reports an attempt's reply.
+fn command_of(task: String, attempt: u32, reply: Reply, started: Instant) -> Command {
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match reply {
+        Reply::Output { text, tokens } => Command::Succeeded { task, attempt, output: text, tokens, duration_ms },
+        Reply::Failure { error, retryable } => Command::Failed { task, attempt, error, retryable },
+        Reply::Question(question) => Command::NeedsClarification { task, attempt, question },
     }
 }
 

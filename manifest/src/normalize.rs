@@ -631,7 +631,6 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
             At::new(format!("task_{position}"), task.loc.clone())
         }
     };
-    let context = format!("task `{}`", task.id.value);
     if let Some((entry, path)) = fields.get("type") {
         task.kind = reader
             .word_or(entry, path, "task type", TASK_KINDS, TASK_KIND_SYNONYMS, Some(("task", TaskKind::Task)))
@@ -715,7 +714,7 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
                 entry.value,
                 path,
                 "agent",
-                &format!("{context} is a `human_review`: a person does it, not an agent"),
+                &format!("task `{}` is a `human_review`: a person does it, not an agent", task.id.value),
             );
         }
     }

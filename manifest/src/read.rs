@@ -125,24 +125,23 @@ impl Reader {
         let mut fields =
             Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path), owner: None };
         for (key, value) in entries {
-            let Some(name) = scalar_text(key) else {
+            let Some(name) = key_text(key) else {
                 self.wrong_type(key, path, "a key", "a string");
                 continue;
             };
+            let name: &str = &name;
             let entry = Entry { key, value };
-            let entry_path = join_key(path, &name);
-            let key_loc = Loc::new(key.span, entry_path.clone());
+            let entry_path = join_key(path, name);
+            // Built only when a diagnostic needs it: most keys are fine.
+            let key_loc = || Loc::new(key.span, entry_path.clone());
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
-            let alias = known.iter().find(|f| f.aliases.contains(&name.as_str()));
+            let alias = known.iter().find(|f| f.aliases.contains(&name));
             let canonical = match (exact, alias) {
                 (Some(f), _) => f.name,
                 (None, Some(f)) if self.bare() => {
                     self.push(
-                        Diagnostic::info(
-                            Problem::Alias { written: name.clone(), canonical: f.name.into() },
-                            key_loc.clone(),
-                        )
-                        .label(format!("read as `{}`", f.name)),
+                        Diagnostic::info(Problem::Alias { written: name.into(), canonical: f.name.into() }, key_loc())
+                            .label(format!("read as `{}`", f.name)),
                     );
                     f.name
                 }
@@ -150,14 +149,14 @@ impl Reader {
                     if self.bare() {
                         if let Some(foreign) = foreign.iter().find(|f| f.name == name) {
                             self.push(
-                                Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc)
+                                Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc())
                                     .label("ignored")
                                     .help(foreign.instead),
                             );
                             continue;
                         }
                     }
-                    self.unknown_field(&name, key_loc, context, known, alias);
+                    self.unknown_field(name, key_loc(), context, known, alias);
                     continue;
                 }
             };
@@ -166,7 +165,7 @@ impl Reader {
                     what: format!("field `{name}`"),
                     reason: format!("`{canonical}` is already given in this {context}"),
                 };
-                self.push(Diagnostic::error(problem, key_loc).label("second definition"));
+                self.push(Diagnostic::error(problem, key_loc()).label("second definition"));
                 continue;
             }
             fields.found.push((canonical, entry, entry_path));
@@ -411,6 +410,15 @@ impl Reader {
                 Vec::new()
             }
         }
+    }
+}
+
+/// The text of a mapping key, borrowed when it is a string.
+fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
+    match &node.value {
+        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s)),
+        Value::Int(_) | Value::Float(_) => scalar_text(node).map(std::borrow::Cow::Owned),
+        _ => None,
     }
 }
 

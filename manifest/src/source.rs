@@ -79,12 +79,25 @@ impl Source {
 
 /// Appends `.key` to a YAML path.
 pub(crate) fn join_key(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        return key.to_owned();
+    }
+    // Built by hand: paths are made for every field of every task, and `format!` costs more.
+    let mut joined = String::with_capacity(path.len() + 1 + key.len());
+    joined.push_str(path);
+    joined.push('.');
+    joined.push_str(key);
+    joined
 }
 
 /// Appends `[index]` to a YAML path.
 pub(crate) fn join_index(path: &str, index: usize) -> String {
-    format!("{path}[{index}]")
+    use std::fmt::Write;
+    let mut joined = String::with_capacity(path.len() + 8);
+    joined.push_str(path);
+    // Writing into a String cannot fail.
+    let _ = write!(joined, "[{index}]");
+    joined
 }
 
 #[cfg(test)]

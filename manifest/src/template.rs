@@ -42,6 +42,14 @@ impl Templates {
         if !Self::is_template(text) {
             return Ok(Vec::new());
         }
+        if let Some(paths) = simple_references(text) {
+            return Ok(paths.into_iter().map(reference).collect());
+        }
+        self.parsed_references(text)
+    }
+
+    /// The variables a template reads, by parsing it with minijinja.
+    fn parsed_references(&self, text: &str) -> Result<Vec<Reference>, String> {
         let template = self.env.template_from_str(text).map_err(|error| {
             let detail = error.detail().map_or_else(|| error.kind().to_string(), str::to_owned);
             match error.line() {
@@ -49,27 +57,59 @@ impl Templates {
                 None => detail,
             }
         })?;
-        let mut references: Vec<Reference> = template
-            .undeclared_variables(true)
-            .into_iter()
-            .map(|path| {
-                let mut parts = path.split('.');
-                let root = parts.next().unwrap_or_default().to_owned();
-                let (task, attribute, field) = if root == "tasks" {
-                    let task = parts.next().map(str::to_owned);
-                    let attribute = parts.next().map(str::to_owned);
-                    let field =
-                        if attribute.as_deref() == Some("output") { parts.next().map(str::to_owned) } else { None };
-                    (task, attribute, field)
-                } else {
-                    (None, None, None)
-                };
-                Reference { path, root, task, attribute, field }
-            })
-            .collect();
-        references.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(references)
+        let paths: std::collections::BTreeSet<String> = template.undeclared_variables(true).into_iter().collect();
+        Ok(paths.into_iter().map(reference).collect())
     }
+}
+
+fn reference(path: String) -> Reference {
+    let mut parts = path.split('.');
+    let root = parts.next().unwrap_or_default().to_owned();
+    let (task, attribute, field) = if root == "tasks" {
+        let task = parts.next().map(str::to_owned);
+        let attribute = parts.next().map(str::to_owned);
+        let field = if attribute.as_deref() == Some("output") { parts.next().map(str::to_owned) } else { None };
+        (task, attribute, field)
+    } else {
+        (None, None, None)
+    };
+    Reference { path, root, task, attribute, field }
+}
+
+/// Words that are not variable names in a template.
+const KEYWORDS: &[&str] =
+    &["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
+
+/// The paths read by a template made only of text and `{{ root.a.b }}` substitutions of the
+/// known roots, which is what nearly every plan writes; `None` for anything else (statements,
+/// filters, subscripts, other names), which minijinja then parses. Large plans have a template
+/// per task, and this is many times faster than building each one.
+fn simple_references(text: &str) -> Option<std::collections::BTreeSet<String>> {
+    if text.contains("{%") || text.contains("{#") {
+        return None;
+    }
+    let mut paths = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let close = after.find("}}")?;
+        let expression = after[..close].trim_matches(|c: char| c == ' ' || c == '\t' || c == '\n' || c == '\r');
+        let mut segments = expression.split('.');
+        let root = segments.next()?;
+        if !ROOTS.contains(&root) {
+            return None;
+        }
+        for segment in expression.split('.') {
+            let identifier = segment.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && segment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !identifier || KEYWORDS.contains(&segment) {
+                return None;
+            }
+        }
+        paths.insert(expression.to_owned());
+        rest = &after[close + 2..];
+    }
+    Some(paths)
 }
 
 /// The template expression for a task's output: `tasks.ID.output`, or `tasks["ID"].output`
@@ -142,6 +182,7 @@ fn is_ident(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::Strategy;
 
     #[test]
     fn results_become_task_outputs_inside_expressions_only() {
@@ -164,6 +205,58 @@ mod tests {
         assert!(paths.contains(&("tasks", Some("b"), None)), "{paths:?}");
         assert!(paths.iter().any(|p| p.0 == "vars"), "{paths:?}");
         assert!(!paths.iter().any(|p| p.0 == "x"), "{paths:?}");
+    }
+
+    proptest::proptest! {
+        /// The hand reader agrees with minijinja on every template it takes on.
+        #[test]
+        fn simple_references_agree_with_minijinja(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z ,.:!?()\\n{}-]{0,12}".prop_map(|t| t.replace("{{", "{").replace("}}", "}")),
+                    (
+                        proptest::sample::select(vec!["mission", "tasks", "vars", "context_summary", "range", "true", "x"]),
+                        proptest::collection::vec("[a-z_][a-z0-9_]{0,5}|if|true|1x", 0..4),
+                        "[ \t\n]{0,2}",
+                        "[ \t\n]{0,2}",
+                    )
+                        .prop_map(|(root, segments, before, after)| {
+                            let mut path = root.to_owned();
+                            for segment in segments {
+                                path.push('.');
+                                path.push_str(&segment);
+                            }
+                            format!("{{{{{before}{path}{after}}}}}")
+                        }),
+                ],
+                0..6,
+            )
+        ) {
+            let text: String = parts.concat();
+            let templates = Templates::default();
+            if let Some(paths) = simple_references(&text) {
+                let fast: Vec<Reference> = paths.into_iter().map(reference).collect();
+                let parsed = templates.parsed_references(&text);
+                proptest::prop_assert_eq!(Ok(fast), parsed, "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_hand_reader_declines_what_it_does_not_know() {
+        for text in [
+            "{{ tasks.a.output | upper }}",
+            "{% if x %}{% endif %}",
+            "{{ tasks['a-b'].output }}",
+            "{{ foo }}",
+            "{{ true }}",
+            "{{- mission -}}",
+            "{{ mission",
+        ] {
+            assert_eq!(simple_references(text), None, "{text}");
+        }
+        let paths = simple_references("A {{ mission }} and {{tasks.a.output.title}} {{ vars.x }}").unwrap();
+        assert_eq!(paths.into_iter().collect::<Vec<_>>(), ["mission", "tasks.a.output.title", "vars.x"]);
     }
 
     #[test]

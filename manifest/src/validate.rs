@@ -290,12 +290,12 @@ fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut V
     for (i, task) in plan.tasks.iter().enumerate() {
         let mut reads = Vec::new();
         for text in [&task.input, &task.prompt].into_iter().flatten() {
-            let owner = format!("the input of task `{}`", task.id.value);
+            let owner = || format!("the input of task `{}`", task.id.value);
             let references = match templates.references(&text.value) {
                 Ok(references) => references,
                 Err(detail) => {
                     out.push(
-                        Diagnostic::error(Problem::TemplateSyntax { owner, detail }, text.loc.clone())
+                        Diagnostic::error(Problem::TemplateSyntax { owner: owner(), detail }, text.loc.clone())
                             .label("in this template")
                             .help("templates use minijinja (Jinja2) syntax: `{{ tasks.ID.output }}`"),
                     );
@@ -307,7 +307,7 @@ fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut V
                 if !ROOTS.contains(&reference.root.as_str()) {
                     out.push(
                         Diagnostic::error(
-                            Problem::TemplateUnknownVariable { owner: owner.clone(), variable: reference.root.clone() },
+                            Problem::TemplateUnknownVariable { owner: owner(), variable: reference.root.clone() },
                             loc,
                         )
                         .label("not defined")
@@ -330,10 +330,7 @@ fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut V
                     None if task.depends_on.iter().any(|d| d.value == read) => {}
                     None => out.push(
                         Diagnostic::error(
-                            Problem::TemplateUnknownVariable {
-                                owner: owner.clone(),
-                                variable: format!("tasks.{read}"),
-                            },
+                            Problem::TemplateUnknownVariable { owner: owner(), variable: format!("tasks.{read}") },
                             loc,
                         )
                         .label("no task has this id")
@@ -370,12 +367,15 @@ fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
     let Some(text) = source.get(loc.span.offset..loc.span.offset + loc.span.len) else { return loc.clone() };
     let mut parts = path.split('.');
     let root = parts.next().unwrap_or(path);
-    let needles = match (root, parts.next()) {
-        ("tasks", Some(task)) => vec![format!("tasks.{task}"), format!("results.{task}")],
-        _ => vec![root.to_owned()],
+    let found = match (root, parts.next()) {
+        // `tasks.X`, or the bare form's `results.X` it was rewritten from; searched without
+        // building the strings, as this runs for every reference of every task.
+        ("tasks", Some(task)) => ["tasks.", "results."].iter().find_map(|prefix| {
+            text.match_indices(task)
+                .find(|(at, _)| text[..*at].ends_with(prefix))
+                .map(|(at, _)| (at - prefix.len(), prefix.len() + task.len()))
+        }),
+        _ => text.find(root).map(|at| (at, root.len())),
     };
-    needles
-        .iter()
-        .find_map(|needle| text.find(needle.as_str()).map(|at| (at, needle.len())))
-        .map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), loc.path.clone()))
+    found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), loc.path.clone()))
 }

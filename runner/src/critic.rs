@@ -8,7 +8,7 @@ use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
 use crate::cli::{CriticFormat, EXIT_USAGE};
-use crate::diagnostics::{JsonDiagnostic, color_stderr, print, render_human};
+use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stderr, print, render_human};
 
 /// Exit code when the plan scores below `--min-score`.
 pub const EXIT_LOW_SCORE: u8 = 1;
@@ -62,15 +62,12 @@ pub struct JsonFinding {
     task: Option<String>,
     message: String,
     help: Option<String>,
-    file: String,
-    line: usize,
-    column: usize,
-    path: String,
+    #[serde(flatten)]
+    at: JsonLocation,
 }
 
 impl JsonFinding {
     fn new(finding: &Finding, source: &Source) -> Self {
-        let (line, column) = source.line_column(finding.loc.span.offset);
         JsonFinding {
             code: finding.code(),
             dimension: finding.dimension().map(Dimension::as_str),
@@ -78,10 +75,7 @@ impl JsonFinding {
             task: finding.task.clone(),
             message: finding.to_string(),
             help: finding.help.clone(),
-            file: source.name.clone(),
-            line,
-            column,
-            path: finding.loc.path.clone(),
+            at: JsonLocation::new(&finding.loc, source),
         }
     }
 }

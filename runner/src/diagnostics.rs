@@ -6,6 +6,23 @@ use manifest::{Diagnostic, Severity, Source};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
+/// Where a diagnostic or finding is, as the JSON reports print it: 1-based line and column.
+#[derive(Debug, Serialize)]
+pub struct JsonLocation {
+    file: String,
+    line: usize,
+    column: usize,
+    path: String,
+}
+
+impl JsonLocation {
+    /// The location of a span's start in a source, with its YAML path.
+    pub fn new(loc: &manifest::Loc, source: &Source) -> Self {
+        let (line, column) = source.line_column(loc.span.offset);
+        JsonLocation { file: source.name.clone(), line, column, path: loc.path.clone() }
+    }
+}
+
 /// One diagnostic in the JSON output of `validate` (and the `errors` of `critic`).
 #[derive(Debug, Serialize)]
 pub struct JsonDiagnostic {
@@ -13,25 +30,19 @@ pub struct JsonDiagnostic {
     severity: &'static str,
     message: String,
     help: Option<String>,
-    file: String,
-    line: usize,
-    column: usize,
-    path: String,
+    #[serde(flatten)]
+    at: JsonLocation,
 }
 
 impl JsonDiagnostic {
-    /// The JSON form of a diagnostic; `line` and `column` are 1-based.
+    /// The JSON form of a diagnostic.
     pub fn new(diagnostic: &Diagnostic, source: &Source) -> Self {
-        let (line, column) = source.line_column(diagnostic.loc.span.offset);
         JsonDiagnostic {
             code: diagnostic.code(),
             severity: diagnostic.severity.as_str(),
             message: diagnostic.to_string(),
             help: diagnostic.help.clone(),
-            file: source.name.clone(),
-            line,
-            column,
-            path: diagnostic.loc.path.clone(),
+            at: JsonLocation::new(&diagnostic.loc, source),
         }
     }
 }

@@ -3,41 +3,14 @@
 //! `examples/` is valid.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod shipped;
+
 use serde_json::Value;
-
-/// The workspace root: tests run from here so file names in the output are stable relative paths.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("runner/ has a parent").to_path_buf()
-}
-
-fn runner() -> Command {
-    let mut command = Command::cargo_bin("runner").expect("the runner binary is built");
-    command.current_dir(repo_root()).env("NO_COLOR", "1");
-    command
-}
-
-/// The `.yaml` files of a folder under the root, as sorted relative paths with `/` separators.
-fn plans_in(folder: &str) -> Vec<String> {
-    let mut plans: Vec<String> = std::fs::read_dir(repo_root().join(folder))
-        .unwrap_or_else(|error| panic!("cannot list {folder}: {error}"))
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .map(|path| format!("{folder}/{}", path.file_name().expect("a file name").to_string_lossy()))
-        .collect();
-    plans.sort();
-    assert!(!plans.is_empty(), "no plans in {folder}");
-    plans
-}
+use shipped::{plans_in, repo_root, runner, stem};
 
 fn invalid_plans() -> Vec<String> {
     plans_in("examples/invalid")
-}
-
-fn stem(plan: &str) -> &str {
-    Path::new(plan).file_stem().and_then(|s| s.to_str()).expect("a file stem")
 }
 
 /// Runs `runner validate --format json` and returns the exit code and the parsed document.
