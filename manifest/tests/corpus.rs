@@ -4,36 +4,14 @@
 //!
 //! The corpus lives outside the repository; without it these tests say so and pass.
 
-use std::path::{Path, PathBuf};
+mod corpus_plans;
 
 use manifest::plan::{Action, TaskKind};
 use manifest::{Diagnostic, Loaded, Plan, Severity};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/plans");
-
-/// The corpus's plan files, or `None` (after saying so) when the corpus is absent.
-fn corpus() -> Option<Vec<PathBuf>> {
-    let Ok(entries) = std::fs::read_dir(CORPUS) else {
-        println!("corpus tests skipped: no corpus at {CORPUS}");
-        return None;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    Some(files)
-}
-
 /// Loads `ptc_runner-<name>.json`, or `None` when the corpus is absent.
 fn load(name: &str) -> Option<Loaded> {
-    let path = Path::new(CORPUS).join(format!("ptc_runner-{name}.json"));
-    if !Path::new(CORPUS).is_dir() {
-        println!("corpus tests skipped: no corpus at {CORPUS}");
-        return None;
-    }
-    assert!(path.is_file(), "the corpus has no {}", path.display());
-    Some(manifest::load_file(&path))
+    corpus_plans::load(name, "corpus tests")
 }
 
 fn errors(loaded: &Loaded) -> Vec<&Diagnostic> {
@@ -62,7 +40,7 @@ const MALFORMED: &[&str] = &[
 
 #[test]
 fn every_well_formed_corpus_plan_is_valid() {
-    let Some(files) = corpus() else { return };
+    let Some(files) = corpus_plans::corpus("corpus tests") else { return };
     assert_eq!(files.len(), 20, "the corpus README lists 20 plans");
     for file in files {
         let name =

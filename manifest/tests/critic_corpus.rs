@@ -5,26 +5,10 @@
 //!
 //! The corpus lives outside the repository; without it these tests say so and pass.
 
-use std::path::{Path, PathBuf};
+mod corpus_plans;
 
 use manifest::Loaded;
 use manifest::critic::{Critique, Finding, Lint, critique};
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/plans");
-
-/// The corpus's plan files, or `None` (after saying so) when the corpus is absent.
-fn corpus() -> Option<Vec<PathBuf>> {
-    let Ok(entries) = std::fs::read_dir(CORPUS) else {
-        println!("critic corpus tests skipped: no corpus at {CORPUS}");
-        return None;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    Some(files)
-}
 
 /// The critic's report on a loaded plan, as `runner critic` makes it: a plan with errors
 /// cannot run and gets the unrunnable report.
@@ -37,13 +21,7 @@ fn review(loaded: &Loaded) -> Critique {
 
 /// Loads `ptc_runner-<name>.json` and reviews it, or `None` when the corpus is absent.
 fn reviewed(name: &str) -> Option<Critique> {
-    let path = Path::new(CORPUS).join(format!("ptc_runner-{name}.json"));
-    if !Path::new(CORPUS).is_dir() {
-        println!("critic corpus tests skipped: no corpus at {CORPUS}");
-        return None;
-    }
-    assert!(path.is_file(), "the corpus has no {}", path.display());
-    let loaded = manifest::load_file(&path);
+    let loaded = corpus_plans::load(name, "critic corpus tests")?;
     assert!(loaded.is_valid(), "{name} is valid: {:?}", loaded.errors().map(|d| d.code()).collect::<Vec<_>>());
     Some(review(&loaded))
 }
@@ -60,7 +38,7 @@ fn tasks_of(findings: &[&Finding]) -> Vec<String> {
 
 #[test]
 fn every_corpus_plan_gets_a_report_with_scores_within_0_to_10() {
-    let Some(files) = corpus() else { return };
+    let Some(files) = corpus_plans::corpus("critic corpus tests") else { return };
     assert!(!files.is_empty());
     let mut invalid = 0;
     for path in files {
@@ -95,8 +73,7 @@ fn every_corpus_plan_gets_a_report_with_scores_within_0_to_10() {
 
 #[test]
 fn a_cycle_scores_0_through_critique_itself() {
-    let Some(_) = corpus() else { return };
-    let loaded = manifest::load_file(&Path::new(CORPUS).join("ptc_runner-test-cycle-3.json"));
+    let Some(loaded) = corpus_plans::load("test-cycle-3", "critic corpus tests") else { return };
     assert!(!loaded.is_valid());
     let plan = loaded.plan.as_ref().expect("a cycle still parses to a plan");
     assert_eq!(critique(plan), Critique::unrunnable());
