@@ -48,7 +48,7 @@ pub struct Driver<S: EventStore> {
     store: S,
     agents: Option<Agents>,
     llm: LlmRuntimes,
-    run_id: String,
+    run_id: Arc<str>,
     seq: u64,
     workdir: PathBuf,
     observer: Option<Observer>,
@@ -64,7 +64,7 @@ impl<S: EventStore> Driver<S> {
             store,
             agents: None,
             llm: Arc::new(|_| Arc::new(crate::runtime::NoLlm)),
-            run_id,
+            run_id: run_id.into(),
             seq: records.last().map_or(0, |r| r.seq),
             workdir,
             observer: None,
@@ -149,12 +149,12 @@ impl<S: EventStore> Driver<S> {
         attempts: &mut JoinSet<()>,
         stop: &CancellationToken,
     ) -> Result<(), DriverError> {
-        let at = clock::now();
+        let at: Arc<str> = clock::now().into();
         let records: Vec<Record> = events
             .into_iter()
             .map(|event| {
                 self.seq += 1;
-                Record { seq: self.seq, at: at.clone(), run_id: self.run_id.clone(), event }
+                Record { seq: self.seq, at: Arc::clone(&at), run_id: Arc::clone(&self.run_id), event }
             })
             .collect();
         let mut starts = Vec::new();

@@ -15,10 +15,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct Record {
     /// 1 for the first event of a run, then one more for each.
     pub seq: u64,
-    /// When it was recorded, RFC 3339 in UTC with milliseconds.
-    pub at: String,
-    /// The run it belongs to.
-    pub run_id: String,
+    /// When it was recorded, RFC 3339 in UTC with milliseconds (shared by a batch's records).
+    pub at: Arc<str>,
+    /// The run it belongs to (shared by every record of the run).
+    pub run_id: Arc<str>,
     /// What happened.
     #[serde(flatten)]
     pub event: Event,

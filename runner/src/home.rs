@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use engine::store::JsonlStore;
@@ -206,7 +207,7 @@ impl Created {
                 vars: vars.clone(),
                 strategy: *strategy,
                 source: source.clone(),
-                at: record.at.clone(),
+                at: record.at.to_string(),
             }),
             _ => None,
         })
@@ -235,12 +236,13 @@ pub fn append(store: &JsonlStore, records: Vec<Record>) -> anyhow::Result<()> {
 
 /// Records for events that follow `records`: the next sequence numbers, now, this run.
 pub fn records_after(records: &[Record], run_id: &str, events: Vec<Event>) -> Vec<Record> {
-    let at = engine::clock::now();
+    let at: Arc<str> = engine::clock::now().into();
+    let run_id: Arc<str> = run_id.into();
     let last = records.last().map_or(0, |r| r.seq);
     events
         .into_iter()
         .zip(last + 1..)
-        .map(|(event, seq)| Record { seq, at: at.clone(), run_id: run_id.to_owned(), event })
+        .map(|(event, seq)| Record { seq, at: Arc::clone(&at), run_id: Arc::clone(&run_id), event })
         .collect()
 }
 
