@@ -49,25 +49,10 @@ pub fn report(loaded: &Loaded, critique: &Critique) -> Value {
             }}],
         }));
     };
-    for error in loaded.errors() {
-        add(
-            error.code(),
-            error.severity,
-            error.to_string(),
-            error.help.as_ref(),
-            error.loc.span.offset,
-            error.loc.span.len,
-        );
-    }
-    for finding in &critique.findings {
-        add(
-            finding.code(),
-            finding.severity,
-            finding.to_string(),
-            finding.help.as_ref(),
-            finding.loc.span.offset,
-            finding.loc.span.len,
-        );
+    let errors = loaded.errors().map(|e| (e.code(), e.severity, e.to_string(), e.help.as_ref(), e.loc.span));
+    let findings = critique.findings.iter().map(|f| (f.code(), f.severity, f.to_string(), f.help.as_ref(), f.loc.span));
+    for (code, severity, message, help, span) in errors.chain(findings) {
+        add(code, severity, message, help, span.offset, span.len);
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
