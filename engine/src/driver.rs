@@ -201,12 +201,16 @@ impl<S: EventStore> Driver<S> {
             }
             let runtime = agents.runtime(i);
             let timeout = agents.timeout(i);
+            let spec = &self.state.plan.tasks[i];
             let request = Attempt {
-                task: task.clone(),
-                attempt,
-                input,
-                workdir: self.workdir.clone(),
-                max_output_tokens: self.state.plan.tasks[i].max_output_tokens,
+                max_output_tokens: spec.max_output_tokens,
+                attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
+                schema: match &spec.verification {
+                    Some(manifest::plan::Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
+                    _ => None,
+                },
+                may_ask: self.state.plan.control.allow_clarification,
+                ..Attempt::new(task.clone(), attempt, input, self.workdir.clone())
             };
             let cancel = stop.child_token();
             let started = Instant::now();

@@ -6,14 +6,17 @@
 
 pub mod clock;
 pub mod command;
+pub mod context;
 pub mod driver;
 pub mod error;
 pub mod event;
 pub mod handler;
+pub mod llm;
 pub mod runtime;
 pub mod state;
 pub mod store;
 pub mod template;
+pub mod verify;
 
 pub use command::{Command, Start};
 pub use error::EngineError;

@@ -1,7 +1,6 @@
 //! The `command` runtime: a real process per attempt, input on stdin, output from stdout.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -29,13 +28,7 @@ impl Drop for TempDir {
 }
 
 fn attempt(input: &str, workdir: &TempDir) -> Attempt {
-    Attempt {
-        task: "t".into(),
-        attempt: 1,
-        input: Arc::from(input),
-        workdir: workdir.0.clone(),
-        max_output_tokens: None,
-    }
+    Attempt::new("t", 1, input, workdir.0.clone())
 }
 
 /// Runs `argv` on `input`; ten seconds is a liveness bound, not a speed goal.

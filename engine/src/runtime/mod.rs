@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use manifest::Plan;
-use manifest::plan::Runtime;
+use manifest::plan::{Attachment, Runtime};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Tokens;
@@ -35,6 +35,29 @@ pub struct Attempt {
     pub workdir: PathBuf,
     /// A gate's output cap in tokens.
     pub max_output_tokens: Option<u32>,
+    /// The task's attachments: links are listed in an llm prompt, files read and inlined.
+    pub attachments: Vec<Attachment>,
+    /// The JSON Schema a `schema_check` holds the output to; llm agents are asked for JSON
+    /// that conforms to it.
+    pub schema: Option<serde_json::Value>,
+    /// Whether an llm agent is offered the built-in `ask_user` tool.
+    pub may_ask: bool,
+}
+
+impl Attempt {
+    /// An attempt with only the essentials set: no cap, attachments or schema, no `ask_user`.
+    pub fn new(task: impl Into<String>, attempt: u32, input: impl Into<Arc<str>>, workdir: PathBuf) -> Self {
+        Attempt {
+            task: task.into(),
+            attempt,
+            input: input.into(),
+            workdir,
+            max_output_tokens: None,
+            attachments: Vec::new(),
+            schema: None,
+            may_ask: false,
+        }
+    }
 }
 
 /// What an attempt came to.

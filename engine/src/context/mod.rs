@@ -1,0 +1,1 @@
+//! Context: counting tokens and compacting text (summaries, gate outputs, errors) within a budget.

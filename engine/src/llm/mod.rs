@@ -1,0 +1,1 @@
+//! The `llm` runtime: OpenAI-compatible chat completions with tool calling.
