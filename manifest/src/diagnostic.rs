@@ -267,6 +267,13 @@ pub enum Problem {
         /// The construct.
         what: String,
     },
+    /// A planner's replacement for failed tasks holds no workflow that can be read.
+    #[error("the planner's answer is not a JSON workflow: {message}")]
+    #[diagnostic(code(plan::replacement_not_json))]
+    ReplacementNotJson {
+        /// Why it could not be read.
+        message: String,
+    },
 }
 
 /// A problem at a place in a manifest, with an optional fix and extra labels.

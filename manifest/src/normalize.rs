@@ -306,7 +306,15 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
             append_dependency_outputs(reader, task);
         }
     }
-    if reader.form == Form::Bare && !plan.agents.contains_key(DEFAULT_AGENT) {
+    if reader.form == Form::Bare {
+        add_built_in_agent(plan);
+    }
+}
+
+/// Bare-form plans may leave a task's agent out: when one does and the plan defines no
+/// `default` agent, the built-in one (an llm agent on the `default` provider) is added.
+pub(crate) fn add_built_in_agent(plan: &mut Plan) {
+    if !plan.agents.contains_key(DEFAULT_AGENT) {
         let uses_default = plan.tasks.iter().any(|t| plan.agent_of(t) == Some(DEFAULT_AGENT));
         if uses_default {
             let runtime =
@@ -533,7 +541,7 @@ fn read_response(reader: &mut Reader, node: &Node, path: &str) -> Option<MockRes
 
 /// Reads the task list in any of its shapes: a list of tasks, of strings, of phases with
 /// nested tasks, or (bare form) a mapping of named phases.
-fn read_workflow(reader: &mut Reader, node: &Node, path: &str) -> Vec<Task> {
+pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &str) -> Vec<Task> {
     let mut tasks = Vec::new();
     match &node.value {
         Value::Seq(items) => {
@@ -991,7 +999,7 @@ fn add_gates(plan: &mut Plan, gates: Vec<SeedGate>) {
 }
 
 /// `strategy: sequential` runs the list as a chain: each task waits for the one before it.
-fn chain_in_list_order(tasks: &mut [Task]) {
+pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
     for i in 1..tasks.len() {
         let previous = tasks[i - 1].id.value.clone();
         if !tasks[i].depends_on.iter().any(|d| d.value == previous) {
@@ -1004,7 +1012,7 @@ fn chain_in_list_order(tasks: &mut [Task]) {
 
 /// Seed-form planners hand every task the results of its dependencies; here outputs flow only
 /// through templates, so a bare-form task that reads no upstream output gets them appended.
-fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
+pub(crate) fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
     if task.kind != TaskKind::Task || task.depends_on.is_empty() {
         return;
     }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::diagnostic::{Diagnostic, Problem, Severity, closest, did_you_mean};
-use crate::graph::{Cycles, TaskGraph};
+use crate::graph::{Cycles, TaskGraph, TaskIdx};
 use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
 use crate::source::{Loc, Span};
 use crate::template::{ROOTS, Templates};
@@ -22,6 +22,17 @@ pub(crate) fn validate(
     files: FileCheck<'_>,
     out: &mut Vec<Diagnostic>,
 ) -> Option<TaskGraph> {
+    validate_each(plan, &|_| source, files, out)
+}
+
+/// Like [`validate`], for a plan whose tasks were read from more than one text (a replan's
+/// splice): `source_of(i)` is the text the locations of task `i` point into.
+pub(crate) fn validate_each<'s>(
+    plan: &mut Plan,
+    source_of: &dyn Fn(TaskIdx) -> &'s str,
+    files: FileCheck<'_>,
+    out: &mut Vec<Diagnostic>,
+) -> Option<TaskGraph> {
     let ids = check_ids(plan, out);
     check_dependencies(plan, &ids, out);
     check_agents(plan, out);
@@ -36,7 +47,7 @@ pub(crate) fn validate(
             return None;
         }
     };
-    check_templates(plan, &graph, source, out);
+    check_templates(plan, &graph, source_of, out);
     Some(graph)
 }
 
@@ -284,7 +295,12 @@ fn report_cycles(plan: &Plan, cycles: &Cycles, out: &mut Vec<Diagnostic>) {
 }
 
 /// Checks every template and records on each task the upstream outputs it reads.
-fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut Vec<Diagnostic>) {
+fn check_templates<'s>(
+    plan: &mut Plan,
+    graph: &TaskGraph,
+    source_of: &dyn Fn(TaskIdx) -> &'s str,
+    out: &mut Vec<Diagnostic>,
+) {
     let templates = Templates::default();
     let mut all_reads = Vec::with_capacity(plan.tasks.len());
     for (i, task) in plan.tasks.iter().enumerate() {
@@ -303,7 +319,7 @@ fn check_templates(plan: &mut Plan, graph: &TaskGraph, source: &str, out: &mut V
                 }
             };
             for reference in references {
-                let loc = narrow(source, &text.loc, &reference.path);
+                let loc = narrow(source_of(i), &text.loc, &reference.path);
                 if !ROOTS.contains(&reference.root.as_str()) {
                     out.push(
                         Diagnostic::error(
