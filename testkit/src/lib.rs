@@ -1,2 +1,239 @@
 //! Test support: a local server that speaks the OpenAI chat-completions protocol with
 //! scripted replies, for the tests and benchmarks of the `llm` runtime.
+//!
+//! [`FakeOpenAi`] runs on its own thread with its own tokio runtime, so synchronous tests,
+//! async tests and other processes can all talk to it over real HTTP. Each request to
+//! `POST /v1/chat/completions` is recorded ([`Recorded`]) and answered with the [`Step`] a
+//! responder chooses.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// The text in a response (a body, an answer, tool-call arguments) that the server replaces with
+/// the request's `Authorization` header, to test that clients never leak what a server echoes.
+pub const AUTHORIZATION_ECHO: &str = "{{authorization}}";
+
+/// Tokens reported in `usage` for every answer: prompt tokens.
+pub const PROMPT_TOKENS: u64 = 10;
+/// Tokens reported in `usage` for every answer: completion tokens.
+pub const COMPLETION_TOKENS: u64 = 5;
+
+/// How the server answers one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// A final assistant message with this content, and `usage` of [`PROMPT_TOKENS`] and
+    /// [`COMPLETION_TOKENS`].
+    Answer(String),
+    /// An assistant message calling tools: `(name, arguments as a JSON string)`, with ids
+    /// `call_<request>_<index>` and the same `usage` as an answer.
+    ToolCalls(Vec<(String, String)>),
+    /// An error status with this body and, if set, a `Retry-After` header in seconds.
+    Status {
+        /// The HTTP status code.
+        code: u16,
+        /// The response body.
+        body: String,
+        /// The `Retry-After` header, in seconds.
+        retry_after: Option<u64>,
+    },
+    /// `200 OK` with exactly this body, to test malformed responses.
+    Raw(String),
+    /// Never answers.
+    Hang,
+    /// Waits, then answers with the inner step.
+    Delay(Duration, Box<Step>),
+}
+
+/// One request the server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The JSON body.
+    pub body: Value,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+}
+
+type Responder = dyn Fn(&Value, usize) -> Step + Send + Sync;
+
+struct Shared {
+    responder: Box<Responder>,
+    requests: Mutex<Vec<Recorded>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// A scripted OpenAI-compatible server on `127.0.0.1`, shut down when dropped.
+pub struct FakeOpenAi {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeOpenAi {
+    /// Starts a server that answers request number `n` (from 0) with `responder(body, n)`.
+    ///
+    /// # Panics
+    /// When no local port can be bound or no runtime built: the test cannot go on.
+    pub fn start(responder: impl Fn(&Value, usize) -> Step + Send + Sync + 'static) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("testkit: cannot bind 127.0.0.1:0");
+        let address = listener.local_addr().expect("testkit: a bound listener has an address");
+        listener.set_nonblocking(true).expect("testkit: cannot make the listener non-blocking");
+        let shared = Arc::new(Shared {
+            responder: Box::new(responder),
+            requests: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        });
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let state = Arc::clone(&shared);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("testkit: cannot build a tokio runtime");
+        let thread = std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(error) => panic!("testkit: cannot use the listener: {error}"),
+                };
+                let app = Router::new().route("/v1/chat/completions", post(handle)).with_state(state);
+                // No graceful shutdown: hanging requests would hold it forever. Dropping the
+                // runtime cancels every connection.
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        FakeOpenAi { address, shared, shutdown: Some(shutdown), thread: Some(thread) }
+    }
+
+    /// Starts a server that answers with `steps` in order, repeating the last one (an empty
+    /// script answers `500`).
+    pub fn script(steps: Vec<Step>) -> Self {
+        FakeOpenAi::start(move |_, n| match steps.get(n).or_else(|| steps.last()) {
+            Some(step) => step.clone(),
+            None => Step::Status { code: 500, body: "empty script".to_owned(), retry_after: None },
+        })
+    }
+
+    /// The base URL to configure a provider with, ending in `/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The most requests that were being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Counts a request in flight until dropped.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let _in_flight = InFlight::enter(&shared);
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(error) => return (StatusCode::BAD_REQUEST, format!("the body is not JSON: {error}")).into_response(),
+    };
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let number = {
+        let mut requests = shared.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        requests.push(Recorded { body: body.clone(), authorization: authorization.clone() });
+        requests.len() - 1
+    };
+    let mut step = (shared.responder)(&body, number);
+    while let Step::Delay(pause, inner) = step {
+        tokio::time::sleep(pause).await;
+        step = *inner;
+    }
+    let echo = |text: String| text.replace(AUTHORIZATION_ECHO, authorization.as_deref().unwrap_or(""));
+    let usage = json!({
+        "prompt_tokens": PROMPT_TOKENS,
+        "completion_tokens": COMPLETION_TOKENS,
+        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+    });
+    let model = body.get("model").cloned().unwrap_or(Value::Null);
+    let completion = |message: Value, finish: &str| {
+        axum::Json(json!({
+            "id": format!("chatcmpl-{number}"),
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }))
+        .into_response()
+    };
+    match step {
+        Step::Answer(content) => completion(json!({"role": "assistant", "content": echo(content)}), "stop"),
+        Step::ToolCalls(calls) => {
+            let calls: Vec<Value> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| {
+                    json!({
+                        "id": format!("call_{number}_{i}"),
+                        "type": "function",
+                        "function": {"name": name, "arguments": echo(arguments)},
+                    })
+                })
+                .collect();
+            completion(json!({"role": "assistant", "content": null, "tool_calls": calls}), "tool_calls")
+        }
+        Step::Status { code, body, retry_after } => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = (status, echo(body)).into_response();
+            if let Some(seconds) = retry_after {
+                response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
+            }
+            response
+        }
+        Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
+        Step::Hang => std::future::pending().await,
+        Step::Delay(..) => unreachable!("delays are unwrapped above"),
+    }
+}

@@ -1,0 +1,149 @@
+//! The chat-completions wire format: the parts of it this runtime sends and reads.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    /// The agent's system prompt.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// The task.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// What the model said, sent back so it sees its own tool calls.
+    Assistant {
+        /// The text, if any.
+        content: Option<String>,
+        /// The tools it called.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// The call answered.
+        tool_call_id: String,
+        /// The result or what went wrong.
+        content: String,
+    },
+}
+
+/// A tool call made by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, which the tool message names.
+    #[serde(default)]
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function")]
+    pub kind: String,
+    /// The function and its arguments.
+    pub function: FunctionCall,
+}
+
+fn function() -> String {
+    "function".to_owned()
+}
+
+/// The function a tool call names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as a JSON text. Some servers send an object instead; it is kept as text.
+    #[serde(default, deserialize_with = "text_or_json")]
+    pub arguments: String,
+}
+
+fn text_or_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    })
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function.
+    pub function: FunctionDefinition,
+}
+
+/// A function offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDefinition {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+/// The body of `POST /chat/completions`.
+#[derive(Debug, Serialize)]
+pub struct ChatRequest<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// The tools offered.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tools: &'a [ToolDefinition],
+    /// `{"type": "json_object"}` when the answer must be JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
+
+/// The parts of a chat completion that are read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChatResponse {
+    /// The choices; the first is used.
+    pub choices: Vec<Choice>,
+    /// Tokens used, when the server reports them.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// One choice of a completion.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Choice {
+    /// The assistant's message.
+    pub message: AssistantMessage,
+}
+
+/// What the model said.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AssistantMessage {
+    /// The text, absent when it only calls tools.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The tools it calls.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<ToolCall>, D::Error> {
+    Ok(Option::<Vec<ToolCall>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Tokens a request used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+}
