@@ -6,7 +6,7 @@ use std::sync::Arc;
 use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
-use crate::event::Tokens;
+use crate::event::{Scope, Tokens};
 
 /// What starting a run needs.
 #[derive(Debug, Clone, Default)]
@@ -83,6 +83,58 @@ pub enum Command {
         attempt: u32,
         /// The question.
         question: String,
+    },
+    /// An attempt's output failed the task's verification.
+    VerificationFailed {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// Why.
+        reason: String,
+        /// Tokens the attempt and its check used.
+        tokens: Option<Tokens>,
+    },
+    /// Text was compacted: the context summary after a task, or a gate's output.
+    Compacted {
+        /// The task.
+        task: String,
+        /// What was compacted.
+        scope: Scope,
+        /// `extractive` or the compacting agent's name.
+        by: String,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+        /// The new summary (scope `summary`).
+        summary: Option<String>,
+        /// Tokens the compacting agent used.
+        tokens: Option<Tokens>,
+    },
+    /// The planner's replacement for a failed task, checked and spliced into the plan.
+    Replanned {
+        /// The failed task.
+        task: String,
+        /// The plan with the replacement spliced in.
+        plan: Arc<Plan>,
+        /// Task ids taken out.
+        removed: Vec<String>,
+        /// Task ids put in.
+        added: Vec<String>,
+        /// The critic's score of the new plan.
+        score: f64,
+        /// Tokens the planner used.
+        tokens: Option<Tokens>,
+    },
+    /// The planner gave no usable replacement.
+    ReplanFailed {
+        /// The failed task.
+        task: String,
+        /// Why.
+        reason: String,
+        /// Tokens the planner used.
+        tokens: Option<Tokens>,
     },
     /// A retry's backoff has passed.
     TimerFired {

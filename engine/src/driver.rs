@@ -9,19 +9,27 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use manifest::Plan;
+use manifest::plan::{TaskKind, Verification};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::attempt::{Gate, Job};
 use crate::clock;
 use crate::command::Command;
+use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
 use crate::handler::Handler;
-use crate::runtime::{Agents, Attempt, Reply};
+use crate::llm::LlmAgents;
+use crate::replan::Replan;
+use crate::runtime::{Agents, Attempt};
 use crate::state::{RunState, RunStatus};
 use crate::store::{EventStore, StoreError};
+use crate::summarizer::{self, Compactor, Summarizer};
 
 /// Why a run could not be driven.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -47,28 +55,36 @@ pub struct Driver<S: EventStore> {
     state: RunState,
     store: S,
     agents: Option<Agents>,
-    llm: LlmRuntimes,
+    /// How `llm` agents run: set by `with_llm`, else made from the plan on first use (one
+    /// set of provider limits for the whole run, replans included).
+    llm: Option<LlmRuntimes>,
     run_id: Arc<str>,
     seq: u64,
     workdir: PathBuf,
     observer: Option<Observer>,
     cancel_reason: Arc<OnceLock<String>>,
+    summarizer: Option<Summarizer>,
+    /// Whether a compactor agent keeps the context summary, so outputs go to the summarizer.
+    summarize: bool,
 }
 
 impl<S: EventStore> Driver<S> {
     /// A driver for a new run, or for an existing one whose records are given.
     pub fn new(run_id: String, store: S, records: &[Record], workdir: PathBuf) -> Self {
         let events: Vec<Event> = records.iter().map(|r| r.event.clone()).collect();
+        let state = RunState::fold(&events);
         Driver {
-            state: RunState::fold(&events),
+            summarize: summarizer::by_agent(&state.plan),
+            state,
             store,
             agents: None,
-            llm: Arc::new(|_| Arc::new(crate::runtime::NoLlm)),
+            llm: None,
             run_id: run_id.into(),
             seq: records.last().map_or(0, |r| r.seq),
             workdir,
             observer: None,
             cancel_reason: Arc::new(OnceLock::new()),
+            summarizer: None,
         }
     }
 
@@ -80,7 +96,7 @@ impl<S: EventStore> Driver<S> {
 
     /// Sets how `llm` agents are run.
     pub fn with_llm(mut self, llm: LlmRuntimes) -> Self {
-        self.llm = llm;
+        self.llm = Some(llm);
         self
     }
 
@@ -141,6 +157,16 @@ impl<S: EventStore> Driver<S> {
         Ok(self.state)
     }
 
+    /// The runtimes of a plan's agents.
+    fn agents_for(&mut self, plan: &Arc<Plan>) -> Agents {
+        let llm = self.llm.get_or_insert_with(|| {
+            // Built when the first llm agent needs it: plans without one never start an HTTP client.
+            let (plan, agents) = (Arc::clone(plan), OnceLock::new());
+            Arc::new(move |name: &str| agents.get_or_init(|| LlmAgents::new(&plan)).runtime(name))
+        });
+        Agents::for_plan(plan, &**llm)
+    }
+
     /// Makes a batch durable, tells the observer, then starts what it dispatched.
     async fn commit(
         &mut self,
@@ -159,16 +185,28 @@ impl<S: EventStore> Driver<S> {
             .collect();
         let mut starts = Vec::new();
         let mut timers = Vec::new();
+        let mut succeeded = Vec::new();
+        let mut replans = Vec::new();
         let mut ended = false;
         for record in &records {
             match &record.event {
-                Event::RunCreated { plan, .. } => {
-                    self.agents = Some(Agents::for_plan(plan, &*self.llm));
+                Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
+                    self.agents = Some(self.agents_for(&Arc::clone(plan)));
+                    self.summarize = summarizer::by_agent(plan);
                 }
                 Event::TaskDispatched { task, attempt, input } => {
                     starts.push((task.clone(), *attempt, Arc::<str>::from(input.as_str())));
                 }
                 Event::RetryScheduled { task, delay_ms, .. } => timers.push((task.clone(), *delay_ms)),
+                Event::TaskSucceeded { task, output, .. } if self.summarize => {
+                    succeeded.push((task.clone(), output.clone()));
+                }
+                Event::ReplanRequested { task, reason } => replans.push((task.clone(), reason.clone())),
+                // Replans a crash cut short are asked for again.
+                Event::RunResumed => replans.extend(self.state.replanning.iter().map(|task| {
+                    let i = self.state.index_of(task);
+                    (task.clone(), i.and_then(|i| self.state.tasks[i].error.clone()).unwrap_or_default())
+                })),
                 Event::RunCompleted { .. } | Event::RunCancelled { .. } => ended = true,
                 _ => {}
             }
@@ -188,9 +226,24 @@ impl<S: EventStore> Driver<S> {
             return Ok(());
         }
         if self.agents.is_none() && !starts.is_empty() {
-            self.agents = Some(Agents::for_plan(&self.state.plan, &*self.llm));
+            self.agents = Some(self.agents_for(&Arc::clone(&self.state.plan)));
         }
         let Some(agents) = &self.agents else { return Ok(()) };
+        if !succeeded.is_empty() {
+            let summarizer = self.summarizer.get_or_insert_with(|| {
+                let control = &self.state.plan.control;
+                let compactor = control.compactor.as_ref().and_then(|name| {
+                    let runtime = agents.agent(&name.value)?;
+                    Some(Compactor { name: name.value.clone(), runtime, workdir: self.workdir.clone() })
+                });
+                let budget = control.summary_budget.unwrap_or(summarizer::DEFAULT_BUDGET);
+                let summary = self.state.context_summary.clone();
+                Summarizer::start(summary, budget, compactor, sender.clone(), attempts, stop.clone())
+            });
+            for (task, output) in succeeded {
+                summarizer.add(task, output);
+            }
+        }
         for (task, attempt, input) in starts {
             // A task that failed to render is dispatched and failed in the same batch.
             let Some(i) = self.state.index_of(&task) else { continue };
@@ -199,41 +252,67 @@ impl<S: EventStore> Driver<S> {
             {
                 continue;
             }
-            let runtime = agents.runtime(i);
-            let timeout = agents.timeout(i);
             let spec = &self.state.plan.tasks[i];
             let request = Attempt {
                 max_output_tokens: spec.max_output_tokens,
                 attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
                 schema: match &spec.verification {
-                    Some(manifest::plan::Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
+                    Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
                     _ => None,
                 },
                 may_ask: self.state.plan.control.allow_clarification,
-                ..Attempt::new(task.clone(), attempt, input, self.workdir.clone())
+                ..Attempt::new(task, attempt, input, self.workdir.clone())
             };
-            let cancel = stop.child_token();
-            let started = Instant::now();
-            let mut work = runtime.run(request, cancel.clone());
-            // A reply that is ready at once (a mock agent, a gate with no agent) is taken here,
+            let check = spec.verification.clone().map(|check| {
+                let reviewer = match &check {
+                    Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
+                    _ => None,
+                };
+                (check, reviewer)
+            });
+            let gate = match (spec.kind, spec.max_output_tokens) {
+                (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
+                    cap,
+                    agent: spec.agent.as_ref().map(|a| a.value.clone()),
+                    tokenizer: tokenizer_of(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
+                }),
+                _ => None,
+            };
+            let job = Job {
+                runtime: agents.runtime(i),
+                request,
+                timeout: agents.timeout(i),
+                check,
+                gate,
+                error_limit: self.state.plan.control.error_char_limit as usize,
+            };
+            let mut work = Box::pin(job.perform(stop.child_token()));
+            // An attempt that is done at once (a mock agent, a gate with no agent) is taken here,
             // without a task of its own; anything else gets a task.
-            if let Poll::Ready(reply) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                let _ = sender.send(command_of(task, attempt, reply, started));
+            if let Poll::Ready(commands) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                for command in commands {
+                    let _ = sender.send(command);
+                }
                 continue;
             }
             let sender = sender.clone();
             attempts.spawn(async move {
-                let reply = match timeout {
-                    Some(limit) => match tokio::time::timeout(limit, work).await {
-                        Ok(reply) => reply,
-                        Err(_) => {
-                            cancel.cancel();
-                            Reply::failed(format!("timed out after {}", describe(limit)))
-                        }
-                    },
-                    None => work.await,
-                };
-                let _ = sender.send(command_of(task, attempt, reply, started));
+                for command in work.await {
+                    let _ = sender.send(command);
+                }
+            });
+        }
+        for (task, error) in replans {
+            let planner = self.state.plan.control.planner.as_ref().and_then(|name| agents.agent(&name.value));
+            let Some(planner) = planner else {
+                let reason = "the planner agent has no runtime".to_owned();
+                let _ = sender.send(Command::ReplanFailed { task, reason, tokens: None });
+                continue;
+            };
+            let replan = Replan::new(&self.state, &task, &error, planner, self.workdir.clone());
+            let (sender, cancel) = (sender.clone(), stop.child_token());
+            attempts.spawn(async move {
+                let _ = sender.send(replan.perform(cancel).await);
             });
         }
         for (task, delay_ms) in timers {
@@ -251,18 +330,16 @@ impl<S: EventStore> Driver<S> {
     }
 }
 
-/// The command that reports an attempt's reply.
-fn command_of(task: String, attempt: u32, reply: Reply, started: Instant) -> Command {
-    let duration_ms = started.elapsed().as_millis() as u64;
-    match reply {
-        Reply::Output { text, tokens } => Command::Succeeded { task, attempt, output: text, tokens, duration_ms },
-        Reply::Failure { error, retryable } => Command::Failed { task, attempt, error, retryable },
-        Reply::Question(question) => Command::NeedsClarification { task, attempt, question },
-    }
-}
-
-fn describe(limit: Duration) -> String {
-    manifest::Duration::from_millis(limit.as_millis() as u64).to_string()
+/// The tokenizer of an agent's provider; o200k for other agents and unknown names.
+fn tokenizer_of(plan: &Plan, agent: Option<&str>) -> Tokenizer {
+    let provider = agent
+        .and_then(|name| plan.agents.get(name))
+        .and_then(|agent| match &agent.runtime {
+            manifest::plan::Runtime::Llm { provider, .. } => provider.as_ref(),
+            _ => None,
+        })
+        .and_then(|provider| plan.providers.get(&provider.value));
+    Tokenizer::named(provider.and_then(|p| p.tokenizer.as_deref())).unwrap_or(Tokenizer::O200k)
 }
 
 /// A delay between half and all of `delay_ms` ("equal jitter"), so retries of many tasks that

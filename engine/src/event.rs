@@ -33,6 +33,16 @@ pub struct Tokens {
     pub completion: u64,
 }
 
+/// What a compaction made fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The rolling context summary, under `summary_budget`.
+    Summary,
+    /// A synthesis gate's output, under its `max_output_tokens`.
+    Gate,
+}
+
 /// How a finished run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,6 +182,78 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         comment: Option<String>,
     },
+    /// An output failed its task's verification; the attempt counts as failed (a `TaskFailed`
+    /// follows) and the reason goes into the next attempt's input.
+    VerificationFailed {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// Why the check failed.
+        reason: String,
+        /// Tokens the attempt and its check used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+    },
+    /// Text was compacted to fit a budget: the rolling context summary after a task, or a
+    /// synthesis gate's output held to its cap.
+    ContextCompacted {
+        /// The task whose output was compacted or merged into the summary.
+        task: String,
+        /// What was compacted.
+        scope: Scope,
+        /// Who compacted it: `extractive` or the name of the agent.
+        by: String,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+        /// The new context summary (scope `summary`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// Tokens the compacting agent used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+    },
+    /// A failed task's policy asks the planner for a replacement; the run waits for it.
+    ReplanRequested {
+        /// The failed task.
+        task: String,
+        /// Its error.
+        reason: String,
+    },
+    /// The planner's replacement was spliced in: the failed task and its unstarted
+    /// descendants were removed and new tasks added.
+    Replanned {
+        /// The failed task.
+        task: String,
+        /// Task ids taken out.
+        removed: Vec<String>,
+        /// Task ids put in.
+        added: Vec<String>,
+        /// The whole plan from now on.
+        plan: Arc<Plan>,
+        /// The critic's score of the new plan (0-10).
+        score: f64,
+        /// Tokens the planner used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+    },
+    /// The planner gave no usable replacement; the failed task's fallback applies.
+    ReplanFailed {
+        /// The failed task.
+        task: String,
+        /// Why.
+        reason: String,
+        /// Tokens the planner used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+    },
+    /// The token budget or a phase's turns ran out: nothing more is dispatched.
+    BudgetExhausted {
+        /// Which budget, and how much was used.
+        reason: String,
+    },
     /// Nothing can run until somebody answers or decides.
     RunPaused {
         /// What the run waits for.
@@ -210,6 +292,12 @@ impl Event {
             Event::ClarificationProvided { .. } => "ClarificationProvided",
             Event::ReviewRequested { .. } => "ReviewRequested",
             Event::ReviewDecided { .. } => "ReviewDecided",
+            Event::VerificationFailed { .. } => "VerificationFailed",
+            Event::ContextCompacted { .. } => "ContextCompacted",
+            Event::ReplanRequested { .. } => "ReplanRequested",
+            Event::Replanned { .. } => "Replanned",
+            Event::ReplanFailed { .. } => "ReplanFailed",
+            Event::BudgetExhausted { .. } => "BudgetExhausted",
             Event::RunPaused { .. } => "RunPaused",
             Event::RunResumed => "RunResumed",
             Event::RunCancelled { .. } => "RunCancelled",
@@ -230,7 +318,12 @@ impl Event {
             | Event::ClarificationRequested { task, .. }
             | Event::ClarificationProvided { task, .. }
             | Event::ReviewRequested { task, .. }
-            | Event::ReviewDecided { task, .. } => Some(task),
+            | Event::ReviewDecided { task, .. }
+            | Event::VerificationFailed { task, .. }
+            | Event::ContextCompacted { task, .. }
+            | Event::ReplanRequested { task, .. }
+            | Event::Replanned { task, .. }
+            | Event::ReplanFailed { task, .. } => Some(task),
             _ => None,
         }
     }

@@ -4,6 +4,7 @@
 //! state rebuilt by [`Handler::fold`]. The driver, agent runtimes and event store that do the
 //! IO around it live beside it.
 
+pub mod attempt;
 pub mod clock;
 pub mod command;
 pub mod context;
@@ -12,14 +13,16 @@ pub mod error;
 pub mod event;
 pub mod handler;
 pub mod llm;
+pub mod replan;
 pub mod runtime;
 pub mod state;
 pub mod store;
+pub mod summarizer;
 pub mod template;
 pub mod verify;
 
 pub use command::{Command, Start};
 pub use error::EngineError;
-pub use event::{Event, Outcome, Record, Tokens};
+pub use event::{Event, Outcome, Record, Scope, Tokens};
 pub use handler::Handler;
 pub use state::{RunState, RunStatus, TaskState, TaskStatus};

@@ -5,7 +5,7 @@
 //! same state out, so the live state always equals the fold of the log.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use manifest::plan::{Action, Strategy, TaskKind};
@@ -13,9 +13,12 @@ use manifest::{Plan, TaskGraph};
 use sha2::{Digest, Sha256};
 
 use crate::command::{Command, Start};
+use crate::context;
+use crate::context::tokens::{Tokenizer, count};
 use crate::error::EngineError;
-use crate::event::{Event, Outcome, SCHEMA_VERSION};
+use crate::event::{Event, Outcome, SCHEMA_VERSION, Scope, Tokens};
 use crate::handler::Handler;
+use crate::summarizer;
 use crate::template::Renderer;
 
 /// Where a task stands.
@@ -105,6 +108,8 @@ pub struct TaskState {
     pub question: Option<String>,
     /// Answers given so far, appended to the input of later attempts.
     pub answers: Vec<String>,
+    /// Why the latest output failed verification, told to the next attempt.
+    pub feedback: Option<String>,
     /// Whether the latest attempt is in flight (counted against concurrency limits).
     in_flight: bool,
     /// Whether a retry's timer is running.
@@ -125,6 +130,7 @@ impl TaskState {
             input: None,
             question: None,
             answers: Vec::new(),
+            feedback: None,
             in_flight: false,
             waiting_timer: false,
             queued: false,
@@ -148,6 +154,19 @@ pub struct RunState {
     pub vars: BTreeMap<String, String>,
     /// The strategy in force.
     pub strategy: Strategy,
+    /// The rolling summary of what the run has found, for `{{ context_summary }}`.
+    pub context_summary: String,
+    /// Tokens used so far by agents, checks, compaction and the planner.
+    pub tokens: Tokens,
+    /// Replacements spliced in so far.
+    pub replans: u32,
+    /// Failed tasks waiting for the planner's replacement.
+    pub replanning: BTreeSet<String>,
+    /// Why dispatching stopped, once a budget ran out.
+    pub exhausted: Option<String>,
+    /// Whether a task reads `{{ context_summary }}` and no compactor agent keeps it: then the
+    /// extractive summary is merged here, as each output is recorded.
+    summarize: bool,
     running: usize,
     group_running: HashMap<String, usize>,
     /// A cache of the queued tasks by priority (see `priority`); entries of tasks no longer
@@ -173,6 +192,8 @@ struct Tally {
     phase_left: Vec<usize>,
     /// Per phase: attempts in flight and retries waiting.
     phase_busy: Vec<usize>,
+    /// Per phase: attempts dispatched (for `max_turns_per_phase`).
+    turns: Vec<u32>,
     /// Per phase and parallel group: the members, in list order (for `phased`).
     units: HashMap<(usize, String), Vec<usize>>,
     /// The group unit `phased` is starting, and the next member to start.
@@ -194,6 +215,11 @@ impl PartialEq for RunState {
             && self.tasks == other.tasks
             && self.vars == other.vars
             && self.strategy == other.strategy
+            && self.context_summary == other.context_summary
+            && self.tokens == other.tokens
+            && self.replans == other.replans
+            && self.replanning == other.replanning
+            && self.exhausted == other.exhausted
             && self.running == other.running
             && self.group_running == other.group_running
             && same_plan(&self.plan, &other.plan)
@@ -212,6 +238,12 @@ impl RunState {
             tasks: Vec::new(),
             vars: BTreeMap::new(),
             strategy: Strategy::Eager,
+            context_summary: String::new(),
+            tokens: Tokens::default(),
+            replans: 0,
+            replanning: BTreeSet::new(),
+            exhausted: None,
+            summarize: false,
             running: 0,
             group_running: HashMap::new(),
             ready: BinaryHeap::new(),
@@ -225,6 +257,27 @@ impl RunState {
     /// The index of a task by id.
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.graph.index_of(id)
+    }
+
+    /// Task `task` and its descendants that have not started: what a replan replaces.
+    pub fn replaceable(&self, task: &str) -> Vec<String> {
+        let Some(failed) = self.index_of(task) else { return Vec::new() };
+        let mut seen = vec![false; self.tasks.len()];
+        seen[failed] = true;
+        let mut stack = vec![failed];
+        let mut found = Vec::new();
+        while let Some(i) = stack.pop() {
+            found.push(i);
+            for child in self.graph.children(i) {
+                let state = &self.tasks[child];
+                if !seen[child] && state.status == TaskStatus::Pending && state.attempts == 0 {
+                    seen[child] = true;
+                    stack.push(child);
+                }
+            }
+        }
+        found.sort_unstable();
+        found.into_iter().map(|i| self.id(i).to_owned()).collect()
     }
 
     /// Attempts in flight.
@@ -301,18 +354,64 @@ impl RunState {
             policy.action
         };
         match next {
-            Action::Skip if !self.plan.tasks[i].critical => {
-                self.emit(Event::TaskSkipped { task, reason: format!("failed: {error}") }, out);
+            Action::Replan => self.request_replan(i, error, out),
+            action => self.give_up(i, action, &error, out),
+        }
+    }
+
+    /// Skips a failed task when `action` is `skip` and it is not critical; otherwise fails the run.
+    fn give_up(&mut self, i: usize, action: Action, error: &str, out: &mut Vec<Event>) {
+        let task = self.id(i).to_owned();
+        if action == Action::Skip && !self.plan.tasks[i].critical {
+            self.emit(Event::TaskSkipped { task, reason: format!("failed: {error}") }, out);
+        } else {
+            let critical = if self.plan.tasks[i].critical { "critical " } else { "" };
+            self.finish(Outcome::Failed, format!("{critical}task `{task}` failed: {error}"), out);
+        }
+    }
+
+    /// Asks the planner for a replacement of failed task `i`, when there is a planner and
+    /// replans are left; otherwise the task fails for good (`then` follows only `retry`).
+    fn request_replan(&mut self, i: usize, error: String, out: &mut Vec<Event>) {
+        let control = &self.plan.control;
+        let refusal = if control.planner.is_none() {
+            Some("its policy is to replan, but `control_logic.planner` names no planner agent".to_owned())
+        } else if self.replans >= control.max_replans {
+            Some(format!("the run has already replanned {} times (max_replans)", self.replans))
+        } else {
+            None
+        };
+        match refusal {
+            Some(refusal) => self.give_up(i, Action::Fail, &format!("{error}; {refusal}"), out),
+            None => {
+                let task = self.id(i).to_owned();
+                self.emit(Event::ReplanRequested { task, reason: error }, out);
             }
-            Action::Replan => {
-                let reason =
-                    format!("task `{task}` failed and asks to replan, but no planner is available in this version");
-                self.finish(Outcome::Failed, reason, out);
+        }
+    }
+
+    /// Whether dispatching `input` for task `i` would go past the token budget or its phase's
+    /// turns; the input's bytes over four estimate its prompt tokens.
+    fn over_budget(&self, i: usize, input: &str) -> Option<String> {
+        let control = &self.plan.control;
+        let used = self.tokens.prompt + self.tokens.completion;
+        if let Some(budget) = control.token_budget {
+            let estimate = (input.len() as u64).div_ceil(4);
+            if used.saturating_add(estimate) > budget {
+                return Some(format!(
+                    "the token budget is spent: {used} of {budget} tokens used, and task `{}` would need about {estimate} more",
+                    self.id(i)
+                ));
             }
-            _ => {
-                let critical = if self.plan.tasks[i].critical { "critical " } else { "" };
-                self.finish(Outcome::Failed, format!("{critical}task `{task}` failed: {error}"), out);
-            }
+        }
+        let level = self.graph.level(i);
+        match control.max_turns_per_phase {
+            Some(max) if self.tally.turns.get(level).copied().unwrap_or(0) >= max => Some(format!(
+                "phase {} has used all {max} of its turns (max_turns_per_phase) before task `{}`",
+                level + 1,
+                self.id(i)
+            )),
+            _ => None,
         }
     }
 
@@ -338,7 +437,7 @@ impl RunState {
     fn schedule(&mut self, out: &mut Vec<Event>) {
         // A start that takes no agent (a review, an input that cannot render) leaves its turn
         // free at once, so rounds go on until one starts nothing.
-        while self.status == RunStatus::Running {
+        while self.status == RunStatus::Running && self.exhausted.is_none() {
             let before = out.len();
             match self.strategy {
                 Strategy::Eager => self.schedule_eager(out),
@@ -375,7 +474,7 @@ impl RunState {
     }
 
     fn schedule_eager(&mut self, out: &mut Vec<Event>) {
-        while self.running < self.limit() && self.status == RunStatus::Running {
+        while self.running < self.limit() && self.status == RunStatus::Running && self.exhausted.is_none() {
             let Some((priority, i)) = self.next_ready() else { break };
             if self.plan.tasks[i].kind != TaskKind::HumanReview && !self.group_allows(i) {
                 // Parked until a member of its group finishes.
@@ -432,7 +531,7 @@ impl RunState {
     fn continue_unit(&mut self, out: &mut Vec<Event>) -> bool {
         let Some((phase, group, mut next)) = self.tally.unit.take() else { return false };
         let members = self.tally.units.get(&(phase, group.clone())).cloned().unwrap_or_default();
-        while next < members.len() && self.status == RunStatus::Running {
+        while next < members.len() && self.status == RunStatus::Running && self.exhausted.is_none() {
             let i = members[next];
             if !self.tasks[i].queued {
                 next += 1;
@@ -468,7 +567,10 @@ impl RunState {
         }
         let attempt = self.tasks[i].attempts + 1;
         match self.render_input(i) {
-            Ok(input) => self.emit(Event::TaskDispatched { task, attempt, input }, out),
+            Ok(input) => match self.over_budget(i, &input) {
+                Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
+                None => self.emit(Event::TaskDispatched { task, attempt, input }, out),
+            },
             Err(error) => {
                 // The attempt never reaches an agent, but it is recorded, so it counts.
                 self.emit(Event::TaskDispatched { task, attempt, input: String::new() }, out);
@@ -486,6 +588,14 @@ impl RunState {
             (None, _) => String::new(),
         };
         let mut input = self.renderer.render(&template, self)?;
+        if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {
+            input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
+        }
+        if let Some(reason) = &self.tasks[i].feedback {
+            input.push_str("\n\nThe previous answer failed verification: ");
+            input.push_str(reason);
+            input.push_str("\nAnswer again and fix this.");
+        }
         for answer in &self.tasks[i].answers {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
@@ -497,7 +607,11 @@ impl RunState {
     fn settle(&mut self, out: &mut Vec<Event>) {
         // Tasks still queued after scheduling cannot start: they wait behind a paused task of
         // an earlier phase.
-        if self.running > 0 || self.tally.waiting > 0 {
+        if self.running > 0 || self.tally.waiting > 0 || !self.replanning.is_empty() {
+            return;
+        }
+        if let Some(reason) = self.exhausted.clone() {
+            self.end_exhausted(reason, out);
             return;
         }
         if self.tally.paused > 0 {
@@ -526,6 +640,112 @@ impl RunState {
             )
         };
         self.finish(outcome, summary, out);
+    }
+
+    /// The extractive merge of a task's output into the context summary.
+    fn merge_summary(&self, task: &str, output: &str) -> Event {
+        let budget = self.plan.control.summary_budget.unwrap_or(summarizer::DEFAULT_BUDGET) as usize;
+        let summary = context::summary::merge(&self.context_summary, task, output, budget, Tokenizer::O200k);
+        Event::ContextCompacted {
+            task: task.to_owned(),
+            scope: Scope::Summary,
+            by: "extractive".to_owned(),
+            tokens_before: (count(&self.context_summary, Tokenizer::O200k) + count(output, Tokenizer::O200k)) as u64,
+            tokens_after: count(&summary, Tokenizer::O200k) as u64,
+            summary: Some(summary),
+            tokens: None,
+        }
+    }
+
+    /// Adds an agent's token use to the run's.
+    fn count(&mut self, tokens: Option<Tokens>) {
+        if let Some(tokens) = tokens {
+            self.tokens.prompt += tokens.prompt;
+            self.tokens.completion += tokens.completion;
+        }
+    }
+
+    /// Swaps in a replanned plan: kept tasks keep their state and new ones start pending. A
+    /// plan whose graph cannot be built (only a tampered log has one) is ignored.
+    fn splice(&mut self, plan: Arc<Plan>) {
+        let Ok(graph) = TaskGraph::build(&plan) else { return };
+        let mut old: HashMap<String, TaskState> =
+            self.plan.tasks.iter().map(|t| t.id.value.clone()).zip(std::mem::take(&mut self.tasks)).collect();
+        let tasks = plan.tasks.iter().map(|t| old.remove(&t.id.value).unwrap_or_else(|| TaskState::new(0))).collect();
+        self.rebuild(plan, Arc::new(graph), tasks);
+    }
+
+    /// Installs a plan with the given task states and derives every count, limit and queue
+    /// from them.
+    fn rebuild(&mut self, plan: Arc<Plan>, graph: Arc<TaskGraph>, mut tasks: Vec<TaskState>) {
+        let phases = graph.phases().len();
+        let mut tally = Tally {
+            phase_left: vec![0; phases],
+            phase_busy: vec![0; phases],
+            turns: vec![0; phases],
+            ..Tally::default()
+        };
+        self.running = 0;
+        self.group_running.clear();
+        self.ready.clear();
+        self.phase = 0;
+        let settled: Vec<bool> =
+            tasks.iter().map(|t| matches!(t.status, TaskStatus::Succeeded | TaskStatus::Skipped)).collect();
+        for (i, state) in tasks.iter_mut().enumerate() {
+            let level = graph.level(i);
+            state.queued = false;
+            state.blocked_by = graph.parents(i).filter(|&p| !settled[p]).count() as u32;
+            tally.turns[level] += state.attempts;
+            if !state.status.is_final() {
+                tally.phase_left[level] += 1;
+            } else {
+                tally.finished += 1;
+            }
+            if state.status == TaskStatus::Paused {
+                tally.paused += 1;
+            }
+            if state.waiting_timer {
+                tally.waiting += 1;
+                tally.phase_busy[level] += 1;
+            }
+            if state.in_flight {
+                self.running += 1;
+                tally.phase_busy[level] += 1;
+                if let Some(group) = &plan.tasks[i].parallel_group {
+                    *self.group_running.entry(group.value.clone()).or_default() += 1;
+                }
+            }
+            if let Some(group) = &plan.tasks[i].parallel_group {
+                tally.units.entry((level, group.value.clone())).or_default().push(i);
+            }
+        }
+        self.tasks = tasks;
+        self.tally = tally;
+        self.summarize = summarizer::wanted(&plan) && plan.control.compactor.is_none();
+        self.plan = plan;
+        self.graph = graph;
+        for i in 0..self.tasks.len() {
+            let state = &self.tasks[i];
+            if state.status == TaskStatus::Pending && state.blocked_by == 0 && !state.waiting_timer && !state.in_flight
+            {
+                self.enqueue(i);
+            }
+        }
+    }
+
+    /// Ends a run whose budget ran out: what never finished is skipped, and the run fails if
+    /// any of it was critical.
+    fn end_exhausted(&mut self, reason: String, out: &mut Vec<Event>) {
+        let mut critical = false;
+        for i in 0..self.tasks.len() {
+            if !self.tasks[i].status.is_final() {
+                critical |= self.plan.tasks[i].critical;
+                let task = self.id(i).to_owned();
+                self.emit(Event::TaskSkipped { task, reason: format!("not run: {reason}") }, out);
+            }
+        }
+        let outcome = if critical { Outcome::Failed } else { Outcome::Partial };
+        self.finish(outcome, reason, out);
     }
 
     /// Marks dependents of a finished task ready when nothing else holds them.
@@ -669,7 +889,54 @@ impl Handler for RunState {
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
-                self.emit(Event::TaskSucceeded { task, attempt, output, tokens, duration_ms }, &mut out);
+                let empty = output.trim().is_empty();
+                if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {
+                    let error = "the output was empty (replan_on_empty_result)".to_owned();
+                    self.emit(Event::TaskFailed { task, attempt, error: error.clone() }, &mut out);
+                    self.request_replan(i, error, &mut out);
+                } else {
+                    let merge = self.summarize.then(|| self.merge_summary(&task, &output));
+                    self.emit(Event::TaskSucceeded { task, attempt, output, tokens, duration_ms }, &mut out);
+                    if let Some(event) = merge {
+                        self.emit(event, &mut out);
+                    }
+                }
+            }
+            Command::VerificationFailed { task, attempt, reason, tokens } => {
+                let i = self.task_index(&task)?;
+                if self.status.is_final() || !self.is_current(i, attempt) {
+                    return Ok(out);
+                }
+                let error = format!("verification failed: {reason}");
+                self.emit(Event::VerificationFailed { task, attempt, reason, tokens }, &mut out);
+                self.fail_attempt(i, attempt, error, true, &mut out);
+            }
+            Command::Compacted { task, scope, by, tokens_before, tokens_after, summary, tokens } => {
+                self.task_index(&task)?;
+                if self.status.is_final() {
+                    return Ok(out);
+                }
+                let event = Event::ContextCompacted { task, scope, by, tokens_before, tokens_after, summary, tokens };
+                self.emit(event, &mut out);
+            }
+            Command::Replanned { task, plan, removed, added, score, tokens } => {
+                if self.status.is_final() || !self.replanning.contains(&task) {
+                    return Ok(out);
+                }
+                if TaskGraph::build(&plan).is_err() {
+                    let reason = "the replacement's dependencies form a cycle".to_owned();
+                    return self.process(Command::ReplanFailed { task, reason, tokens });
+                }
+                self.emit(Event::Replanned { task, removed, added, plan, score, tokens }, &mut out);
+            }
+            Command::ReplanFailed { task, reason, tokens } => {
+                let i = self.task_index(&task)?;
+                if self.status.is_final() || !self.replanning.contains(&task) {
+                    return Ok(out);
+                }
+                let error = self.tasks[i].error.clone().unwrap_or_default();
+                self.emit(Event::ReplanFailed { task, reason: reason.clone(), tokens }, &mut out);
+                self.give_up(i, Action::Fail, &format!("{error}; replanning failed: {reason}"), &mut out);
             }
             Command::Failed { task, attempt, error, retryable } => {
                 let i = self.task_index(&task)?;
@@ -727,7 +994,9 @@ impl Handler for RunState {
             }
             Command::Continue => {
                 self.require_active()?;
-                let movable = self.running > 0 || self.tasks.iter().any(|t| t.queued || t.waiting_timer);
+                let movable = self.running > 0
+                    || !self.replanning.is_empty()
+                    || self.tasks.iter().any(|t| t.queued || t.waiting_timer);
                 // A decision while paused can leave every task final: then the run goes on to end.
                 let asking = self.tasks.iter().any(|t| t.status == TaskStatus::Paused);
                 if self.status == RunStatus::Paused && asking && !movable {
@@ -750,26 +1019,12 @@ impl Handler for RunState {
                             .unwrap_or_else(|_| unreachable!("an empty plan has no cycle"))
                     }))
                 });
-                self.tasks = (0..plan.tasks.len()).map(|i| TaskState::new(graph.parents(i).count() as u32)).collect();
-                let mut tally = Tally {
-                    phase_left: graph.phases().iter().map(Vec::len).collect(),
-                    phase_busy: vec![0; graph.phases().len()],
-                    ..Tally::default()
-                };
-                for (i, task) in plan.tasks.iter().enumerate() {
-                    if let Some(group) = &task.parallel_group {
-                        tally.units.entry((graph.level(i), group.value.clone())).or_default().push(i);
-                    }
-                }
-                self.tally = tally;
-                self.plan = Arc::clone(plan);
-                self.graph = graph;
-                self.vars = vars.clone();
+                // The strategy first: it sets the priorities the ready queue is built with.
                 self.strategy = *strategy;
+                self.vars = vars.clone();
+                let tasks = vec![TaskState::new(0); plan.tasks.len()];
+                self.rebuild(Arc::clone(plan), graph, tasks);
                 self.status = RunStatus::Running;
-                for root in self.graph.roots() {
-                    self.enqueue(root);
-                }
             }
             Event::TaskReused { task, output } => {
                 let Some(i) = self.index_of(task) else { return };
@@ -791,8 +1046,11 @@ impl Handler for RunState {
                 if let Some(group) = &self.plan.tasks[i].parallel_group {
                     *self.group_running.entry(group.value.clone()).or_default() += 1;
                 }
+                let level = self.graph.level(i);
+                self.tally.turns[level] += 1;
             }
-            Event::TaskSucceeded { task, output, .. } => {
+            Event::TaskSucceeded { task, output, tokens, .. } => {
+                self.count(*tokens);
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Succeeded);
@@ -852,6 +1110,31 @@ impl Handler for RunState {
                     self.release_dependents(i);
                 }
             }
+            Event::VerificationFailed { task, reason, tokens, .. } => {
+                self.count(*tokens);
+                let Some(i) = self.index_of(task) else { return };
+                self.tasks[i].feedback = Some(reason.clone());
+            }
+            Event::ContextCompacted { scope, summary, tokens, .. } => {
+                self.count(*tokens);
+                if let (Scope::Summary, Some(summary)) = (scope, summary) {
+                    self.context_summary.clone_from(summary);
+                }
+            }
+            Event::ReplanRequested { task, .. } => {
+                self.replanning.insert(task.clone());
+            }
+            Event::Replanned { task, plan, tokens, .. } => {
+                self.count(*tokens);
+                self.replanning.remove(task);
+                self.replans += 1;
+                self.splice(Arc::clone(plan));
+            }
+            Event::ReplanFailed { task, tokens, .. } => {
+                self.count(*tokens);
+                self.replanning.remove(task);
+            }
+            Event::BudgetExhausted { reason } => self.exhausted = Some(reason.clone()),
             Event::RunPaused { .. } => self.status = RunStatus::Paused,
             Event::RunResumed => {
                 self.status = RunStatus::Running;

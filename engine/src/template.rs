@@ -90,7 +90,7 @@ impl Renderer {
         let context = BTreeMap::from([
             ("mission", Value::from(run.plan.mission.clone().unwrap_or_default())),
             ("vars", Value::from(run.vars.clone())),
-            ("context_summary", Value::from("")),
+            ("context_summary", Value::from(run.context_summary.as_str())),
             ("tasks", Value::from(tasks)),
         ]);
         compiled.render(context).map_err(|e| describe(&e))

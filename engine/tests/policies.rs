@@ -264,15 +264,70 @@ async fn retry_exhausted_then_fail_fails_the_run() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn replan_fails_the_run_because_no_planner_is_available() {
-    let plan =
-        mock_plan("{a: [{fail: wrong}]}", "    - {id: a, agent: m, input: x, on_failure: replan}", "{planner: m}");
+async fn a_replan_splices_in_the_planners_tasks_in_place_of_the_failed_one_and_its_tail() {
+    let replacement = r#"'{"workflow": [{"id": "a2", "agent": "m", "input": "second try"}, {"id": "b2", "agent": "m", "input": "after {{ tasks.a2.output }}", "depends_on": ["a2"]}]}'"#;
+    let plan = mock_plan(
+        &format!("{{a: [{{fail: wrong}}], a.replan: {replacement}}}"),
+        "    - {id: keep, agent: m, input: k}\n    - {id: a, agent: m, input: x, depends_on: [keep], on_failure: replan}\n    \
+         - {id: b, agent: m, input: yy, depends_on: [a]}",
+        "{planner: m}",
+    );
     let store = MemoryStore::new();
     let state = start(&store, &plan).await;
     let log = events(&store);
-    assert_eq!(trace(&log), ["RunCreated", "TaskDispatched a#1", "TaskFailed a#1", "RunCompleted failed"]);
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
+    let replanned = log.iter().find_map(|e| match e {
+        Event::Replanned { task, removed, added, .. } => Some((task.clone(), removed.clone(), added.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        replanned,
+        Some(("a".to_owned(), vec!["a".to_owned(), "b".to_owned()], vec!["a2".to_owned(), "b2".to_owned()]))
+    );
+    let ids: Vec<&str> = state.plan.tasks.iter().map(|t| t.id.value.as_str()).collect();
+    assert_eq!(ids, ["keep", "a2", "b2"]);
+    assert_eq!(state.tasks[state.index_of("b2").expect("b2")].output.as_deref(), Some("after second try"));
+    assert_eq!(state.replans, 1);
+    assert_eq!(RunState::fold(&log), state, "the fold of the log equals the live state");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_that_stays_invalid_after_one_repair_fails_the_task() {
+    let bad = r#"'{"workflow": [{"id": "a2", "agent": "nobody", "input": "x"}]}'"#;
+    let plan = mock_plan(
+        &format!("{{a: [{{fail: wrong}}], a.replan: {bad}}}"),
+        "    - {id: a, agent: m, input: x, on_failure: replan}\n    - {id: b, agent: m, input: yy}",
+        "{planner: m}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    let reason = log.iter().find_map(|e| match e {
+        Event::ReplanFailed { reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    let reason = reason.expect("the replan failed");
+    assert!(reason.contains("after one repair") && reason.contains("unknown_agent"), "{reason}");
+    assert_eq!(status(&state, "a"), TaskStatus::Failed);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
-    assert!(completed_summary(&log).contains("no planner is available"), "{}", completed_summary(&log));
+    assert!(completed_summary(&log).contains("replanning failed"), "{}", completed_summary(&log));
+}
+
+#[tokio::test(start_paused = true)]
+async fn replanning_past_max_replans_fails_the_run_saying_why() {
+    let again = r#"'{"workflow": [{"id": "a2", "agent": "m", "input": "x", "on_failure": "replan"}]}'"#;
+    let plan = mock_plan(
+        &format!("{{a: [{{fail: wrong}}], a2: [{{fail: again}}], a.replan: {again}}}"),
+        "    - {id: a, agent: m, input: x, on_failure: replan}",
+        "{planner: m, max_replans: 1}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
+    assert_eq!(state.replans, 1);
+    let log = events(&store);
+    let summary = completed_summary(&log);
+    assert!(summary.contains("a2") && summary.contains("max_replans"), "{summary}");
 }
 
 #[tokio::test(start_paused = true)]

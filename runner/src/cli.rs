@@ -48,7 +48,7 @@ enum Command {
     },
     /// Draw a plan's task graph with its phases, parallel groups, gates and reviews.
     Graph {
-        /// The plan file (YAML or JSON).
+        /// The plan file (YAML or JSON), or a run id: that run's current plan, replanned tasks included.
         plan: PathBuf,
         /// Output format.
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]

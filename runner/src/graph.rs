@@ -10,21 +10,34 @@ use manifest::{Plan, TaskGraph};
 
 use crate::cli::{EXIT_USAGE, GraphFormat};
 use crate::diagnostics::{color_stderr, print, render_human};
+use crate::home::{RunDir, fold};
 
-/// Draws a valid plan; an invalid one gets its diagnostics and exit 2.
+/// Draws a valid plan; an invalid one gets its diagnostics and exit 2. A run id instead of a
+/// file draws that run's current plan, replacements spliced in.
 pub fn run(path: &Path, format: GraphFormat) -> anyhow::Result<u8> {
+    if !path.exists() {
+        if let Some(run) = path.to_str().and_then(|id| RunDir::existing(id).ok()) {
+            let (records, _) = run.load()?;
+            let state = fold(&records);
+            print(&draw(&state.plan, &state.graph, format))?;
+            return Ok(0);
+        }
+    }
     let loaded = manifest::load_file(path);
     let Some((plan, graph)) = loaded.valid() else {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
         return Ok(EXIT_USAGE);
     };
-    let text = match format {
+    print(&draw(plan, graph, format))?;
+    Ok(0)
+}
+
+fn draw(plan: &Plan, graph: &TaskGraph, format: GraphFormat) -> String {
+    match format {
         GraphFormat::Mermaid => mermaid(plan, graph),
         GraphFormat::Dot => dot(plan, graph),
-    };
-    print(&text)?;
-    Ok(0)
+    }
 }
 
 /// The tasks of one phase, grouped by parallel group (`None`: ungrouped), in workflow order.

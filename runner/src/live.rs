@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use engine::driver::Observer;
-use engine::{Event, Record, RunState, TaskStatus};
+use engine::{Event, Record, RunState, Scope, TaskStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// How much of an input, output or error a line shows.
@@ -52,7 +52,22 @@ fn details(event: &Event) -> String {
                 None => verdict.to_owned(),
             }
         }
-        Event::RunPaused { reason } | Event::RunCancelled { reason } => preview(reason, PREVIEW),
+        Event::VerificationFailed { attempt, reason, .. } => format!("attempt {attempt}: {}", preview(reason, PREVIEW)),
+        Event::ContextCompacted { scope, by, tokens_before, tokens_after, .. } => {
+            let what = match scope {
+                Scope::Summary => "context summary",
+                Scope::Gate => "gate output",
+            };
+            format!("{what} {tokens_before} -> {tokens_after} tokens by {by}")
+        }
+        Event::ReplanRequested { reason, .. } => format!("after: {}", preview(reason, PREVIEW)),
+        Event::Replanned { removed, added, score, .. } => {
+            format!("removed [{}] added [{}] score {score:.1}", removed.join(", "), added.join(", "))
+        }
+        Event::ReplanFailed { reason, .. } => preview(reason, PREVIEW),
+        Event::RunPaused { reason } | Event::RunCancelled { reason } | Event::BudgetExhausted { reason } => {
+            preview(reason, PREVIEW)
+        }
         Event::RunCompleted { status, summary } => format!("{}: {}", status.as_str(), preview(summary, PREVIEW)),
     }
 }
@@ -121,6 +136,11 @@ impl Live {
             | Event::ReviewRequested { .. }
             | Event::ClarificationProvided { .. }
             | Event::ReviewDecided { .. }
+            | Event::VerificationFailed { .. }
+            | Event::ReplanRequested { .. }
+            | Event::Replanned { .. }
+            | Event::ReplanFailed { .. }
+            | Event::BudgetExhausted { .. }
             | Event::RunCancelled { .. } => Some(line(record)),
             _ => None,
         };

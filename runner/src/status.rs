@@ -15,6 +15,12 @@ struct JsonStatus<'a> {
     run_id: &'a str,
     plan: &'a str,
     status: &'static str,
+    /// Tokens used so far, prompt and completion.
+    tokens: engine::Tokens,
+    /// Replacements the planner spliced in.
+    replans: u32,
+    /// Why dispatching stopped, when a budget ran out.
+    exhausted: Option<&'a str>,
     tasks: BTreeMap<&'a str, JsonTask<'a>>,
 }
 
@@ -55,7 +61,15 @@ pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
                     (state.plan.tasks[i].id.value.as_str(), task)
                 })
                 .collect();
-            let document = JsonStatus { run_id, plan: &created.plan.name, status: state.status.as_str(), tasks };
+            let document = JsonStatus {
+                run_id,
+                plan: &created.plan.name,
+                status: state.status.as_str(),
+                tokens: state.tokens,
+                replans: state.replans,
+                exhausted: state.exhausted.as_deref(),
+                tasks,
+            };
             print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
         }
         Format::Human => {
@@ -76,6 +90,18 @@ fn human(run_id: &str, created: &Created, state: &RunState, interrupted: bool) -
         created.strategy.as_str(),
         created.at
     );
+    let used = state.tokens.prompt + state.tokens.completion;
+    let budget = state.plan.control.token_budget.map(|b| format!(" of a budget of {b}")).unwrap_or_default();
+    out.push_str(&format!(
+        "tokens: {used}{budget} ({} prompt, {} completion)\n",
+        state.tokens.prompt, state.tokens.completion
+    ));
+    if state.replans > 0 {
+        out.push_str(&format!("replanned {} time(s); the tasks below are the current plan\n", state.replans));
+    }
+    if let Some(reason) = &state.exhausted {
+        out.push_str(&format!("budget: {reason}\n"));
+    }
     let width = state.plan.tasks.iter().map(|t| t.id.value.len()).max().unwrap_or(4).max(4);
     out.push_str(&format!("  {:<width$}  {:<9}  {:>8}  {}\n", "task", "status", "attempts", "output / error"));
     for (i, task) in state.tasks.iter().enumerate() {

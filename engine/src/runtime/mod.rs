@@ -106,23 +106,20 @@ pub trait AgentRuntime: Send + Sync {
 /// The runtimes of a plan's agents, and the timeout of each task.
 #[derive(Clone)]
 pub struct Agents {
+    by_agent: HashMap<String, Arc<dyn AgentRuntime>>,
     by_task: Vec<Arc<dyn AgentRuntime>>,
     timeouts: Vec<Option<Duration>>,
 }
 
 impl Agents {
-    /// Runtimes for every task of a plan: its agent's, the built-in gate for agent-less gates,
-    /// and, for `llm` agents, `llm` (until the LLM runtime lands, a runtime that refuses).
+    /// Runtimes for every agent of a plan (`llm` makes those of llm agents) and for every
+    /// task: its agent's, or the built-in gate for agent-less gates.
     pub fn for_plan(plan: &Plan, llm: &dyn Fn(&str) -> Arc<dyn AgentRuntime>) -> Self {
-        let mut by_agent: HashMap<&str, Arc<dyn AgentRuntime>> = HashMap::new();
-        let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
-        let mut by_task = Vec::with_capacity(plan.tasks.len());
-        let mut timeouts = Vec::with_capacity(plan.tasks.len());
-        for task in &plan.tasks {
-            let agent_name = plan.agent_of(task);
-            let agent = agent_name.and_then(|name| plan.agents.get(name));
-            let runtime = match (agent_name, agent) {
-                (Some(name), Some(agent)) => Arc::clone(by_agent.entry(name).or_insert_with(|| match &agent.runtime {
+        let by_agent: HashMap<String, Arc<dyn AgentRuntime>> = plan
+            .agents
+            .iter()
+            .map(|(name, agent)| {
+                let runtime: Arc<dyn AgentRuntime> = match &agent.runtime {
                     Runtime::Mock { latency, default, responses } => {
                         Arc::new(MockRuntime::new(latency.map(|l| l.to_std()), default.clone(), responses.clone()))
                     }
@@ -130,14 +127,22 @@ impl Agents {
                         Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes))
                     }
                     Runtime::Llm { .. } => llm(name),
-                })),
-                // Agent-less gates; reviews have no agent either but never reach a runtime.
-                _ => Arc::clone(&gate),
-            };
-            by_task.push(runtime);
+                };
+                (name.clone(), runtime)
+            })
+            .collect();
+        let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
+        let mut by_task = Vec::with_capacity(plan.tasks.len());
+        let mut timeouts = Vec::with_capacity(plan.tasks.len());
+        for task in &plan.tasks {
+            let agent_name = plan.agent_of(task);
+            let agent = agent_name.and_then(|name| plan.agents.get(name));
+            // Agent-less gates; reviews have no agent either but never reach a runtime.
+            let runtime = agent_name.and_then(|name| by_agent.get(name)).unwrap_or(&gate);
+            by_task.push(Arc::clone(runtime));
             timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
-        Agents { by_task, timeouts }
+        Agents { by_agent, by_task, timeouts }
     }
 
     /// The runtime of task `i`.
@@ -145,20 +150,13 @@ impl Agents {
         Arc::clone(&self.by_task[i])
     }
 
+    /// The runtime of an agent by name (a reviewer, the planner, the compactor).
+    pub fn agent(&self, name: &str) -> Option<Arc<dyn AgentRuntime>> {
+        self.by_agent.get(name).map(Arc::clone)
+    }
+
     /// The timeout of one attempt of task `i`.
     pub fn timeout(&self, i: usize) -> Option<Duration> {
         self.timeouts[i]
-    }
-}
-
-/// The `llm` runtime of this version: it refuses every attempt with a clear error.
-#[derive(Debug, Clone, Copy)]
-pub struct NoLlm;
-
-impl AgentRuntime for NoLlm {
-    fn run(&self, _: Attempt, _: CancellationToken) -> Pending {
-        Box::pin(std::future::ready(Reply::refused(
-            "llm agents cannot run in this version of runner: use command or mock agents",
-        )))
     }
 }

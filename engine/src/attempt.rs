@@ -1,0 +1,163 @@
+//! One attempt from start to end, outside the state machine: the agent's work under its time
+//! limit, a synthesis gate's cap, verification of the output, and compaction of an error.
+//! What the attempt comes to is the list of commands that report it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use manifest::plan::Verification;
+use tokio_util::sync::CancellationToken;
+
+use crate::command::Command;
+use crate::context::errors::compact_error;
+use crate::context::extract;
+use crate::context::tokens::{Tokenizer, count};
+use crate::event::{Scope, Tokens};
+use crate::runtime::{AgentRuntime, Attempt, Reply};
+use crate::verify::{self, Verdict};
+
+/// Everything one attempt needs, owned, so it can run on its own task.
+pub struct Job {
+    /// The agent's runtime.
+    pub runtime: Arc<dyn AgentRuntime>,
+    /// What the agent is given.
+    pub request: Attempt,
+    /// How long the agent may take.
+    pub timeout: Option<Duration>,
+    /// The task's check, with the reviewer's runtime for `llm_reviewer`.
+    pub check: Option<(Verification, Option<Arc<dyn AgentRuntime>>)>,
+    /// Set for synthesis gates: the cap their output is held to.
+    pub gate: Option<Gate>,
+    /// Errors longer than this many characters are compacted before they are recorded.
+    pub error_limit: usize,
+}
+
+/// A synthesis gate's cap.
+pub struct Gate {
+    /// The most tokens its output may have.
+    pub cap: u32,
+    /// The gate's agent, asked once to shorten an output that is too long; `None` for the
+    /// built-in gate.
+    pub agent: Option<String>,
+    /// How its tokens are counted.
+    pub tokenizer: Tokenizer,
+}
+
+impl Job {
+    /// Runs the attempt and returns what to report: a success (after a gate's compaction, if
+    /// any), a failed verification, a failure, or a question.
+    pub async fn perform(self, cancel: CancellationToken) -> Vec<Command> {
+        let started = Instant::now();
+        let (task, attempt) = (self.request.task.clone(), self.request.attempt);
+        let reply = self.ask(self.request.clone(), &cancel).await;
+        let (mut text, mut tokens) = match reply {
+            Reply::Output { text, tokens } => (text, tokens),
+            Reply::Failure { error, retryable } => {
+                let error = compact_error(&error, self.error_limit);
+                return vec![Command::Failed { task, attempt, error, retryable }];
+            }
+            Reply::Question(question) => return vec![Command::NeedsClarification { task, attempt, question }],
+        };
+        let mut commands = Vec::new();
+        if let Some(gate) = &self.gate {
+            let (capped, used, compaction) = self.hold_to_cap(gate, text, &cancel).await;
+            text = capped;
+            tokens = add(tokens, used);
+            commands.extend(compaction);
+        }
+        if let Some((check, reviewer)) = &self.check {
+            let mut subject = verify::Check::new(&task, &self.request.input, &text, &self.request.workdir);
+            if let Some(reviewer) = reviewer {
+                subject = subject.with_reviewer(Arc::clone(reviewer));
+            }
+            let outcome = verify::verify(check, subject, cancel.clone()).await;
+            tokens = add(tokens, outcome.tokens);
+            if let Verdict::Fail(reason) = outcome.verdict {
+                let reason = compact_error(&reason, self.error_limit);
+                commands.push(Command::VerificationFailed { task, attempt, reason, tokens });
+                return commands;
+            }
+        }
+        let duration_ms = started.elapsed().as_millis() as u64;
+        commands.push(Command::Succeeded { task, attempt, output: text, tokens, duration_ms });
+        commands
+    }
+
+    /// Runs the agent once under the time limit.
+    async fn ask(&self, request: Attempt, cancel: &CancellationToken) -> Reply {
+        let work = self.runtime.run(request, cancel.clone());
+        match self.timeout {
+            Some(limit) => match tokio::time::timeout(limit, work).await {
+                Ok(reply) => reply,
+                Err(_) => {
+                    cancel.cancel();
+                    Reply::failed(format!("timed out after {}", describe(limit)))
+                }
+            },
+            None => work.await,
+        }
+    }
+
+    /// Holds a gate's output to its cap: a gate agent is asked once to shorten a long output,
+    /// and the extractive compactor cuts what is still too long. Returns the output, the tokens
+    /// the shortening used (reported with the success), and the compaction to record, if any.
+    async fn hold_to_cap(
+        &self,
+        gate: &Gate,
+        text: String,
+        cancel: &CancellationToken,
+    ) -> (String, Option<Tokens>, Option<Command>) {
+        let cap = gate.cap as usize;
+        let before = count(&text, gate.tokenizer);
+        if before <= cap {
+            return (text, None, None);
+        }
+        let (mut text, mut used, mut by) = (text, None, "extractive".to_owned());
+        if let Some(agent) = &gate.agent {
+            let request = Attempt {
+                input: format!(
+                    "This text has {before} tokens, more than the {cap} allowed. Rewrite it in at most {cap} \
+                     tokens, keeping every figure, name, source and conclusion:\n\n{text}"
+                )
+                .into(),
+                schema: None,
+                may_ask: false,
+                ..self.request.clone()
+            };
+            if let Reply::Output { text: shorter, tokens } = self.ask(request, cancel).await {
+                used = tokens;
+                text = shorter;
+                by.clone_from(agent);
+            }
+        }
+        let mut after = count(&text, gate.tokenizer);
+        if after > cap {
+            let compacted = extract::compact(&text, cap, gate.tokenizer);
+            text = compacted.text;
+            after = compacted.tokens_after;
+            by = "extractive".to_owned();
+        }
+        let compaction = Command::Compacted {
+            task: self.request.task.clone(),
+            scope: Scope::Gate,
+            by,
+            tokens_before: before as u64,
+            tokens_after: after as u64,
+            summary: None,
+            tokens: None,
+        };
+        (text, used, Some(compaction))
+    }
+}
+
+/// The sum of two token counts, when either is known.
+pub fn add(a: Option<Tokens>, b: Option<Tokens>) -> Option<Tokens> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(Tokens { prompt: a.prompt + b.prompt, completion: a.completion + b.completion }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn describe(limit: Duration) -> String {
+    manifest::Duration::from_millis(limit.as_millis() as u64).to_string()
+}
