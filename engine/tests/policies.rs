@@ -1,4 +1,4 @@
-//! Failure policies, people and resumption, end to end through the driver with mock agents
+//! Failure policies, verification, gates, budgets, people and resumption, end to end through the driver with mock agents
 //! and the in-memory store: exact final statuses and event sequences.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use engine::driver::{Driver, DriverError};
 use engine::store::MemoryStore;
-use engine::{Command, EngineError, Event, Handler, Outcome, Record, RunState, RunStatus, Start, TaskStatus};
+use engine::{Command, EngineError, Event, Handler, Outcome, Record, RunState, RunStatus, Scope, Start, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 fn plan(yaml: &str) -> Arc<manifest::Plan> {
@@ -734,4 +734,115 @@ async fn approving_the_last_review_while_paused_lets_the_run_complete() {
     assert_eq!(trace(&events(&store)[before..]), ["RunResumed", "RunCompleted succeeded"]);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_verification_is_a_failed_attempt_whose_reason_goes_into_the_retry() {
+    let plan = mock_plan(
+        r#"{t: ["not json", '{"x": 1}']}"#,
+        "    - id: t\n      agent: m\n      input: give x\n      verification: {type: schema_check, schema: {type: object, \
+         required: [x]}}\n      on_failure: {action: retry, max_attempts: 2, backoff: 10ms}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
+    let reason = log.iter().find_map(|e| match e {
+        Event::VerificationFailed { attempt: 1, reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    let reason = reason.expect("the first output failed its check");
+    assert!(reason.contains("not valid JSON"), "{reason}");
+    let second = log.iter().find_map(|e| match e {
+        Event::TaskDispatched { attempt: 2, input, .. } => Some(input.clone()),
+        _ => None,
+    });
+    let second = second.expect("a second attempt");
+    assert!(second.starts_with("give x") && second.contains(&reason), "{second}");
+    assert_eq!(state.tasks[0].output.as_deref(), Some(r#"{"x": 1}"#));
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gate_output_never_exceeds_its_cap_and_the_compaction_is_recorded() {
+    let long = "The 2025 revenue of XyzzyCorp was 12.5 million dollars, up 8 percent. ".repeat(40);
+    let plan = mock_plan(
+        &format!("{{a: '{long}', b: '{long}'}}"),
+        "    - {id: a, agent: m, input: x}\n    - {id: b, agent: m, input: x}\n    \
+         - {id: g, type: synthesis_gate, inputs: [a, b], max_output_tokens: 60}\n    \
+         - {id: w, agent: m, input: '{{ tasks.g.output }}', depends_on: [g]}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let gate = state.tasks[state.index_of("g").expect("g")].output.clone().expect("the gate's output");
+    assert!(engine::context::tokens::count(&gate, engine::context::tokens::Tokenizer::O200k) <= 60, "{gate}");
+    assert!(gate.contains("12.5 million"), "{gate}");
+    let compaction = events(&store).into_iter().find_map(|e| match e {
+        Event::ContextCompacted { task, scope: Scope::Gate, by, tokens_before, tokens_after, .. } => {
+            Some((task, by, tokens_before, tokens_after))
+        }
+        _ => None,
+    });
+    let (task, by, before, after) = compaction.expect("the gate's compaction is recorded");
+    assert_eq!((task.as_str(), by.as_str()), ("g", "extractive"));
+    assert!(before > 60 && after <= 60, "{before} -> {after}");
+    assert_eq!(state.tasks[state.index_of("w").expect("w")].output.as_deref(), Some(gate.as_str()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_task_sees_a_context_summary_that_holds_the_outputs_before_it() {
+    let plan = mock_plan(
+        "{a: 'Revenue was 12.5 million in 2025.', b: 'Growth was 8 percent.'}",
+        "    - {id: a, agent: m, input: x}\n    - {id: b, agent: m, input: x, depends_on: [a]}\n    \
+         - {id: c, agent: m, input: 'So far: {{ context_summary }}', depends_on: [b]}",
+        "{summary_budget: 200}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let input = state.tasks[2].input.clone().expect("c ran");
+    assert!(input.contains("## a") && input.contains("12.5 million") && input.contains("## b"), "{input}");
+    assert!(input.contains("8 percent"), "{input}");
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spent_token_budget_stops_dispatching_and_fails_the_run_saying_why() {
+    let plan = mock_plan(
+        "{}",
+        "    - {id: a, agent: m, input: short}\n    - {id: b, agent: m, input: '{{ tasks.a.output }} and a long \
+         enough input to go past the budget', depends_on: [a], critical: true}",
+        "{token_budget: 6}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Failed), "{:?}", trace(&log));
+    assert_eq!(status(&state, "a"), TaskStatus::Succeeded);
+    assert_eq!(status(&state, "b"), TaskStatus::Skipped);
+    let reason = state.exhausted.clone().expect("the budget ran out");
+    assert!(reason.contains("token budget") && reason.contains("`b`"), "{reason}");
+    assert!(completed_summary(&log).contains("token budget"));
+    assert!(!log.iter().any(|e| matches!(e, Event::TaskDispatched { task, .. } if task == "b")));
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_phase_out_of_turns_ends_the_run_partial_when_only_non_critical_work_is_left() {
+    let plan = mock_plan(
+        "{a: [{fail: once}, ok]}",
+        "    - {id: a, agent: m, input: x, critical: false, on_failure: {action: retry, max_attempts: 3, backoff: \
+         10ms, then: skip}}\n    - {id: b, agent: m, input: yy}",
+        "{max_turns_per_phase: 2}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Partial), "{:?}", trace(&log));
+    assert_eq!(status(&state, "b"), TaskStatus::Succeeded);
+    assert_eq!(status(&state, "a"), TaskStatus::Skipped);
+    let reason = state.exhausted.clone().expect("the phase ran out of turns");
+    assert!(reason.contains("max_turns_per_phase"), "{reason}");
 }
