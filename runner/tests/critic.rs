@@ -397,6 +397,7 @@ fn sarif_regions_agree_with_the_json_report() {
 /// The shipped examples that show good plans.
 const GOOD_EXAMPLES: &[&str] = &[
     "examples/research.yaml",
+    "examples/triage.yaml",
     "examples/sequential.yaml",
     "examples/review.yaml",
     "examples/offline.yaml",

@@ -189,7 +189,7 @@ fn a_valid_plan_prints_a_summary_and_exits_0() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "examples/research.yaml: plan `company-research` is valid: 5 tasks in 3 phases\n"
+        "examples/research.yaml: plan `company-research` is valid: 6 tasks in 4 phases\n"
     );
 }
 
