@@ -164,9 +164,13 @@ pub struct RunState {
     pub replanning: BTreeSet<String>,
     /// Why dispatching stopped, once a budget ran out.
     pub exhausted: Option<String>,
-    /// Whether a task reads `{{ context_summary }}` and no compactor agent keeps it: then the
-    /// extractive summary is merged here, as each output is recorded.
-    summarize: bool,
+    /// How the context summary is kept, if a task reads it.
+    summary: Summary,
+    /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
+    /// that read the summary wait for them.
+    summary_pending: u32,
+    /// Tasks taken off the ready queue to wait for the summary (a cache, like the queue).
+    held: Vec<usize>,
     running: usize,
     group_running: HashMap<String, usize>,
     /// A cache of the queued tasks by priority (see `priority`); entries of tasks no longer
@@ -220,6 +224,7 @@ impl PartialEq for RunState {
             && self.replans == other.replans
             && self.replanning == other.replanning
             && self.exhausted == other.exhausted
+            && self.summary_pending == other.summary_pending
             && self.running == other.running
             && self.group_running == other.group_running
             && same_plan(&self.plan, &other.plan)
@@ -243,7 +248,9 @@ impl RunState {
             replans: 0,
             replanning: BTreeSet::new(),
             exhausted: None,
-            summarize: false,
+            summary: Summary::Unused,
+            summary_pending: 0,
+            held: Vec::new(),
             running: 0,
             group_running: HashMap::new(),
             ready: BinaryHeap::new(),
@@ -565,6 +572,11 @@ impl RunState {
             self.emit(Event::ReviewRequested { task, prompt, outputs }, out);
             return;
         }
+        if self.summary_pending > 0 && self.plan.tasks[i].reads_context_summary() {
+            // Released when the compactor agent has merged every output recorded so far.
+            self.held.push(i);
+            return;
+        }
         let attempt = self.tasks[i].attempts + 1;
         match self.render_input(i) {
             Ok(input) => match self.over_budget(i, &input) {
@@ -657,6 +669,15 @@ impl RunState {
         }
     }
 
+    /// Puts the tasks that waited for the summary back on the ready queue.
+    fn release_held(&mut self) {
+        for i in std::mem::take(&mut self.held) {
+            if self.tasks[i].queued {
+                self.ready.push((self.priority(i), Reverse(i)));
+            }
+        }
+    }
+
     /// Adds an agent's token use to the run's.
     fn count(&mut self, tokens: Option<Tokens>) {
         if let Some(tokens) = tokens {
@@ -721,7 +742,11 @@ impl RunState {
         }
         self.tasks = tasks;
         self.tally = tally;
-        self.summarize = summarizer::wanted(&plan) && plan.control.compactor.is_none();
+        self.summary = match (summarizer::wanted(&plan), plan.control.compactor.is_some()) {
+            (false, _) => Summary::Unused,
+            (true, false) => Summary::Extractive,
+            (true, true) => Summary::ByAgent,
+        };
         self.plan = plan;
         self.graph = graph;
         for i in 0..self.tasks.len() {
@@ -841,6 +866,17 @@ impl RunState {
     }
 }
 
+/// How a run keeps its context summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Summary {
+    /// No task reads it.
+    Unused,
+    /// Merged extractively here, as each output is recorded.
+    Extractive,
+    /// Rewritten by the compactor agent, in the driver.
+    ByAgent,
+}
+
 /// Whether two plans are the same as recorded: source locations are not part of a log.
 fn same_plan(a: &Plan, b: &Plan) -> bool {
     std::ptr::eq(a, b) || serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
@@ -895,7 +931,7 @@ impl Handler for RunState {
                     self.emit(Event::TaskFailed { task, attempt, error: error.clone() }, &mut out);
                     self.request_replan(i, error, &mut out);
                 } else {
-                    let merge = self.summarize.then(|| self.merge_summary(&task, &output));
+                    let merge = (self.summary == Summary::Extractive).then(|| self.merge_summary(&task, &output));
                     self.emit(Event::TaskSucceeded { task, attempt, output, tokens, duration_ms }, &mut out);
                     if let Some(event) = merge {
                         self.emit(event, &mut out);
@@ -1051,6 +1087,9 @@ impl Handler for RunState {
             }
             Event::TaskSucceeded { task, output, tokens, .. } => {
                 self.count(*tokens);
+                if self.summary == Summary::ByAgent {
+                    self.summary_pending += 1;
+                }
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Succeeded);
@@ -1119,6 +1158,12 @@ impl Handler for RunState {
                 self.count(*tokens);
                 if let (Scope::Summary, Some(summary)) = (scope, summary) {
                     self.context_summary.clone_from(summary);
+                    if self.summary == Summary::ByAgent {
+                        self.summary_pending = self.summary_pending.saturating_sub(1);
+                        if self.summary_pending == 0 {
+                            self.release_held();
+                        }
+                    }
                 }
             }
             Event::ReplanRequested { task, .. } => {
@@ -1138,6 +1183,9 @@ impl Handler for RunState {
             Event::RunPaused { .. } => self.status = RunStatus::Paused,
             Event::RunResumed => {
                 self.status = RunStatus::Running;
+                // The compactor's work in flight was lost with the process: go on without it.
+                self.summary_pending = 0;
+                self.release_held();
                 for i in 0..self.tasks.len() {
                     // An attempt that never reported back runs again as a new attempt.
                     if self.tasks[i].in_flight {

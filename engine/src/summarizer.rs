@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use manifest::Plan;
-use manifest::plan::At;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -22,10 +21,7 @@ pub const DEFAULT_BUDGET: u64 = 1000;
 
 /// Whether any task of the plan reads `{{ context_summary }}`; only then is one kept.
 pub fn wanted(plan: &Plan) -> bool {
-    plan.tasks.iter().any(|task| {
-        let reads = |text: &Option<At<String>>| text.as_ref().is_some_and(|t| t.value.contains("context_summary"));
-        reads(&task.input) || reads(&task.prompt)
-    })
+    plan.tasks.iter().any(manifest::plan::Task::reads_context_summary)
 }
 
 /// Whether the plan has a compactor agent keep its context summary.

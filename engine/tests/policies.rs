@@ -846,3 +846,27 @@ async fn a_phase_out_of_turns_ends_the_run_partial_when_only_non_critical_work_i
     let reason = state.exhausted.clone().expect("the phase ran out of turns");
     assert!(reason.contains("max_turns_per_phase"), "{reason}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_compactor_agent_rewrites_the_context_summary_after_each_task() {
+    let plan = plan(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions:\n    \
+         work: {runtime: mock, latency: 50ms}\n    \
+         squeeze: {runtime: mock, responses: {a.summary: 'A in short', b.summary: 'A and B in short'}}\n  \
+         workflow:\n    - {id: a, agent: work, input: first}\n    - {id: b, agent: work, input: second, depends_on: [a]}\n    \
+         - {id: c, agent: work, input: 'Summary: {{ context_summary }}', depends_on: [b]}\n  \
+         control_logic: {compactor: squeeze}\n",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(state.tasks[2].input.as_deref(), Some("Summary: A and B in short"));
+    let by: Vec<(String, String)> = events(&store)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ContextCompacted { task, scope: Scope::Summary, by, .. } => Some((task, by)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(by[..2], [("a".to_owned(), "squeeze".to_owned()), ("b".to_owned(), "squeeze".to_owned())]);
+}

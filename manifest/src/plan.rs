@@ -282,6 +282,14 @@ pub struct Task {
     pub loc: Loc,
 }
 
+impl Task {
+    /// Whether its input reads `{{ context_summary }}`, the run's rolling summary of every
+    /// output recorded before it.
+    pub fn reads_context_summary(&self) -> bool {
+        self.input.as_ref().is_some_and(|input| input.value.contains("context_summary"))
+    }
+}
+
 /// One place where a task's template reads another task: `tasks.ID.output[.FIELD]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Read {

@@ -47,7 +47,7 @@ fn unread_and_redundant(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
                 continue;
             }
             // `{{ context_summary }}` carries every output recorded before the task.
-            let reads_it = facts.reads_from[i].contains(&d) || reads_summary(task);
+            let reads_it = facts.reads_from[i].contains(&d) || task.reads_context_summary();
             let upstream = &facts.plan.tasks[d];
             if task.kind == TaskKind::Task && !reads_it && upstream.kind != TaskKind::HumanReview {
                 findings.push(
@@ -132,9 +132,4 @@ fn explosions(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
             );
         }
     }
-}
-
-/// Whether a task's input reads the rolling context summary.
-fn reads_summary(task: &crate::plan::Task) -> bool {
-    task.input.as_ref().is_some_and(|input| input.value.contains("context_summary"))
 }
