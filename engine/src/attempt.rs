@@ -30,6 +30,8 @@ pub struct Job {
     pub gate: Option<Gate>,
     /// Errors longer than this many characters are compacted before they are recorded.
     pub error_limit: usize,
+    /// Environment variables (API keys) a verification command must not see.
+    pub hidden: Arc<[String]>,
 }
 
 /// A synthesis gate's cap.
@@ -66,7 +68,8 @@ impl Job {
             commands.extend(compaction);
         }
         if let Some((check, reviewer)) = &self.check {
-            let mut subject = verify::Check::new(&task, &self.request.input, &text, &self.request.workdir);
+            let mut subject =
+                verify::Check::new(&task, &self.request.input, &text, &self.request.workdir).with_hidden(&self.hidden);
             if let Some(reviewer) = reviewer {
                 subject = subject.with_reviewer(Arc::clone(reviewer));
             }

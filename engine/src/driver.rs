@@ -285,6 +285,7 @@ impl<S: EventStore> Driver<S> {
                 check,
                 gate,
                 error_limit: self.state.plan.control.error_char_limit as usize,
+                hidden: agents.hidden(),
             };
             let mut work = Box::pin(job.perform(stop.child_token()));
             // An attempt that is done at once (a mock agent, a gate with no agent) is taken here,

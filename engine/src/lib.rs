@@ -13,6 +13,7 @@ pub mod error;
 pub mod event;
 pub mod handler;
 pub mod llm;
+pub mod process;
 pub mod replan;
 pub mod runtime;
 pub mod state;

@@ -1,6 +1,7 @@
 //! The `command` runtime: a real process per attempt, input on stdin, output from stdout.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ fn attempt(input: &str, workdir: &TempDir) -> Attempt {
 
 /// Runs `argv` on `input`; ten seconds is a liveness bound, not a speed goal.
 async fn run(argv: &[&str], max_output_bytes: u64, input: &str, workdir: &TempDir) -> Reply {
-    let runtime = CommandRuntime::new(argv.iter().map(|&a| a.to_owned()).collect(), max_output_bytes);
+    let runtime = CommandRuntime::new(argv.iter().map(|&a| a.to_owned()).collect(), max_output_bytes, Arc::from([]));
     let work = runtime.run(attempt(input, workdir), CancellationToken::new());
     tokio::time::timeout(Duration::from_secs(10), work).await.expect("the process ends")
 }
@@ -109,7 +110,7 @@ async fn a_missing_program_is_not_retryable() {
 #[tokio::test]
 async fn cancel_stops_a_long_process_promptly() {
     let dir = TempDir::new("cancel");
-    let runtime = CommandRuntime::new(vec!["sleep".into(), "30".into()], 1024);
+    let runtime = CommandRuntime::new(vec!["sleep".into(), "30".into()], 1024, Arc::from([]));
     let cancel = CancellationToken::new();
     let work = runtime.run(attempt("", &dir), cancel.clone());
     let trigger = async {
@@ -130,4 +131,15 @@ async fn input_that_looks_like_shell_is_never_run_by_a_shell() {
     assert_eq!(reply, Reply::Output { text: input.into(), tokens: None });
     let created: Vec<_> = std::fs::read_dir(&dir.0).expect("lists").collect();
     assert!(created.is_empty(), "{created:?}");
+}
+
+#[tokio::test]
+async fn hidden_variables_never_reach_the_program() {
+    let workdir = TempDir::new("hidden");
+    let runtime = CommandRuntime::new(vec!["/usr/bin/env".into()], 1 << 20, Arc::from(["PATH".to_owned()]));
+    let work = runtime.run(attempt("", &workdir), CancellationToken::new());
+    let reply = tokio::time::timeout(Duration::from_secs(10), work).await.expect("the process ends");
+    let Reply::Output { text, .. } = reply else { panic!("env runs: {reply:?}") };
+    assert!(!text.lines().any(|line| line.starts_with("PATH=")), "{text}");
+    assert!(std::env::var_os("PATH").is_some(), "the test process has PATH, so hiding it is what removed it");
 }

@@ -22,6 +22,9 @@ pub const BUILT_IN_MAX_TURNS: u32 = 10;
 /// The only `apiVersion` this loader reads.
 pub const API_VERSION: &str = "runner/v1";
 
+/// The tokenizer names a provider may give (the engine counts tokens with these).
+pub const TOKENIZERS: [&str; 4] = ["o200k_base", "o200k", "cl100k_base", "cl100k"];
+
 const ENVELOPE: &[Field] = &[field("apiVersion"), field("kind"), field("metadata"), field("spec")];
 const METADATA: &[Field] = &[field("name"), field("description"), field("labels")];
 const SPEC: &[Field] = &[
@@ -383,6 +386,10 @@ fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>
     }
     if let Some((entry, path)) = fields.get("tokenizer") {
         provider.tokenizer = reader.string(entry, path, "tokenizer").map(|v| v.value);
+        if provider.tokenizer.as_deref().is_some_and(|name| !TOKENIZERS.contains(&name)) {
+            reader.invalid(entry.value, path, "tokenizer", "the tokenizers are `o200k_base` and `cl100k_base`");
+            provider.tokenizer = None;
+        }
     }
     if let Some((entry, path)) = fields.get("timeout") {
         provider.timeout = reader.duration(entry, path, "timeout");

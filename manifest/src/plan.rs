@@ -501,6 +501,12 @@ pub struct GroupLimit {
 pub const DEFAULT_AGENT: &str = "default";
 
 impl Plan {
+    /// The environment variables that hold the providers' API keys: hidden from every
+    /// program a run starts.
+    pub fn secret_variables(&self) -> Vec<String> {
+        self.providers.values().filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone())).collect()
+    }
+
     /// The agent a task runs on: its own, or the `default` agent.
     pub fn agent_of<'a>(&'a self, task: &'a Task) -> Option<&'a str> {
         match (&task.agent, task.kind) {

@@ -89,7 +89,7 @@ impl LlmAgents {
             })
             .collect();
         let tools = plan.tools.iter().map(|(name, tool)| (name.clone(), Tool::new(name, tool).map(Arc::new))).collect();
-        let hidden = plan.providers.values().filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone())).collect();
+        let hidden = plan.secret_variables().into();
         let models = plan.providers.iter().map(|(name, p)| (name.clone(), p.model.clone())).collect();
         LlmAgents { agents: plan.agents.clone(), endpoints, models, tools, hidden }
     }

@@ -4,13 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 use super::protocol::{FunctionDefinition, ToolCall, ToolDefinition};
 use super::redact::excerpt;
@@ -172,20 +170,7 @@ async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[S
     let Some((program, args)) = tool.argv.split_first() else {
         return format!("error: the tool `{name}` has no command");
     };
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(workdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group, as for command agents: runner handles Ctrl-C and stops it.
-        .process_group(0);
-    for variable in hidden {
-        command.env_remove(variable);
-    }
-    let mut child = match command.spawn() {
+    let mut child = match crate::process::command(program, args, workdir, hidden).spawn() {
         Ok(child) => child,
         Err(error) => return format!("error: the tool `{name}` could not be started: {error}"),
     };

@@ -2,10 +2,9 @@
 //! shell; the rendered input goes to stdin, the output comes from stdout. Values from plans or
 //! outputs never become part of a command line.
 
-use std::process::Stdio;
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::{AgentRuntime, Attempt, Pending, Reply};
@@ -19,12 +18,14 @@ const STDERR_CAP: usize = 16 * 1024;
 pub struct CommandRuntime {
     argv: Vec<String>,
     max_output_bytes: u64,
+    hidden: Arc<[String]>,
 }
 
 impl CommandRuntime {
-    /// A command agent.
-    pub fn new(argv: Vec<String>, max_output_bytes: u64) -> Self {
-        CommandRuntime { argv, max_output_bytes }
+    /// A command agent; the `hidden` environment variables (API keys) are removed from its
+    /// environment.
+    pub fn new(argv: Vec<String>, max_output_bytes: u64, hidden: Arc<[String]>) -> Self {
+        CommandRuntime { argv, max_output_bytes, hidden }
     }
 }
 
@@ -32,9 +33,10 @@ impl AgentRuntime for CommandRuntime {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let argv = self.argv.clone();
         let cap = self.max_output_bytes;
+        let hidden = Arc::clone(&self.hidden);
         Box::pin(async move {
             tokio::select! {
-                reply = run_process(&argv, &attempt, cap) => reply,
+                reply = run_process(&argv, &attempt, cap, &hidden) => reply,
                 () = cancel.cancelled() => Reply::refused("cancelled"),
             }
         })
@@ -48,20 +50,9 @@ async fn read_capped(mut stream: impl AsyncRead + Unpin, cap: u64) -> std::io::R
     Ok(if buffer.len() as u64 > cap { Err(()) } else { Ok(buffer) })
 }
 
-async fn run_process(argv: &[String], attempt: &Attempt, cap: u64) -> Reply {
+async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[String]) -> Reply {
     let Some((program, args)) = argv.split_first() else { return Reply::refused("the command is empty") };
-    let mut child = match Command::new(program)
-        .args(args)
-        .current_dir(&attempt.workdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group: a Ctrl-C at the terminal reaches runner, which cancels the run
-        // and stops the child itself, instead of killing the child before the cancel is recorded.
-        .process_group(0)
-        .spawn()
-    {
+    let mut child = match crate::process::command(program, args, &attempt.workdir, hidden).spawn() {
         Ok(child) => child,
         Err(error) => return Reply::refused(format!("cannot start `{program}`: {error}")),
     };

@@ -109,12 +109,14 @@ pub struct Agents {
     by_agent: HashMap<String, Arc<dyn AgentRuntime>>,
     by_task: Vec<Arc<dyn AgentRuntime>>,
     timeouts: Vec<Option<Duration>>,
+    hidden: Arc<[String]>,
 }
 
 impl Agents {
     /// Runtimes for every agent of a plan (`llm` makes those of llm agents) and for every
     /// task: its agent's, or the built-in gate for agent-less gates.
     pub fn for_plan(plan: &Plan, llm: &dyn Fn(&str) -> Arc<dyn AgentRuntime>) -> Self {
+        let hidden: Arc<[String]> = plan.secret_variables().into();
         let by_agent: HashMap<String, Arc<dyn AgentRuntime>> = plan
             .agents
             .iter()
@@ -124,7 +126,7 @@ impl Agents {
                         Arc::new(MockRuntime::new(latency.map(|l| l.to_std()), default.clone(), responses.clone()))
                     }
                     Runtime::Command { command, max_output_bytes } => {
-                        Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes))
+                        Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes, Arc::clone(&hidden)))
                     }
                     Runtime::Llm { .. } => llm(name),
                 };
@@ -142,7 +144,7 @@ impl Agents {
             by_task.push(Arc::clone(runtime));
             timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
-        Agents { by_agent, by_task, timeouts }
+        Agents { by_agent, by_task, timeouts, hidden }
     }
 
     /// The runtime of task `i`.
@@ -153,6 +155,11 @@ impl Agents {
     /// The runtime of an agent by name (a reviewer, the planner, the compactor).
     pub fn agent(&self, name: &str) -> Option<Arc<dyn AgentRuntime>> {
         self.by_agent.get(name).map(Arc::clone)
+    }
+
+    /// The environment variables holding API keys, hidden from every program the run starts.
+    pub fn hidden(&self) -> Arc<[String]> {
+        Arc::clone(&self.hidden)
     }
 
     /// The timeout of one attempt of task `i`.

@@ -1,10 +1,9 @@
 //! `command` verification: a process reads the output on stdin; exit 0 passes. The argv is run
 //! directly, never through a shell, as the `command` runtime does.
 
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::{Check, DEFAULT_TIMEOUT, Verdict, excerpt};
@@ -22,17 +21,7 @@ pub(super) async fn check(argv: &[String], check: &Check<'_>, cancel: &Cancellat
     let Some((program, args)) = argv.split_first() else {
         return Verdict::Fail("the verification command is empty".to_owned());
     };
-    let mut child = match Command::new(program)
-        .args(args)
-        .current_dir(check.workdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group, so a Ctrl-C reaches runner, which cancels and stops the child.
-        .process_group(0)
-        .spawn()
-    {
+    let mut child = match crate::process::command(program, args, check.workdir, check.hidden).spawn() {
         Ok(child) => child,
         Err(error) => return Verdict::Fail(format!("cannot start verification command `{program}`: {error}")),
     };

@@ -76,17 +76,24 @@ pub struct Check<'a> {
     /// How long the check may take. `None`: [`DEFAULT_TIMEOUT`] for a command, and no limit
     /// of its own for a reviewer (its runtime's limits and `cancel` apply).
     pub timeout: Option<Duration>,
+    /// Environment variables (API keys) a verification command must not see.
+    pub hidden: &'a [String],
 }
 
 impl<'a> Check<'a> {
     /// A check with no reviewer runtime and the default timeout.
     pub fn new(task: &'a str, input: &'a str, output: &'a str, workdir: &'a Path) -> Self {
-        Check { task, input, output, workdir, reviewer: None, timeout: None }
+        Check { task, input, output, workdir, reviewer: None, timeout: None, hidden: &[] }
     }
 
     /// The same check with the runtime of the reviewer agent.
     pub fn with_reviewer(self, reviewer: Arc<dyn AgentRuntime>) -> Self {
         Check { reviewer: Some(reviewer), ..self }
+    }
+
+    /// The same check with the environment variables a command must not see.
+    pub fn with_hidden(self, hidden: &'a [String]) -> Self {
+        Check { hidden, ..self }
     }
 
     /// The same check with a timeout.
