@@ -25,7 +25,7 @@ pub use diagnostic::{Diagnostic, Problem, Severity};
 pub use duration::Duration;
 pub use graph::{TaskGraph, TaskIdx};
 pub use load::{Loaded, load_file, load_str};
-pub use normalize::API_VERSION;
+pub use normalize::{API_VERSION, TOKENIZERS};
 pub use plan::Plan;
 pub use source::{Loc, Source, Span};
 pub use splice::{Spliced, splice};

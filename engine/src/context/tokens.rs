@@ -15,7 +15,7 @@ pub enum Tokenizer {
 }
 
 /// The names [`Tokenizer::named`] accepts.
-pub const TOKENIZER_NAMES: [&str; 4] = ["o200k_base", "o200k", "cl100k_base", "cl100k"];
+pub const TOKENIZER_NAMES: [&str; 4] = manifest::TOKENIZERS;
 
 /// A tokenizer name that is not one of [`TOKENIZER_NAMES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
