@@ -50,6 +50,10 @@ pub enum Step {
     },
     /// `200 OK` with exactly this body, to test malformed responses.
     Raw(String),
+    /// A streamed answer: `text/event-stream` with one `data:` chunk per piece
+    /// (`choices[0].delta.content`), a last chunk with `usage`, then `data: [DONE]`. The whole
+    /// stream is sent at once.
+    Stream(Vec<String>),
     /// Never answers.
     Hang,
     /// Waits, then answers with the inner step.
@@ -231,6 +235,29 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
             }
             response
+        }
+        Step::Stream(pieces) => {
+            let chunk = |delta: Value, finish: Value, usage: Value| {
+                let mut chunk = json!({
+                    "id": format!("chatcmpl-{number}"),
+                    "object": "chat.completion.chunk",
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                });
+                if !usage.is_null() {
+                    chunk["choices"] = json!([]);
+                    chunk["usage"] = usage;
+                }
+                format!("data: {chunk}\n\n")
+            };
+            let mut events = chunk(json!({"role": "assistant", "content": ""}), Value::Null, Value::Null);
+            for piece in pieces {
+                events.push_str(&chunk(json!({"content": echo(piece)}), Value::Null, Value::Null));
+            }
+            events.push_str(&chunk(json!({}), json!("stop"), Value::Null));
+            events.push_str(&chunk(Value::Null, Value::Null, usage.clone()));
+            events.push_str("data: [DONE]\n\n");
+            ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], events).into_response()
         }
         Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
         Step::Hang => std::future::pending().await,

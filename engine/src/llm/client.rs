@@ -4,12 +4,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
+use manifest::plan::Provider;
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 
 use super::error::LlmError;
 use super::limiter::Limiter;
-use super::protocol::{ChatRequest, ChatResponse};
+use super::protocol::{Body, ChatRequest, ChatResponse, Sampling, StreamChunk, Usage};
 use super::redact::{Redactor, excerpt};
 
 /// How much of a server's body an error quotes.
@@ -70,14 +71,32 @@ impl Endpoint {
         }
     }
 
+    /// An endpoint for the plan's provider `name`, with its own HTTP client, limiter and
+    /// timeout ([`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) when the provider sets none).
+    pub fn for_provider(name: &str, provider: &Provider, key: Option<String>) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| LlmError::Client(error.to_string()))?;
+        Ok(Endpoint::new(
+            name,
+            &provider.base_url,
+            key,
+            provider.timeout.map_or(super::DEFAULT_TIMEOUT, |t| t.to_std()),
+            Limiter::new(provider.max_concurrency, provider.requests_per_minute),
+            http,
+        ))
+    }
+
     /// Sends a request, retrying rate limits, server errors, network errors and timeouts
     /// (twice, backing off exponentially from 500 ms or as `Retry-After` says).
     pub async fn complete(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = serde_json::to_vec(request).map_err(|error| LlmError::Request {
-            provider: self.name.clone(),
-            reason: format!("cannot encode the request: {error}"),
-            retryable: false,
-        })?;
+        self.complete_with(request, Sampling::default()).await
+    }
+
+    /// [`complete`](Self::complete) with sampling settings such as the temperature.
+    pub async fn complete_with(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<ChatResponse, LlmError> {
+        let body = self.encode(&Body { request, sampling, stream: false, stream_options: None })?;
         let tries = AtomicU32::new(0);
         let backoff = ExponentialBuilder::default()
             .with_min_delay(FIRST_BACKOFF)
@@ -92,6 +111,58 @@ impl Endpoint {
         let tries = tries.load(Ordering::SeqCst);
         result.map_err(|error| {
             if tries > 1 && error.transient() { LlmError::Exhausted { last: Box::new(error), tries } } else { error }
+        })
+    }
+
+    /// Sends a request with `stream: true` and reads the server-sent events, handing each piece
+    /// of the answer's text to `on_text` as it arrives; returns the whole text and the usage
+    /// when the server reports it. Failures before the first piece are retried as
+    /// [`complete`](Self::complete) retries them; once text has been handed on, a failure
+    /// ends the call. A server that ignores `stream` and answers with one JSON completion
+    /// is read as well. The timeout covers the whole answer. Texts are not redacted.
+    pub async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        sampling: Sampling,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(String, Option<Usage>), LlmError> {
+        let stream_options = Some(serde_json::json!({"include_usage": true}));
+        let body = self.encode(&Body { request, sampling, stream: true, stream_options })?;
+        let mut tries: u32 = 0;
+        let mut delay = FIRST_BACKOFF;
+        loop {
+            tries += 1;
+            let mut delivered = false;
+            let result = {
+                let _permit = self.limiter.acquire().await;
+                let mut forward = |piece: &str| {
+                    delivered = true;
+                    on_text(piece);
+                };
+                match tokio::time::timeout(self.timeout, self.exchange_streaming(&body, &mut forward)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(LlmError::Timeout { provider: self.name.clone(), after: self.timeout }),
+                }
+            };
+            match result {
+                Ok(answer) => return Ok(answer),
+                Err(error) if error.transient() && !delivered && tries <= RETRIES as u32 => {
+                    tokio::time::sleep(error.retry_after().unwrap_or(delay)).await;
+                    delay *= 2;
+                }
+                Err(error) if tries > 1 && error.transient() => {
+                    return Err(LlmError::Exhausted { last: Box::new(error), tries });
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    fn encode(&self, body: &Body<'_>) -> Result<Vec<u8>, LlmError> {
+        serde_json::to_vec(body).map_err(|error| LlmError::Request {
+            provider: self.name.clone(),
+            reason: format!("cannot encode the request: {error}"),
+            retryable: false,
         })
     }
 
@@ -148,6 +219,88 @@ impl Endpoint {
         Ok(parsed)
     }
 
+    /// One streamed exchange: the events of a `text/event-stream` answer, or a whole
+    /// completion when the server did not stream.
+    async fn exchange_streaming(
+        &self,
+        body: &[u8],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(String, Option<Usage>), LlmError> {
+        let mut request = self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body.to_vec());
+        if let Some(key) = &self.key {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let mut response = request.send().await.map_err(|error| self.network_error(&error))?;
+        let status = response.status();
+        let is_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if !status.is_success() || !is_stream {
+            let retry_after = retry_after(&response);
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|error| self.network_error(&error))? {
+                if bytes.len() + chunk.len() > BODY_CAP {
+                    return Err(self.too_large(&bytes));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            if !status.is_success() {
+                return Err(LlmError::Http {
+                    provider: self.name.clone(),
+                    status: status.as_u16(),
+                    body: self.quote(&bytes),
+                    retry_after: if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+                        retry_after
+                    } else {
+                        None
+                    },
+                });
+            }
+            let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
+                provider: self.name.clone(),
+                reason: self.redactor.apply(&error.to_string()),
+                body: self.quote(&bytes),
+            })?;
+            let text = parsed.choices.into_iter().next().and_then(|choice| choice.message.content).unwrap_or_default();
+            if !text.is_empty() {
+                on_text(&text);
+            }
+            return Ok((text, parsed.usage));
+        }
+        let mut events = EventStream::default();
+        let mut read = 0;
+        while let Some(chunk) = response.chunk().await.map_err(|error| self.network_error(&error))? {
+            read += chunk.len();
+            if read > BODY_CAP {
+                return Err(self.too_large(events.text.as_bytes()));
+            }
+            events.buffer.extend_from_slice(&chunk);
+            if events.drain(false, on_text).map_err(|(reason, line)| self.malformed_event(&reason, &line))? {
+                return Ok((events.text, events.usage));
+            }
+        }
+        events.drain(true, on_text).map_err(|(reason, line)| self.malformed_event(&reason, &line))?;
+        Ok((events.text, events.usage))
+    }
+
+    fn too_large(&self, bytes: &[u8]) -> LlmError {
+        LlmError::Malformed {
+            provider: self.name.clone(),
+            reason: format!("the body is larger than {} MiB", BODY_CAP / (1024 * 1024)),
+            body: self.quote(bytes),
+        }
+    }
+
+    fn malformed_event(&self, reason: &str, line: &str) -> LlmError {
+        LlmError::Malformed {
+            provider: self.name.clone(),
+            reason: self.redactor.apply(reason),
+            body: self.quote(line.as_bytes()),
+        }
+    }
+
     /// An excerpt of a server's body, the key redacted before it is cut.
     fn quote(&self, bytes: &[u8]) -> String {
         excerpt(&self.redactor.apply(&String::from_utf8_lossy(bytes)), EXCERPT_CHARS)
@@ -161,6 +314,50 @@ impl Endpoint {
             LlmError::Connect { provider: self.name.clone(), reason }
         } else {
             LlmError::Request { provider: self.name.clone(), reason, retryable: !error.is_builder() }
+        }
+    }
+}
+
+/// The server-sent events read so far: the bytes of an unfinished line, the text and usage.
+#[derive(Default)]
+struct EventStream {
+    buffer: Vec<u8>,
+    text: String,
+    usage: Option<Usage>,
+}
+
+impl EventStream {
+    /// Handles every complete line in the buffer (and, at `end`, the unfinished one too).
+    /// Returns whether `data: [DONE]` was seen; a bad event gives its reason and line.
+    fn drain(&mut self, end: bool, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<bool, (String, String)> {
+        loop {
+            let line = match self.buffer.iter().position(|byte| *byte == b'\n') {
+                Some(newline) => self.buffer.drain(..=newline).collect::<Vec<_>>(),
+                None if end && !self.buffer.is_empty() => std::mem::take(&mut self.buffer),
+                None => return Ok(false),
+            };
+            let line = String::from_utf8_lossy(&line);
+            let Some(data) = line.trim_end_matches(['\r', '\n']).strip_prefix("data:") else { continue };
+            let data = data.trim();
+            if data == "[DONE]" {
+                return Ok(true);
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let chunk: StreamChunk =
+                serde_json::from_str(data).map_err(|error| (error.to_string(), data.to_owned()))?;
+            if chunk.error.is_some() {
+                return Err(("the stream reported an error".to_owned(), data.to_owned()));
+            }
+            if chunk.usage.is_some() {
+                self.usage = chunk.usage;
+            }
+            let piece = chunk.choices.into_iter().next().and_then(|choice| choice.delta.content).unwrap_or_default();
+            if !piece.is_empty() {
+                self.text.push_str(&piece);
+                on_text(&piece);
+            }
         }
     }
 }
@@ -181,4 +378,62 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(
+        events: &mut EventStream,
+        bytes: &[u8],
+        end: bool,
+        seen: &mut Vec<String>,
+    ) -> Result<bool, (String, String)> {
+        events.buffer.extend_from_slice(bytes);
+        events.drain(end, &mut |piece: &str| seen.push(piece.to_owned()))
+    }
+
+    #[test]
+    fn events_split_anywhere_are_read_in_order() {
+        let stream = ": keep-alive\r\n\r\ndata: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\r\n\r\n\
+                      data: {\"choices\":[{\"delta\":{\"content\":\"hé\"}}]}\n\n\
+                      event: message\ndata:{\"choices\":[{\"delta\":{\"content\":\"llo\"}}]}\n\n\
+                      data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n\
+                      data: [DONE]\n\n";
+        for cut in 1..stream.len() {
+            let (first, rest) = stream.as_bytes().split_at(cut);
+            let mut events = EventStream::default();
+            let mut seen = Vec::new();
+            events.buffer.extend_from_slice(first);
+            let done = events.drain(false, &mut |piece: &str| seen.push(piece.to_owned())).unwrap();
+            let done = done || feed(&mut events, rest, false, &mut seen).unwrap();
+            assert!(done, "cut at {cut}");
+            assert_eq!(seen.concat(), "héllo");
+            assert_eq!(events.text, "héllo");
+            assert_eq!(events.usage, Some(Usage { prompt_tokens: Some(3), completion_tokens: Some(2) }));
+        }
+    }
+
+    #[test]
+    fn a_last_line_without_newline_is_read_at_the_end() {
+        let mut events = EventStream::default();
+        let mut seen = Vec::new();
+        let done =
+            feed(&mut events, b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}", true, &mut seen).unwrap();
+        assert!(!done);
+        assert_eq!(seen, ["x"]);
+    }
+
+    #[test]
+    fn bad_or_error_events_are_reported() {
+        let mut seen = Vec::new();
+        let (reason, _) = feed(&mut EventStream::default(), b"data: {nope\n", false, &mut seen).unwrap_err();
+        assert!(reason.contains("key must be a string"), "{reason}");
+        let (reason, line) =
+            feed(&mut EventStream::default(), b"data: {\"error\":{\"message\":\"overloaded\"}}\n", false, &mut seen)
+                .unwrap_err();
+        assert_eq!(reason, "the stream reported an error");
+        assert!(line.contains("overloaded"));
+    }
 }

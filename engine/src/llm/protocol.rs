@@ -147,3 +147,60 @@ pub struct Usage {
     #[serde(default)]
     pub completion_tokens: Option<u64>,
 }
+
+/// Sampling settings sent next to a [`ChatRequest`]; the default sends none and leaves the
+/// server's defaults in place.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Sampling {
+    /// The sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+/// The body actually sent: the request, its sampling settings and, for a streamed answer,
+/// `stream: true` with usage asked for in the last chunk.
+#[derive(Debug, Serialize)]
+pub(crate) struct Body<'a> {
+    #[serde(flatten)]
+    pub request: &'a ChatRequest<'a>,
+    #[serde(flatten)]
+    pub sampling: Sampling,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<Value>,
+}
+
+/// One `data:` chunk of a streamed chat completion: the parts of it that are read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct StreamChunk {
+    /// The choices; the first one's delta is used.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub choices: Vec<StreamChoice>,
+    /// Tokens used, which servers send in the last chunk when asked.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// An error the server reports in the middle of a stream.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// One choice of a streamed chunk.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct StreamChoice {
+    /// What the chunk adds to the message.
+    #[serde(default)]
+    pub delta: Delta,
+}
+
+/// The piece of the message a chunk adds.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Delta {
+    /// The text added, if any.
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}

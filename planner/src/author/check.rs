@@ -1,0 +1,126 @@
+//! Checking a candidate manifest: load and validate it as `runner critic` would, hold it to
+//! what the template allows, and score it with the critic.
+
+use manifest::Plan;
+use manifest::critic::critique;
+use manifest::plan::Runtime;
+use serde_json::{Map, Value};
+
+/// A candidate that can run, with its critic score.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Accepted {
+    /// The manifest as pretty-printed JSON: the text that was loaded.
+    pub manifest: String,
+    /// The critic's overall score, 0-10.
+    pub score: f64,
+    /// How many tasks the plan has.
+    pub tasks: usize,
+}
+
+/// Loads `object` as `candidate-{number}.json` and checks it. The error lists every problem
+/// one per line as `code: message (at path)`, for the repair prompt.
+pub(crate) fn check(
+    object: &Map<String, Value>,
+    name: &str,
+    number: usize,
+    template: Option<&Plan>,
+) -> Result<Accepted, String> {
+    let manifest = serde_json::to_string_pretty(object).map_err(|error| format!("author::encode: {error}"))?;
+    // The authored plan may attach no files: nothing here may look at the disk, and a model
+    // must not point a run at files it has never seen.
+    let loaded = manifest::load_str(&format!("candidate-{number}.json"), name, &manifest, &|_| false);
+    let mut problems: Vec<String> = loaded
+        .errors()
+        .map(|d| {
+            let at = if d.loc.path.is_empty() { String::new() } else { format!(" (at {})", d.loc.path) };
+            let help = d.help.as_ref().map(|h| format!("; help: {h}")).unwrap_or_default();
+            format!("{}: {d}{at}{help}", d.code())
+        })
+        .collect();
+    let plan = match (&loaded.plan, problems.is_empty()) {
+        (Some(plan), true) => plan,
+        (None, true) => return Err("author::unreadable: the answer is not a plan manifest".to_owned()),
+        (_, false) => return Err(problems.join("\n")),
+    };
+    policy(plan, template, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
+    }
+    let critique = critique(plan);
+    Ok(Accepted { manifest, score: critique.scores.overall, tasks: plan.tasks.len() })
+}
+
+/// What an authored plan may define: with a template, only its providers and tools, and
+/// command agents that run one of its agents' commands; without one, mock agents only. A
+/// model must not be able to point a run at a new endpoint or a new program.
+fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
+    let empty = Plan::default();
+    let allowed = template.unwrap_or(&empty);
+    for (name, provider) in &plan.providers {
+        let same = allowed.providers.get(name).is_some_and(|known| {
+            known.base_url == provider.base_url
+                && known.api_key_env.as_ref().map(|v| &v.value) == provider.api_key_env.as_ref().map(|v| &v.value)
+        });
+        if !same {
+            problems.push(format!(
+                "author::unknown_provider: provider `{name}` is not one of the available providers, or differs from it \
+                 (at spec.providers.{name}); help: copy an available provider unchanged, or leave it out"
+            ));
+        }
+    }
+    for (name, tool) in &plan.tools {
+        if allowed.tools.get(name).is_none_or(|known| known.command != tool.command) {
+            problems.push(format!(
+                "author::unknown_tool: tool `{name}` is not one of the available tools, or runs a different command \
+                 (at spec.tools.{name}); help: copy an available tool unchanged, or leave it out"
+            ));
+        }
+    }
+    for (name, agent) in &plan.agents {
+        match &agent.runtime {
+            Runtime::Command { command, .. } => {
+                let known = allowed
+                    .agents
+                    .values()
+                    .any(|a| matches!(&a.runtime, Runtime::Command { command: c, .. } if c == command));
+                if !known {
+                    problems.push(format!(
+                        "author::unknown_command: agent `{name}` runs a command no available agent runs \
+                         (at spec.agent_definitions.{name}.command); help: use an available agent, or a mock agent"
+                    ));
+                }
+            }
+            Runtime::Llm { .. } if template.is_none() => problems.push(format!(
+                "author::no_provider: agent `{name}` is an llm agent but no provider is available \
+                 (at spec.agent_definitions.{name}.runtime); help: use `runtime: mock` placeholder agents"
+            )),
+            Runtime::Llm { .. } | Runtime::Mock { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn examples_are_valid_and_score_well() {
+        for example in [super::super::prompt::RESEARCH_EXAMPLE, super::super::prompt::SEQUENTIAL_EXAMPLE] {
+            let accepted = check(&object(example), "example", 1, None).unwrap();
+            assert!(accepted.score >= 8.0, "{} scores {}", example, accepted.score);
+        }
+    }
+
+    #[test]
+    fn invented_command_is_refused() {
+        let text = r#"{"apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "x"}, "spec": {
+            "agent_definitions": {"shell": {"runtime": "command", "command": ["rm", "-rf", "/"]}},
+            "workflow": [{"id": "a", "agent": "shell", "input": "go"}]}}"#;
+        let problems = check(&object(text), "x", 1, None).unwrap_err();
+        assert!(problems.contains("author::unknown_command"), "{problems}");
+    }
+}

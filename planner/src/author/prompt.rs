@@ -1,0 +1,234 @@
+//! The author's prompt, versioned by [`PROMPT_VERSION`]: the instructions, what the template
+//! makes available, the manifest's JSON Schema and two examples; and the repair message.
+
+use manifest::Plan;
+use manifest::plan::{DEFAULT_MAX_OUTPUT_BYTES, Runtime};
+use serde_json::{Map, Value, json};
+
+/// The version of the prompt below; change it whenever the prompt's text changes, so that
+/// provenance and per-model reliability can be compared across versions.
+pub const PROMPT_VERSION: &str = "author-1";
+
+/// A small research plan: a parallel group, a synthesis gate and a writer.
+pub(crate) const RESEARCH_EXAMPLE: &str = include_str!("examples/research.json");
+/// A sequential plan: a plain ordered list run as a chain.
+pub(crate) const SEQUENTIAL_EXAMPLE: &str = include_str!("examples/sequential.json");
+
+/// The system message: everything but the request itself.
+pub(crate) fn system(name: &str, template: Option<&Plan>) -> String {
+    let schema = serde_json::to_string(&manifest::schema::manifest_schema()).unwrap_or_default();
+    let available = match template {
+        Some(plan) => format!(
+            "## Available agents, tools and providers\n\
+             Use these agents by name. Copy the definitions you use into `spec` unchanged (leave out the ones \
+             you do not use). You may add `runtime: mock` agents for steps no available agent fits, and `llm` \
+             agents with their own system_prompt on an available provider. Never define other providers, \
+             tools or command agents.\n{}\n\n{}",
+            describe(plan),
+            serde_json::to_string_pretty(&available_spec(plan)).unwrap_or_default()
+        ),
+        None => "## Agents\nNo agents are available yet. Define one placeholder agent per role with \
+                 `\"runtime\": \"mock\"`, named for the role (researcher, writer, reviewer...); real agents will be \
+                 bound to them later. Define no providers, tools, llm agents or command agents."
+            .to_owned(),
+    };
+    format!(
+        "You are the plan author of `runner`, a DAG workflow engine for multi-agent work (prompt {PROMPT_VERSION}).\n\
+         Turn the user's request into a runner plan manifest.\n\n\
+         ## Answer\n\
+         Answer with exactly one JSON object and nothing else: no prose, no code fence. Either\n\
+         - a manifest: {{\"apiVersion\": \"runner/v1\", \"kind\": \"Plan\", \"metadata\": {{...}}, \"spec\": {{...}}}} \
+         matching the JSON Schema below, or\n\
+         - {{\"questions\": [\"...\"]}} with at most three short questions, only when the request is too ambiguous \
+         to plan at all.\n\n\
+         ## Rules\n\
+         - `metadata.name` is \"{name}\"; `spec.mission` restates the request in one or two sentences.\n\
+         - Each task does one thing, and its `input` says exactly what to produce.\n\
+         - Tasks that do not need each other's output run in parallel: the same `parallel_group`, no \
+         `depends_on` between them.\n\
+         - Where several results are combined, add a `synthesis_gate` task with those `inputs`; later tasks \
+         depend on the gate and read its output.\n\
+         - A task reads another task's output only as `{{{{ tasks.ID.output }}}}`, and only from a task it depends \
+         on, directly or through others. The mission is `{{{{ mission }}}}`.\n\
+         - Give tasks that may fail a fallback: `on_failure` with `retry`, and `then: skip` where the plan can \
+         do without the result. Mark the task that produces the final result `critical: true` with a retry.\n\
+         - Task ids are unique snake_case; the dependencies form no cycle; attach no files.\n\
+         - Prefer few tasks: as many as the request needs, no more.\n\n\
+         {available}\n\n\
+         ## JSON Schema of the manifest\n{schema}\n\n\
+         ## Example: research with a parallel group and a synthesis gate\n{RESEARCH_EXAMPLE}\n\
+         ## Example: a sequential plan\n{SEQUENTIAL_EXAMPLE}"
+    )
+}
+
+/// The user message: the request.
+pub(crate) fn user(text: &str) -> String {
+    format!("Request: {}", text.trim())
+}
+
+/// The repair message sent after the previous answer: what was wrong with it and how to
+/// answer again.
+pub(crate) fn repair(problems: &str) -> String {
+    format!(
+        "Your answer cannot be used. The problems, one per line (code: message (at path)):\n{problems}\n\n\
+         Fix every problem and answer again with the whole corrected manifest as exactly one JSON object and \
+         nothing else."
+    )
+}
+
+/// One line per agent and tool of the template, for a reader in a hurry.
+fn describe(plan: &Plan) -> String {
+    let mut lines = Vec::new();
+    for (name, agent) in &plan.agents {
+        let what = agent
+            .system_prompt
+            .as_deref()
+            .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()))
+            .unwrap_or("no description");
+        let tools = match &agent.runtime {
+            Runtime::Llm { tools, .. } if !tools.is_empty() => {
+                format!(", tools: {}", tools.iter().map(|t| t.value.as_str()).collect::<Vec<_>>().join(", "))
+            }
+            _ => String::new(),
+        };
+        lines.push(format!("- agent `{name}` ({} runtime{tools}): {what}", agent.runtime.name()));
+    }
+    for (name, tool) in &plan.tools {
+        lines.push(format!("- tool `{name}`: {}", tool.description));
+    }
+    lines.join("\n")
+}
+
+/// The template's providers, tools and agents as they are written in a manifest's `spec`.
+/// Mock agents' scripted responses are left out: they belong to the template's own tasks.
+pub(crate) fn available_spec(plan: &Plan) -> Value {
+    let providers: Map<String, Value> = plan
+        .providers
+        .iter()
+        .map(|(name, p)| {
+            let mut out = Map::new();
+            out.insert("kind".into(), json!(p.kind));
+            out.insert("base_url".into(), json!(p.base_url));
+            insert(&mut out, "api_key_env", p.api_key_env.as_ref().map(|v| json!(v.value)));
+            insert(&mut out, "model", p.model.as_ref().map(|m| json!(m)));
+            insert(&mut out, "context_window", p.context_window.map(|c| json!(c)));
+            insert(&mut out, "max_concurrency", p.max_concurrency.map(|c| json!(c)));
+            insert(&mut out, "requests_per_minute", p.requests_per_minute.map(|c| json!(c)));
+            insert(&mut out, "tokenizer", p.tokenizer.as_ref().map(|t| json!(t)));
+            insert(&mut out, "timeout", p.timeout.map(|t| json!(t.to_string())));
+            (name.clone(), Value::Object(out))
+        })
+        .collect();
+    let tools: Map<String, Value> = plan
+        .tools
+        .iter()
+        .map(|(name, t)| {
+            let mut out = Map::new();
+            out.insert("description".into(), json!(t.description));
+            out.insert("command".into(), json!(t.command));
+            insert(&mut out, "input_schema", t.input_schema.as_ref().map(|s| s.value.clone()));
+            insert(&mut out, "timeout", t.timeout.map(|t| json!(t.to_string())));
+            if t.destructive {
+                out.insert("destructive".into(), json!(true));
+            }
+            (name.clone(), Value::Object(out))
+        })
+        .collect();
+    let agents: Map<String, Value> = plan
+        .agents
+        .iter()
+        .map(|(name, a)| {
+            let mut out = Map::new();
+            out.insert("runtime".into(), json!(a.runtime.name()));
+            match &a.runtime {
+                Runtime::Llm { provider, model, tools, max_turns } => {
+                    insert(&mut out, "provider", provider.as_ref().map(|p| json!(p.value)));
+                    insert(&mut out, "model", model.as_ref().map(|m| json!(m)));
+                    if !tools.is_empty() {
+                        out.insert("tools".into(), json!(tools.iter().map(|t| &t.value).collect::<Vec<_>>()));
+                    }
+                    insert(&mut out, "max_turns", max_turns.map(|m| json!(m)));
+                }
+                Runtime::Command { command, max_output_bytes } => {
+                    out.insert("command".into(), json!(command));
+                    if *max_output_bytes != DEFAULT_MAX_OUTPUT_BYTES {
+                        out.insert("max_output_bytes".into(), json!(max_output_bytes));
+                    }
+                }
+                Runtime::Mock { latency, default, .. } => {
+                    insert(&mut out, "latency", latency.map(|l| json!(l.to_string())));
+                    if default != "echo" {
+                        out.insert("default".into(), json!(default));
+                    }
+                }
+            }
+            insert(&mut out, "system_prompt", a.system_prompt.as_ref().map(|p| json!(p)));
+            insert(&mut out, "reliability_weight", a.reliability_weight.map(|w| json!(w)));
+            insert(&mut out, "timeout", a.timeout.map(|t| json!(t.to_string())));
+            (name.clone(), Value::Object(out))
+        })
+        .collect();
+    let mut spec = Map::new();
+    if !providers.is_empty() {
+        spec.insert("providers".into(), Value::Object(providers));
+    }
+    if !tools.is_empty() {
+        spec.insert("tools".into(), Value::Object(tools));
+    }
+    spec.insert("agent_definitions".into(), Value::Object(agents));
+    Value::Object(spec)
+}
+
+fn insert(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_carries_version_schema_examples_and_name() {
+        let prompt = system("brief", None);
+        assert!(prompt.contains(PROMPT_VERSION));
+        assert!(prompt.contains("\"brief\""));
+        assert!(prompt.contains("\"$schema\""));
+        assert!(prompt.contains("tea-market-brief") && prompt.contains("changelog-draft"));
+        assert!(prompt.contains("placeholder agent"));
+        assert!(prompt.contains("{{ tasks.ID.output }}"));
+    }
+
+    #[test]
+    fn template_definitions_load_back_unchanged() {
+        let text = r#"
+apiVersion: runner/v1
+kind: Plan
+metadata: {name: t}
+spec:
+  providers:
+    local: {kind: openai, base_url: "http://localhost:1/v1", api_key_env: KEY, model: m, timeout: 30s}
+  tools:
+    search: {description: Search the web, command: [python3, s.py], input_schema: {type: object}}
+  agent_definitions:
+    researcher: {runtime: llm, provider: local, tools: [search], system_prompt: "Find things.\nCarefully."}
+    counter: {runtime: command, command: [wc, -w]}
+  workflow:
+    - {id: a, agent: researcher, input: x}
+    - {id: b, agent: counter, input: "{{ tasks.a.output }}", depends_on: [a]}
+"#;
+        let template = manifest::load_str("t.yaml", "t", text, &|_| true).plan.unwrap();
+        let mut spec = available_spec(&template);
+        spec["workflow"] = json!([{"id": "a", "agent": "researcher", "input": "x"}, {"id": "b", "agent": "counter", "input": "y", "depends_on": ["a"]}]);
+        let manifest = json!({"apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "t"}, "spec": spec});
+        let loaded = manifest::load_str("m.json", "t", &manifest.to_string(), &|_| true);
+        assert!(loaded.is_valid(), "{:?}", loaded.diagnostics);
+        let plan = loaded.plan.unwrap();
+        let same = |plan: &Plan| serde_json::to_value((&plan.providers, &plan.tools, &plan.agents)).unwrap();
+        assert_eq!(same(&plan), same(&template));
+        let prompt = system("t", Some(&template));
+        assert!(prompt.contains("agent `researcher` (llm runtime, tools: search): Find things."), "{prompt}");
+        assert!(prompt.contains("tool `search`: Search the web"));
+    }
+}
