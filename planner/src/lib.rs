@@ -7,3 +7,9 @@ pub mod complexity;
 pub mod deterministic;
 pub mod steps;
 pub mod yaml;
+
+/// A template manifest's text (YAML or JSON) as a JSON value, for
+/// [`deterministic::Bindings::template`]; the caller loads and validates it first.
+pub fn template_value(text: &str) -> Result<serde_json::Value, String> {
+    serde_saphyr::from_str::<serde_json::Value>(text).map_err(|error| error.to_string())
+}
