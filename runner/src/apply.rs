@@ -41,6 +41,13 @@ pub struct ApplyArgs {
     run_id: Option<String>,
 }
 
+impl ApplyArgs {
+    /// Applying `plan` that somebody already confirmed (`runner plan --apply`).
+    pub fn confirmed(plan: PathBuf) -> Self {
+        ApplyArgs { plan, yes: true, dry_run: false, vars: Vec::new(), strategy: None, run_id: None }
+    }
+}
+
 /// `--strategy` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {

@@ -58,6 +58,10 @@ enum Command {
     Schema,
     /// Show a plan and its review, ask for confirmation, then run it with a live view.
     Apply(crate::apply::ApplyArgs),
+    /// Turn a request in plain words into a manifest, by rules or by a model.
+    Plan(crate::plan::PlanArgs),
+    /// Show each model's record at writing plans (from `$RUNNER_HOME/models.json`).
+    Models,
     /// List the runs under RUNNER_HOME, newest first.
     Runs,
     /// Show where a run stands: its status and each task's.
@@ -173,6 +177,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema => crate::schema::run(),
         Command::Apply(args) => crate::apply::run(&args),
+        Command::Plan(args) => crate::plan::run(&args),
+        Command::Models => crate::models::run(),
         Command::Runs => crate::runs::run(),
         Command::Status { run, format } => crate::status::run(&run, format),
         Command::Logs { run, follow } => crate::logs::logs(&run, follow),

@@ -1,6 +1,7 @@
 //! `runner`: validate, critique, draw and run LLM multi-agent plans.
 
 mod apply;
+mod author;
 mod cancel;
 mod cli;
 mod critic;
@@ -11,6 +12,9 @@ mod graph;
 mod home;
 mod live;
 mod logs;
+mod models;
+mod plan;
+mod provenance;
 mod resume;
 mod retry;
 mod runs;

@@ -1,0 +1,203 @@
+//! Where a plan came from: every `runner plan` writes `$RUNNER_HOME/plans/<id>/` with the
+//! request, each prompt and raw model answer (secrets redacted), the attempts and repairs, the
+//! validation and critic results, and the chosen manifest; `runner plan --show ID` prints it.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::print;
+use crate::home::home;
+
+/// The record of one `runner plan`, written as `provenance.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The plan id (its folder's name).
+    pub id: String,
+    /// When it was planned, RFC 3339 UTC.
+    pub created: String,
+    /// The request, as given (secrets redacted).
+    pub request: String,
+    /// `deterministic`, or `llm` when a model wrote the plan.
+    pub planner: String,
+    /// Why the complexity detector called the request simple or not.
+    pub complexity: Vec<String>,
+    /// The version of the prompt template, for model-written plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    /// The provider asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Plans asked for per model.
+    pub candidates: usize,
+    /// Every request sent to a model, in order.
+    pub attempts: Vec<Attempt>,
+    /// Why the plan fell back to the deterministic planner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Questions the model asked instead of planning, with the answers given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<String>,
+    /// The manifest chosen, and what validation and the critic said of it.
+    pub chosen: Chosen,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The model.
+    pub model: String,
+    /// Which of the candidates it was for (1-based).
+    pub candidate: usize,
+    /// Whether it was a repair prompt.
+    pub repair: bool,
+    /// How long the answer took.
+    pub latency_ms: u64,
+    /// `valid`, `invalid`, `parse_failed`, `failed` or `questions`.
+    pub outcome: String,
+    /// The problems found, the parse error, or the request's error.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// The critic's score of a valid plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// The file holding the prompt.
+    pub prompt_file: String,
+    /// The file holding the raw answer.
+    pub output_file: String,
+}
+
+/// The chosen manifest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Chosen {
+    /// Its file in the folder.
+    pub file: String,
+    /// Errors `runner validate` reports (always 0 for a plan `runner plan` writes).
+    pub errors: usize,
+    /// Warnings.
+    pub warnings: usize,
+    /// The critic's overall score.
+    pub score: f64,
+    /// The critic's first findings, one line each.
+    pub findings: Vec<String>,
+}
+
+/// The folder of one plan's provenance.
+pub struct PlanDir {
+    path: PathBuf,
+    secrets: Vec<String>,
+}
+
+impl PlanDir {
+    /// Creates `$RUNNER_HOME/plans/<id>/`; `secrets` are replaced by `[redacted]` in every
+    /// file written, together with the values of environment variables named `*_KEY` or
+    /// `*_TOKEN`.
+    pub fn create(id: &str, mut secrets: Vec<String>) -> anyhow::Result<Self> {
+        crate::home::RunDir::new(id)?;
+        let path = home().join("plans").join(id);
+        std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        secrets.extend(std::env::vars().filter_map(|(name, value)| {
+            let secret = name.ends_with("_KEY") || name.ends_with("_TOKEN");
+            (secret && value.len() >= 8).then_some(value)
+        }));
+        secrets.retain(|s| !s.is_empty());
+        // The longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Ok(PlanDir { path, secrets })
+    }
+
+    /// The same folder, with one more secret to redact.
+    pub fn with_secret(&self, secret: Option<String>) -> Self {
+        let mut secrets = self.secrets.clone();
+        secrets.extend(secret.filter(|s| !s.is_empty()));
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        PlanDir { path: self.path.clone(), secrets }
+    }
+
+    /// The text with every secret replaced.
+    pub fn redact(&self, text: &str) -> String {
+        self.secrets.iter().fold(text.to_owned(), |text, secret| text.replace(secret, "[redacted]"))
+    }
+
+    /// Writes a file into the folder, redacted.
+    pub fn write(&self, name: &str, text: &str) -> anyhow::Result<()> {
+        let path = self.path.join(name);
+        std::fs::write(&path, self.redact(text)).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Writes `provenance.json`, redacted.
+    pub fn finish(&self, provenance: &Provenance) -> anyhow::Result<()> {
+        self.write("provenance.json", &(serde_json::to_string_pretty(provenance)? + "\n"))
+    }
+}
+
+/// `runner plan --show ID`: the record and the chosen manifest.
+pub fn show(id: &str) -> anyhow::Result<u8> {
+    crate::home::RunDir::new(id)?;
+    let path = home().join("plans").join(id);
+    let text = std::fs::read_to_string(path.join("provenance.json"))
+        .with_context(|| format!("no plan `{id}` under {}", home().join("plans").display()))?;
+    let record: Provenance = serde_json::from_str(&text)
+        .with_context(|| format!("cannot read {}", path.join("provenance.json").display()))?;
+    let mut out = format!(
+        "plan `{}` ({}), planned {} by the {} planner\n",
+        record.id,
+        path.display(),
+        record.created,
+        record.planner
+    );
+    let _ = writeln!(out, "request: {}", record.request);
+    for reason in &record.complexity {
+        let _ = writeln!(out, "complexity: {reason}");
+    }
+    if let Some(provider) = &record.provider {
+        let temperature = record.temperature.map(|t| format!(", temperature {t}")).unwrap_or_default();
+        let version = record.prompt_version.as_deref().unwrap_or("-");
+        let _ =
+            writeln!(out, "provider: {provider}, prompt {version}{temperature}, {} candidate(s)", record.candidates);
+    }
+    for (n, attempt) in record.attempts.iter().enumerate() {
+        let repair = if attempt.repair { " (repair)" } else { "" };
+        let score = attempt.score.map(|s| format!(" score {s:.1}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {}. {} candidate {}{repair}: {}{score} in {} ms  [{} -> {}]",
+            n + 1,
+            attempt.model,
+            attempt.candidate,
+            attempt.outcome,
+            attempt.latency_ms,
+            attempt.prompt_file,
+            attempt.output_file
+        );
+        if !attempt.detail.is_empty() {
+            for line in attempt.detail.lines().take(6) {
+                let _ = writeln!(out, "       {line}");
+            }
+        }
+    }
+    for question in &record.questions {
+        let _ = writeln!(out, "asked: {question}");
+    }
+    if let Some(why) = &record.fallback {
+        let _ = writeln!(out, "fell back to the deterministic planner: {why}");
+    }
+    let chosen = &record.chosen;
+    let _ = writeln!(
+        out,
+        "chosen: {} ({} errors, {} warnings, critic score {:.1})",
+        chosen.file, chosen.errors, chosen.warnings, chosen.score
+    );
+    for finding in &chosen.findings {
+        let _ = writeln!(out, "  {finding}");
+    }
+    let manifest = std::fs::read_to_string(path.join(&chosen.file)).unwrap_or_default();
+    let _ = write!(out, "\n{manifest}");
+    print(&out)?;
+    Ok(0)
+}

@@ -1,0 +1,271 @@
+//! `runner plan` from the command line: the deterministic planner, provenance, `--show`,
+//! agent bindings, `--apply`, and a model writing the plan against a local fake OpenAI server
+//! (repair, fallback to the next model and to the rules, reliability records, questions,
+//! secrets kept out of the provenance).
+
+#[path = "support/llm.rs"]
+mod llm_support;
+mod support;
+
+use std::path::PathBuf;
+
+use llm_support::{KEY_VAR, Out, files_under, runner, user};
+use serde_json::{Value, json};
+use support::Env;
+use testkit::{FakeOpenAi, Step};
+
+const SEED: &str = "Add login with session cookies. Use basic auth. Read API spec at https://example.com/spec.pdf. Then write unit tests.";
+
+/// The folder of the only plan recorded so far.
+fn only_plan(env: &Env) -> PathBuf {
+    let plans: Vec<PathBuf> = std::fs::read_dir(env.home().join("plans"))
+        .expect("the plans folder exists")
+        .map(|entry| entry.expect("an entry").path())
+        .collect();
+    assert_eq!(plans.len(), 1, "{plans:?}");
+    plans.into_iter().next().expect("one plan")
+}
+
+fn provenance(dir: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("provenance.json")).expect("provenance.json");
+    serde_json::from_str(&text).expect("provenance.json is JSON")
+}
+
+fn validate(env: &Env, file: &str) -> Out {
+    runner(env, &["validate", file])
+}
+
+#[test]
+fn the_seed_example_becomes_four_steps_with_the_link_on_the_third() {
+    let env = Env::new();
+    let out = runner(&env, &["plan", SEED, "-o", "plan.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let valid = validate(&env, "plan.yaml");
+    assert_eq!(valid.code, Some(0), "{valid}");
+    assert!(valid.stderr.contains("4 tasks"), "{valid}");
+    let text = std::fs::read_to_string(env.dir().join("plan.yaml")).expect("the plan was written");
+    let loaded = manifest::load_str("plan.yaml", "plan", &text, &|_| true);
+    let plan = loaded.plan.expect("the plan loads");
+    assert_eq!(plan.control.strategy, manifest::plan::Strategy::Sequential);
+    let links: Vec<usize> = plan.tasks.iter().map(|t| t.attachments.len()).collect();
+    assert_eq!(links, [0, 0, 1, 0]);
+    let dir = only_plan(&env);
+    let record = provenance(&dir);
+    assert_eq!(record["planner"], "deterministic");
+    assert_eq!(record["request"], SEED);
+    assert_eq!(record["chosen"]["errors"], 0);
+    assert_eq!(std::fs::read_to_string(dir.join("plan.yaml")).expect("a copy"), text);
+    let id = dir.file_name().and_then(|n| n.to_str()).expect("an id").to_owned();
+    assert!(out.stderr.contains(&id), "the id is printed: {out}");
+    let shown = runner(&env, &["plan", "--show", &id]);
+    assert_eq!(shown.code, Some(0), "{shown}");
+    assert!(shown.stdout.contains("deterministic") && shown.stdout.contains("read_api_spec"), "{shown}");
+}
+
+#[test]
+fn every_plan_runner_writes_passes_validate() {
+    let env = Env::new();
+    let requests = [
+        "Summarise README.md",
+        "1. fetch the logs\n2. grep them for errors\n3. which service failed?\n4. write a report",
+        "Run `cargo test` then fix what fails; finally open a pull request",
+        "Download https://example.com/a.csv and https://example.com/b.csv, merge them, then chart it.",
+        "Should we use Postgres or SQLite? Decide, then write the schema.",
+        "- one\n- two\n- three\n* four\n• five",
+        "\"quoted\" {{ tasks.x.output }} {% raw %} — dashes – and ‘quotes’",
+    ];
+    for (n, request) in requests.iter().enumerate() {
+        let file = format!("p{n}.yaml");
+        let out = runner(&env, &["plan", request, "-o", &file]);
+        assert_eq!(out.code, Some(0), "{request}: {out}");
+        let valid = validate(&env, &file);
+        assert_eq!(valid.code, Some(0), "{request}: {valid}");
+    }
+    let printed = runner(&env, &["plan", "Fetch the page, then count its words"]);
+    assert_eq!(printed.code, Some(0), "{printed}");
+    env.write("printed.yaml", &printed.stdout);
+    let valid = validate(&env, "printed.yaml");
+    assert_eq!(valid.code, Some(0), "the manifest printed to stdout validates too: {valid}");
+}
+
+#[test]
+fn agent_map_and_template_bind_the_steps_to_real_agents() {
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: tpl}\nspec:\n  agent_definitions:\n    \
+         shell: {runtime: command, command: [cat]}\n    thinker: {runtime: mock}\n  workflow:\n    \
+         - {id: t, agent: thinker, input: x}\n",
+    );
+    let out = runner(
+        &env,
+        &[
+            "plan",
+            "Run the tests, then summarise the failures",
+            "--template",
+            "template.yaml",
+            "--agent-map",
+            "tool=shell",
+            "--agent-map",
+            "processing=thinker",
+            "-o",
+            "plan.yaml",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    let text = std::fs::read_to_string(env.dir().join("plan.yaml")).expect("written");
+    let plan = manifest::load_str("plan.yaml", "plan", &text, &|_| true).plan.expect("loads");
+    let agents: Vec<&str> = plan.tasks.iter().filter_map(|t| t.agent.as_ref()).map(|a| a.value.as_str()).collect();
+    assert_eq!(agents, ["shell", "thinker"], "{text}");
+    assert!(plan.agents.contains_key("shell") && plan.agents.contains_key("thinker"), "{text}");
+    let bad = runner(&env, &["plan", "x", "--agent-map", "nonsense"]);
+    assert_eq!(bad.code, Some(2), "{bad}");
+}
+
+#[test]
+fn apply_with_yes_plans_and_runs_the_plan() {
+    let env = Env::new();
+    let out = runner(&env, &["plan", "Collect the numbers, then add them up", "--apply", "--yes", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.all().contains("succeeded"), "{out}");
+    let declined = runner(&env, &["plan", "Collect the numbers, then add them up", "--apply", "-o", "q.yaml"]);
+    assert_eq!(declined.code, Some(4), "no terminal, no --yes: declined: {declined}");
+}
+
+/// A small valid manifest a model might write (mock agents: no template given).
+fn manifest_json(tasks: usize) -> String {
+    let workflow: Vec<Value> = (0..tasks)
+        .map(|i| {
+            let mut task = json!({"id": format!("step{i}"), "agent": "worker", "input": format!("do part {i}")});
+            if i > 0 {
+                task["depends_on"] = json!([format!("step{}", i - 1)]);
+                task["input"] = json!(format!("continue from {{{{ tasks.step{}.output }}}}", i - 1));
+            }
+            task
+        })
+        .collect();
+    json!({
+        "apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "authored"},
+        "spec": {"mission": "m", "agent_definitions": {"worker": {"runtime": "mock"}}, "workflow": workflow}
+    })
+    .to_string()
+}
+
+fn answer(text: &str) -> Step {
+    Step::Answer(text.to_owned())
+}
+
+#[test]
+fn a_model_writes_the_plan_and_its_prompt_answer_and_record_are_kept() {
+    let server = FakeOpenAi::start(|_, _| answer(&format!("Here it is:\n```json\n{}\n```", manifest_json(2))));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Do the two parts", "--provider", &base, "--model", "m1", "-o", "plan.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let valid = validate(&env, "plan.yaml");
+    assert_eq!(valid.code, Some(0), "{valid}");
+    let dir = only_plan(&env);
+    let record = provenance(&dir);
+    assert_eq!(record["planner"], "llm");
+    assert_eq!(record["prompt_version"], "author-1");
+    assert_eq!(record["attempts"][0]["outcome"], "valid");
+    let prompt = std::fs::read_to_string(dir.join("prompt-01.txt")).expect("the prompt is kept");
+    assert!(prompt.contains("Do the two parts"), "{prompt}");
+    let raw = std::fs::read_to_string(dir.join("output-01.txt")).expect("the answer is kept");
+    assert!(raw.starts_with("Here it is:"), "{raw}");
+    let models = runner(&env, &["models"]);
+    assert!(models.stdout.contains("m1"), "{models}");
+    let counts: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.home().join("models.json")).expect("models.json"))
+            .expect("JSON");
+    assert_eq!(counts["m1"]["successes"], 1, "{counts}");
+}
+
+#[test]
+fn a_model_that_never_plans_falls_to_the_next_then_to_the_rules_and_the_better_model_goes_first_next_time() {
+    let server = FakeOpenAi::start(|body, _| match body["model"].as_str() {
+        Some("good") => answer(&manifest_json(1)),
+        _ => answer("I cannot produce JSON today."),
+    });
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Fetch it, then sum it", "--provider", &base, "--model", "bad", "-o", "a.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.contains("warning") && out.stderr.contains("deterministic"), "{out}");
+    assert_eq!(validate(&env, "a.yaml").code, Some(0));
+    let asked = server.requests().len();
+    assert_eq!(asked, 2, "one answer and one repair");
+
+    let out = runner(
+        &env,
+        &["plan", "Fetch it, then sum it", "--provider", &base, "--model", "bad", "--model", "good", "-o", "b.yaml"],
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    let first_of_second_call = &server.requests()[asked];
+    assert_eq!(first_of_second_call.body["model"], "good", "the model with the better record goes first");
+    let given = runner(
+        &env,
+        &[
+            "plan",
+            "Fetch it, then sum it",
+            "--provider",
+            &base,
+            "--model",
+            "bad",
+            "--model",
+            "good",
+            "--model-order",
+            "given",
+            "-o",
+            "c.yaml",
+        ],
+    );
+    assert_eq!(given.code, Some(0), "{given}");
+    let requests = server.requests();
+    let third: Vec<&str> = requests[asked + 1..].iter().filter_map(|r| r.body["model"].as_str()).collect();
+    assert_eq!(third, ["bad", "bad", "good"], "as given: bad, its repair, then good");
+    let table = runner(&env, &["models"]);
+    assert!(table.stdout.contains("bad") && table.stdout.contains("good"), "{table}");
+}
+
+#[test]
+fn questions_instead_of_a_plan_exit_3_and_are_shown() {
+    let server = FakeOpenAi::start(|_, _| answer(r#"{"questions": ["Which database: Postgres or SQLite?"]}"#));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Set up the database", "--provider", &base, "--model", "m"]);
+    assert_eq!(out.code, Some(3), "{out}");
+    assert!(out.stderr.contains("Which database"), "{out}");
+    assert!(out.stdout.is_empty(), "no manifest: {out}");
+}
+
+#[test]
+fn keys_and_token_values_never_reach_the_provenance() {
+    let server = FakeOpenAi::start(|body, _| {
+        let text = user(body);
+        answer(&format!("{} // you said: {text} // {}", manifest_json(1), testkit::AUTHORIZATION_ECHO))
+    });
+    let env = Env::new();
+    let base = server.base_url();
+    let token = "tok-SECRET-VALUE-98765";
+    let key = "sk-PLAN-KEY-13579";
+    let output = env
+        .runner()
+        .env(KEY_VAR, key)
+        .env("DEPLOY_TOKEN", token)
+        .args(["plan", &format!("Deploy with token {token}"), "--provider", &base])
+        .args(["--api-key-env", KEY_VAR, "--model", "m", "-o", "plan.yaml"])
+        .output()
+        .expect("runner runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(server.requests().iter().all(|r| r.authorization.as_deref() == Some(&*format!("Bearer {key}"))));
+    let mut seen = 0;
+    for file in files_under(&env.home()) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(!text.contains(token) && !text.contains(key), "a secret in {}:\n{text}", file.display());
+        seen += usize::from(text.contains("[redacted]"));
+    }
+    assert!(seen >= 2, "the request and the prompt held the token and were redacted");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(key), "{stderr}");
+}
