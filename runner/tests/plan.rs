@@ -269,3 +269,57 @@ fn keys_and_token_values_never_reach_the_provenance() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains(key), "{stderr}");
 }
+
+/// Runs `runner ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
+fn on_terminal(env: &Env, args: &[&str], editor: &str, input: &str) -> Out {
+    use std::io::Write as _;
+    // `script` takes one command line; the arguments are fixed test strings, quoted.
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))).collect();
+    let line = format!("'{}' {}", assert_cmd::cargo::cargo_bin("runner").display(), quoted.join(" "));
+    let mut child = std::process::Command::new("script")
+        .current_dir(env.dir())
+        .env("RUNNER_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .env("EDITOR", editor)
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("typed");
+    let output = child.wait_with_output().expect("script ends");
+    Out {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn on_a_terminal_questions_are_asked_the_plan_can_be_edited_and_then_it_runs() {
+    let server = FakeOpenAi::start(|body, _| {
+        if user(body).contains("Answers to your questions") {
+            answer(&manifest_json(2))
+        } else {
+            answer(r#"{"questions": ["Which part first?"]}"#)
+        }
+    });
+    let env = Env::new();
+    let base = server.base_url();
+    let out = on_terminal(
+        &env,
+        &["plan", "Do the parts", "--provider", &base, "--model", "m", "--apply", "-o", "plan.yaml"],
+        "sed -i s/part/piece/",
+        "the first one\ne\ny\n",
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stdout.contains("Which part first?"), "the question was asked: {out}");
+    assert!(out.stdout.contains("Proceed? [y/n/e]"), "{out}");
+    assert!(out.stdout.contains("succeeded"), "{out}");
+    let second = &server.requests()[1];
+    assert!(user(&second.body).contains("- Which part first? the first one"), "{}", user(&second.body));
+    let text = std::fs::read_to_string(env.dir().join("plan.yaml")).expect("written");
+    assert!(text.contains("do piece 0") && !text.contains("do part 0"), "the edit was kept: {text}");
+}
