@@ -27,8 +27,10 @@ fn diagnostics(document: &Value) -> &Vec<Value> {
 }
 
 /// Codes that have no example here: file-level problems (`runner/tests/bad_input.rs` covers
-/// them) and codes that are never errors.
-const NOT_EXAMPLES: &[&str] = &["io", "too_large", "not_utf8", "alias", "unsupported", "implicit_inputs"];
+/// them), codes that are never errors, and `replacement_not_json`, which only a planner's
+/// replacement during a replan can have (`manifest/tests/splice.rs` covers it).
+const NOT_EXAMPLES: &[&str] =
+    &["io", "too_large", "not_utf8", "alias", "unsupported", "implicit_inputs", "replacement_not_json"];
 
 #[test]
 fn every_error_code_has_an_invalid_example() {
