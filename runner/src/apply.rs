@@ -39,12 +39,15 @@ pub struct ApplyArgs {
     /// The run id (default: `<plan>-<YYYYMMDD-HHMMSS>-<4 hex>`); an existing id is refused.
     #[arg(long)]
     run_id: Option<String>,
+    /// Set when the plan was already shown and confirmed (`runner plan --apply`).
+    #[arg(skip)]
+    reviewed: bool,
 }
 
 impl ApplyArgs {
     /// Applying `plan` that somebody already confirmed (`runner plan --apply`).
     pub fn confirmed(plan: PathBuf) -> Self {
-        ApplyArgs { plan, yes: true, dry_run: false, vars: Vec::new(), strategy: None, run_id: None }
+        ApplyArgs { plan, yes: true, dry_run: false, vars: Vec::new(), strategy: None, run_id: None, reviewed: true }
     }
 }
 
@@ -96,8 +99,10 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         say("dry run: nothing ran and nothing was written");
         return Ok(0);
     }
-    say(&overview(plan, graph, strategy));
-    say(&crate::critic::human(&loaded, &critique, color));
+    if !args.reviewed {
+        say(&overview(plan, graph, strategy));
+        say(&crate::critic::human(&loaded, &critique, color));
+    }
     if !args.yes && !confirm()? {
         return Ok(EXIT_DECLINED);
     }
