@@ -177,42 +177,51 @@ impl Endpoint {
     }
 
     async fn exchange(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        let response = self.post(body).await?;
+        let bytes = self.read_body(response).await?;
+        self.parse(&bytes)
+    }
+
+    /// Sends the request body, with the key in its header.
+    async fn post(&self, body: &[u8]) -> Result<reqwest::Response, LlmError> {
         let mut request = self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body.to_vec());
         if let Some(key) = &self.key {
             request = request.header(AUTHORIZATION, format!("Bearer {key}"));
         }
-        let mut response = request.send().await.map_err(|error| self.network_error(&error))?;
+        request.send().await.map_err(|error| self.network_error(&error))
+    }
+
+    /// Reads a whole answer, capped; a status other than success is an `Http` error quoting it.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
         let status = response.status();
         let retry_after = retry_after(&response);
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|error| self.network_error(&error))? {
             if bytes.len() + chunk.len() > BODY_CAP {
-                return Err(LlmError::Malformed {
-                    provider: self.name.clone(),
-                    reason: format!("the body is larger than {} MiB", BODY_CAP / (1024 * 1024)),
-                    body: self.quote(&bytes),
-                });
+                return Err(self.too_large(&bytes));
             }
             bytes.extend_from_slice(&chunk);
         }
         if !status.is_success() {
+            let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
             return Err(LlmError::Http {
                 provider: self.name.clone(),
                 status: status.as_u16(),
                 body: self.quote(&bytes),
-                retry_after: if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                    retry_after
-                } else {
-                    None
-                },
+                retry_after: if transient { retry_after } else { None },
             });
         }
+        Ok(bytes)
+    }
+
+    /// A chat completion from its body; one with no choices is malformed.
+    fn parse(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
         let malformed = |reason: String| LlmError::Malformed {
             provider: self.name.clone(),
             reason: self.redactor.apply(&reason),
-            body: self.quote(&bytes),
+            body: self.quote(bytes),
         };
-        let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|error| malformed(error.to_string()))?;
+        let parsed: ChatResponse = serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
         if parsed.choices.is_empty() {
             return Err(malformed("no choices".to_owned()));
         }
@@ -226,43 +235,14 @@ impl Endpoint {
         body: &[u8],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<(String, Option<Usage>), LlmError> {
-        let mut request = self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body.to_vec());
-        if let Some(key) = &self.key {
-            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let mut response = request.send().await.map_err(|error| self.network_error(&error))?;
-        let status = response.status();
+        let mut response = self.post(body).await?;
         let is_stream = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
-        if !status.is_success() || !is_stream {
-            let retry_after = retry_after(&response);
-            let mut bytes = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|error| self.network_error(&error))? {
-                if bytes.len() + chunk.len() > BODY_CAP {
-                    return Err(self.too_large(&bytes));
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            if !status.is_success() {
-                return Err(LlmError::Http {
-                    provider: self.name.clone(),
-                    status: status.as_u16(),
-                    body: self.quote(&bytes),
-                    retry_after: if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                        retry_after
-                    } else {
-                        None
-                    },
-                });
-            }
-            let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
-                provider: self.name.clone(),
-                reason: self.redactor.apply(&error.to_string()),
-                body: self.quote(&bytes),
-            })?;
+        if !response.status().is_success() || !is_stream {
+            let parsed = self.parse(&self.read_body(response).await?)?;
             let text = parsed.choices.into_iter().next().and_then(|choice| choice.message.content).unwrap_or_default();
             if !text.is_empty() {
                 on_text(&text);
