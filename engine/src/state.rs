@@ -98,6 +98,9 @@ pub struct TaskState {
     pub status: TaskStatus,
     /// Attempts dispatched so far.
     pub attempts: u32,
+    /// Attempts that failed; a retry policy counts these, so a question answered or an
+    /// attempt a crash cut short does not use up a retry.
+    pub failures: u32,
     /// The output of the successful attempt.
     pub output: Option<String>,
     /// The last error.
@@ -125,6 +128,7 @@ impl TaskState {
         TaskState {
             status: TaskStatus::Pending,
             attempts: 0,
+            failures: 0,
             output: None,
             error: None,
             input: None,
@@ -349,8 +353,9 @@ impl RunState {
         let task = self.id(i).to_owned();
         self.emit(Event::TaskFailed { task: task.clone(), attempt, error: error.clone() }, out);
         let policy = self.plan.tasks[i].on_failure.value;
-        let next = if policy.action == Action::Retry && retryable && attempt < policy.max_attempts {
-            let exponent = attempt.saturating_sub(1).min(30);
+        let failures = self.tasks[i].failures;
+        let next = if policy.action == Action::Retry && retryable && failures < policy.max_attempts {
+            let exponent = failures.saturating_sub(1).min(30);
             let delay = policy.backoff.as_millis().saturating_mul(u64::from(policy.factor).saturating_pow(exponent));
             let delay_ms = delay.min(policy.max_backoff.as_millis());
             self.emit(Event::RetryScheduled { task, attempt: attempt + 1, delay_ms }, out);
@@ -1099,6 +1104,7 @@ impl Handler for RunState {
             }
             Event::TaskFailed { task, error, .. } => {
                 let Some(i) = self.index_of(task) else { return };
+                self.tasks[i].failures += 1;
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Failed);
                 self.tasks[i].error = Some(error.clone());

@@ -870,3 +870,21 @@ async fn a_compactor_agent_rewrites_the_context_summary_after_each_task() {
         .collect();
     assert_eq!(by[..2], [("a".to_owned(), "squeeze".to_owned()), ("b".to_owned(), "squeeze".to_owned())]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answered_question_does_not_use_up_a_retry() {
+    let plan = mock_plan(
+        "{a: [{clarify: Which year?}, {fail: flaky}, {output: done}]}",
+        "    - {id: a, agent: m, input: report, on_failure: {action: retry, max_attempts: 2, backoff: 10ms}}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    assert_eq!(state.status, RunStatus::Paused);
+    drive(&store, Command::Answer { task: "a".into(), text: "2024".into() }).await.expect("answered");
+    let state = drive(&store, Command::Continue).await.expect("continued");
+    let log = events(&store);
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
+    assert_eq!((state.tasks[0].attempts, state.tasks[0].failures), (3, 1));
+    assert_folds(&store, &state);
+}
