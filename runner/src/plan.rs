@@ -266,7 +266,10 @@ fn target(args: &PlanArgs, name: &str) -> anyhow::Result<Option<PathBuf>> {
     match (&args.output, args.apply) {
         (Some(path), _) => Ok(Some(path.clone())),
         (None, true) => {
-            let path = PathBuf::from(format!("{name}.yaml"));
+            // A file in this folder whatever the name holds (`--name ../x` stays here).
+            let stem: String =
+                name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+            let path = PathBuf::from(format!("{}.yaml", stem.trim_matches('-')));
             if path.exists() {
                 bail!("{} exists; name the file to write with --output", path.display());
             }
