@@ -274,7 +274,7 @@ impl<S: EventStore> Driver<S> {
                 (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
                     cap,
                     agent: spec.agent.as_ref().map(|a| a.value.clone()),
-                    tokenizer: tokenizer_of(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
+                    tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
                 }),
                 _ => None,
             };
@@ -329,18 +329,6 @@ impl<S: EventStore> Driver<S> {
         }
         Ok(())
     }
-}
-
-/// The tokenizer of an agent's provider; o200k for other agents and unknown names.
-fn tokenizer_of(plan: &Plan, agent: Option<&str>) -> Tokenizer {
-    let provider = agent
-        .and_then(|name| plan.agents.get(name))
-        .and_then(|agent| match &agent.runtime {
-            manifest::plan::Runtime::Llm { provider, .. } => provider.as_ref(),
-            _ => None,
-        })
-        .and_then(|provider| plan.providers.get(&provider.value));
-    Tokenizer::named(provider.and_then(|p| p.tokenizer.as_deref())).unwrap_or(Tokenizer::O200k)
 }
 
 /// A delay between half and all of `delay_ms` ("equal jitter"), so retries of many tasks that

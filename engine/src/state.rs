@@ -403,12 +403,13 @@ impl RunState {
     }
 
     /// Whether dispatching `input` for task `i` would go past the token budget or its phase's
-    /// turns; the input's bytes over four estimate its prompt tokens.
+    /// turns; the input's tokens, counted with its agent's tokenizer, are the estimate.
     fn over_budget(&self, i: usize, input: &str) -> Option<String> {
         let control = &self.plan.control;
         let used = self.tokens.prompt + self.tokens.completion;
         if let Some(budget) = control.token_budget {
-            let estimate = (input.len() as u64).div_ceil(4);
+            let tokenizer = Tokenizer::of_agent(&self.plan, self.plan.agent_of(&self.plan.tasks[i]));
+            let estimate = count(input, tokenizer) as u64;
             if used.saturating_add(estimate) > budget {
                 return Some(format!(
                     "the token budget is spent: {used} of {budget} tokens used, and task `{}` would need about {estimate} more",

@@ -460,7 +460,8 @@ fn a_replacement_still_invalid_after_one_repair_fails_the_run() {
 fn budget_run(critical: bool) -> (Env, FakeOpenAi, Out) {
     let server = FakeOpenAi::script(vec![answer("ok")]);
     let env = Env::new();
-    let padding = "x".repeat(156);
+    // 38 words of one token each: about 41 tokens with the rest of the input.
+    let padding = " alpha".repeat(38);
     let workflow = format!(
         "    - {{id: a, agent: w, input: \"A: go\"}}\n    - {{id: b, agent: w, input: \"B: {{{{ tasks.a.output }}}} {padding}\", depends_on: [a], critical: {critical}}}"
     );

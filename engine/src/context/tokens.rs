@@ -30,6 +30,19 @@ pub struct UnknownTokenizer {
 }
 
 impl Tokenizer {
+    /// The tokenizer of an agent's provider: o200k for agents without one (command, mock,
+    /// none) and providers that name none.
+    pub fn of_agent(plan: &manifest::Plan, agent: Option<&str>) -> Tokenizer {
+        let provider = agent
+            .and_then(|name| plan.agents.get(name))
+            .and_then(|agent| match &agent.runtime {
+                manifest::plan::Runtime::Llm { provider, .. } => provider.as_ref(),
+                _ => None,
+            })
+            .and_then(|provider| plan.providers.get(&provider.value));
+        Tokenizer::named(provider.and_then(|p| p.tokenizer.as_deref())).unwrap_or_default()
+    }
+
     /// The tokenizer called `name` (`o200k_base`/`o200k`, `cl100k_base`/`cl100k`); `None` means
     /// the default, [`Tokenizer::O200k`].
     pub fn named(name: Option<&str>) -> Result<Tokenizer, UnknownTokenizer> {
