@@ -39,16 +39,16 @@ pub struct PlanArgs {
     #[arg(long)]
     pub provider: Option<String>,
     /// A model to ask, in order; repeatable (at most three are tried).
-    #[arg(long = "model", value_name = "MODEL")]
+    #[arg(long = "model", value_name = "MODEL", requires = "provider")]
     pub models: Vec<String>,
     /// With a base URL as `--provider`: the environment variable that holds its API key.
-    #[arg(long, value_name = "VARIABLE")]
+    #[arg(long, value_name = "VARIABLE", requires = "provider")]
     pub api_key_env: Option<String>,
     /// Plans to ask each model for; the one the critic scores best is kept.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub candidates: u8,
     /// Show the plan as the model writes it.
-    #[arg(long)]
+    #[arg(long, requires = "provider")]
     pub stream: bool,
     /// The sampling temperature.
     #[arg(long, default_value_t = 0.2)]
