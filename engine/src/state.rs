@@ -111,7 +111,7 @@ pub struct TaskState {
     pub question: Option<String>,
     /// Answers given so far, appended to the input of later attempts.
     pub answers: Vec<String>,
-    /// Why the latest output failed verification, told to the next attempt.
+    /// Why the latest output failed verification, told to the next attempt only.
     pub feedback: Option<String>,
     /// Whether the latest attempt is in flight (counted against concurrency limits).
     in_flight: bool,
@@ -1082,6 +1082,8 @@ impl Handler for RunState {
                 let state = &mut self.tasks[i];
                 state.attempts = *attempt;
                 state.input = Some(input.clone());
+                // Told to this attempt in its input; later ones are not.
+                state.feedback = None;
                 state.in_flight = true;
                 self.running += 1;
                 self.tally.phase_busy[self.graph.level(i)] += 1;

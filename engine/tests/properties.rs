@@ -1,5 +1,6 @@
 //! Scheduling invariants over random plans: random DAGs, parallel groups and limits,
-//! strategies, failure policies and mock scripts, run both through the pure state machine
+//! strategies, failure policies and mock scripts (a failure being an agent's error or an
+//! output its verification rejected), run both through the pure state machine
 //! (with a fake executor that delivers results and timers in a random order) and through the
 //! real driver with mock agents.
 
@@ -191,14 +192,20 @@ impl Spec {
         Command::Start(Start { strategy, ..Start::plan(Arc::clone(plan)) })
     }
 
-    fn reply(&self, task: &str, attempt: u32) -> Command {
+    /// The result of an attempt; a failure is an agent's error or, when `by_check`, an output
+    /// its verification rejected (the same to the policy).
+    fn reply(&self, task: &str, attempt: u32, by_check: bool) -> Command {
         let i: usize = task[1..].parse().expect("task ids are t<N>");
         let script = &self.tasks[i].script;
         let ok = script[(attempt as usize - 1).min(script.len() - 1)];
-        if ok {
-            Command::Succeeded { task: task.into(), attempt, output: format!("o{i}"), tokens: None, duration_ms: 0 }
-        } else {
-            Command::Failed { task: task.into(), attempt, error: format!("f{i}"), retryable: true }
+        match (ok, by_check) {
+            (true, _) => {
+                Command::Succeeded { task: task.into(), attempt, output: format!("o{i}"), tokens: None, duration_ms: 0 }
+            }
+            (false, false) => Command::Failed { task: task.into(), attempt, error: format!("f{i}"), retryable: true },
+            (false, true) => {
+                Command::VerificationFailed { task: task.into(), attempt, reason: format!("v{i}"), tokens: None }
+            }
         }
     }
 }
@@ -219,6 +226,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
     let mut finals: HashMap<String, TaskStatus> = HashMap::new();
     let mut in_flight: HashSet<String> = HashSet::new();
     let mut dispatches: HashMap<String, u32> = HashMap::new();
+    let mut rejected: HashSet<String> = HashSet::new();
     let mut completed = None;
     for (at, event) in log.iter().enumerate() {
         prop_assert!(completed.is_none(), "{} after RunCompleted", event.name());
@@ -234,11 +242,17 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 prop_assert_eq!(*count, *attempt);
                 // (f) Attempts never exceed max_attempts.
                 prop_assert!(*attempt <= spec.tasks[i].policy.max_attempts(), "{task} attempt {attempt}");
-                // Dependents read their dependency's status, skipped ones included.
-                let expected = match spec.tasks[i].deps.first() {
+                // Dependents read their dependency's status, skipped ones included; a retry
+                // after a rejected output is told why.
+                let mut expected = match spec.tasks[i].deps.first() {
                     Some(&d) => format!("t{i} {}", finals.get(&id(d)).map_or("?", |s| s.as_str())),
                     None => format!("t{i}"),
                 };
+                if rejected.remove(task) {
+                    expected.push_str(&format!(
+                        "\n\nThe previous answer failed verification: v{i}\nAnswer again and fix this."
+                    ));
+                }
                 prop_assert_eq!(input, &expected);
                 prop_assert!(in_flight.insert(task.clone()), "{task} dispatched twice at once");
             }
@@ -248,6 +262,11 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 finals.insert(task.clone(), TaskStatus::Succeeded);
             }
             Event::TaskFailed { task, .. } => prop_assert!(in_flight.remove(task)),
+            Event::VerificationFailed { task, attempt, .. } => {
+                prop_assert_eq!(log.get(at + 1).and_then(Event::task), Some(task.as_str()), "a TaskFailed follows");
+                prop_assert_eq!(dispatches.get(task), Some(attempt));
+                rejected.insert(task.clone());
+            }
             Event::TaskSkipped { task, .. } => {
                 done.insert(task.clone());
                 finals.insert(task.clone(), TaskStatus::Skipped);
@@ -338,10 +357,10 @@ fn run_machine(spec: &Spec, choices: &[(u16, bool)]) -> Result<(Vec<Event>, RunS
             prop_assert_eq!(&state, &before);
         }
         let command = match owed.swap_remove(pick as usize % owed.len()) {
-            Owed::Reply(task, attempt) => spec.reply(&task, attempt),
+            Owed::Reply(task, attempt) => spec.reply(&task, attempt, pick % 2 == 0),
             Owed::Timer(task) => Command::TimerFired { task },
         };
-        if matches!(command, Command::Succeeded { .. } | Command::Failed { .. }) {
+        if matches!(command, Command::Succeeded { .. } | Command::Failed { .. } | Command::VerificationFailed { .. }) {
             delivered.push(command.clone());
         }
         batch = state.process(command).map_err(|e| TestCaseError::fail(e.to_string()))?;
