@@ -144,6 +144,7 @@ struct Provider {
     #[schemars(range(min = 1))]
     requests_per_minute: Option<u32>,
     /// The tokenizer used to count tokens (`o200k_base` by default).
+    #[schemars(extend("enum" = crate::normalize::TOKENIZERS))]
     tokenizer: Option<String>,
     /// How long one request may take.
     timeout: Option<Duration>,
