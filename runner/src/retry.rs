@@ -1,5 +1,6 @@
-//! `runner retry`: a new run of a run's plan that reuses the outputs of its succeeded tasks,
-//! except, with `--from TASK`, TASK and everything downstream of it, which run again.
+//! `runner retry`: a new run of a run's plan (as replanned, if it was) that reuses the outputs
+//! of its succeeded tasks, except those downstream of a task that did not succeed (they were
+//! computed without its output) and, with `--from TASK`, TASK and everything downstream of it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,7 +8,6 @@ use std::sync::Arc;
 use anyhow::bail;
 use engine::store::JsonlStore;
 use engine::{Command, Start, TaskStatus};
-use manifest::TaskGraph;
 
 use crate::drive::{Session, drive};
 use crate::home::{Created, RunDir, fold, new_run_id};
@@ -25,18 +25,20 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         bail!("run `{old_id}` has no RunCreated event: it never started, so there is no plan to retry");
     };
     let state = fold(&records);
-    let plan = &created.plan;
-    let graph = TaskGraph::build(plan).map_err(|_| anyhow::anyhow!("the plan recorded in `{old_id}` has a cycle"))?;
-    let mut rerun = vec![false; plan.tasks.len()];
+    let plan = &state.plan;
+    let graph = &state.graph;
+    let mut starts: Vec<usize> =
+        (0..plan.tasks.len()).filter(|&i| state.tasks[i].status != TaskStatus::Succeeded).collect();
     if let Some(from) = from {
         let Some(start) = graph.index_of(from) else {
             bail!("the plan of run `{old_id}` has no task `{from}`");
         };
-        let mut stack = vec![start];
-        while let Some(i) = stack.pop() {
-            if !std::mem::replace(&mut rerun[i], true) {
-                stack.extend(graph.children(i));
-            }
+        starts.push(start);
+    }
+    let mut rerun = vec![false; plan.tasks.len()];
+    while let Some(i) = starts.pop() {
+        if !std::mem::replace(&mut rerun[i], true) {
+            starts.extend(graph.children(i));
         }
     }
     let reuse: BTreeMap<String, String> = state
@@ -59,7 +61,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         run.log().display()
     ));
     let start = Start {
-        plan: Arc::new(created.plan.clone()),
+        plan: Arc::clone(plan),
         vars: created.vars.clone(),
         strategy: Some(created.strategy),
         source: created.source.clone(),

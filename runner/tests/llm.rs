@@ -421,6 +421,14 @@ fn a_replan_splices_the_planners_tasks_in_place_of_the_failed_ones() {
     assert_eq!(status["tasks"]["new_report"]["output"], "report-out");
     let human = runner(&env, &["status", "p1"]);
     assert!(human.stdout.contains("alt_fetch") && human.stdout.contains("new_report"), "{human}");
+
+    // A retry runs the plan as replanned: everything succeeded, so everything is reused.
+    let asked = server.requests().len();
+    let retried = runner(&env, &["retry", "p1", "--run-id", "p1b"]);
+    assert_eq!(retried.code, Some(0), "{retried}");
+    let reused: BTreeSet<String> = events_of(&env, "p1b", "TaskReused").iter().map(|r| r["task"].to_string()).collect();
+    assert_eq!(reused, ["\"alt_fetch\"", "\"new_report\"", "\"seed\""].into_iter().map(String::from).collect());
+    assert_eq!(server.requests().len(), asked, "nothing ran again");
 }
 
 #[test]

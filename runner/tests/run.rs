@@ -373,6 +373,29 @@ fn retry_from_a_task_reuses_upstream_outputs_and_reruns_it_and_its_downstream() 
 }
 
 #[test]
+fn retry_reruns_what_ran_without_a_skipped_tasks_output() {
+    let env = Env::new();
+    let agents = "    flaky: {runtime: mock, latency: 10ms, responses: {a: {fail: down}}}";
+    env.write(
+        "plan.yaml",
+        &plan(
+            "skipped",
+            agents,
+            r#"    - {id: a, agent: flaky, input: "a", on_failure: skip}
+    - {id: b, agent: flaky, input: "b sees {{ tasks.a.status }}", depends_on: [a]}
+    - {id: other, agent: flaky, input: "other"}"#,
+        ),
+    );
+    assert_eq!(apply(&env, "plan.yaml", "first").status.code(), Some(5), "a was skipped: partial");
+    let output = env.runner().args(["retry", "first", "--run-id", "second"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(5), "{}", String::from_utf8_lossy(&output.stderr));
+    let reused: BTreeSet<String> = tasks_of(&env, "second", "TaskReused").into_iter().collect();
+    assert_eq!(reused, set(&["other"]), "b's output was made while a was skipped: it runs again");
+    let dispatched: BTreeSet<String> = tasks_of(&env, "second", "TaskDispatched").into_iter().collect();
+    assert_eq!(dispatched, set(&["a", "b"]));
+}
+
+#[test]
 fn cancel_of_a_paused_run_records_run_cancelled() {
     let env = Env::new();
     env.write("plan.yaml", &review_plan());
