@@ -45,9 +45,8 @@ pub fn write(
     if models.is_empty() {
         bail!("name a model with --model (the provider `{provider_name}` has no default model)");
     }
-    let mut records = Models::load()?;
     if args.model_order == ModelOrder::Best {
-        models = records.best_first(&models);
+        models = Models::load()?.best_first(&models);
     }
     let authoring = Request {
         text: request.to_owned(),
@@ -73,6 +72,7 @@ pub fn write(
         questions: authored.questions.clone(),
         ..Provenance::default()
     };
+    let mut counts = Models::default();
     for (n, attempt) in authored.attempts.iter().enumerate() {
         let (prompt_file, output_file) = (format!("prompt-{:02}.txt", n + 1), format!("output-{:02}.txt", n + 1));
         dir.write(&prompt_file, &attempt.prompt)?;
@@ -85,7 +85,7 @@ pub fn write(
             Attempted::Failed(error) => ("failed", error.clone(), None, Counted::RequestFailure),
         };
         let answered = counted != Counted::RequestFailure;
-        records.count(&attempt.model, counted, attempt.repair, answered.then_some(attempt.latency_ms));
+        counts.count(&attempt.model, counted, attempt.repair, answered.then_some(attempt.latency_ms));
         provenance.attempts.push(Attempt {
             model: attempt.model.clone(),
             candidate: attempt.candidate + 1,
@@ -98,7 +98,7 @@ pub fn write(
             output_file,
         });
     }
-    records.save()?;
+    counts.add_to_file()?;
     if let Some(manifest) = &authored.manifest {
         let value: serde_json::Value =
             serde_json::from_str(manifest).context("the author handed over a manifest that is not JSON")?;

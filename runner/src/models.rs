@@ -30,6 +30,17 @@ pub struct Record {
 }
 
 impl Record {
+    /// Adds another record's counts to this one.
+    fn add(&mut self, other: &Record) {
+        self.parse_failures += other.parse_failures;
+        self.validation_failures += other.validation_failures;
+        self.repairs += other.repairs;
+        self.request_failures += other.request_failures;
+        self.successes += other.successes;
+        self.answers += other.answers;
+        self.total_latency_ms += other.total_latency_ms;
+    }
+
     /// Every attempt counted.
     pub fn attempts(&self) -> u64 {
         self.parse_failures + self.validation_failures + self.request_failures + self.successes
@@ -83,12 +94,33 @@ impl Models {
         }
     }
 
-    /// Writes the records, replacing the file in one step so a crash never leaves half a file.
-    pub fn save(&self) -> anyhow::Result<()> {
+    /// Adds these counts to the file's under a lock, so `runner plan` processes that run at
+    /// once all keep their counts.
+    pub fn add_to_file(&self) -> anyhow::Result<()> {
         let path = Models::path();
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
+        // Held until the file is replaced: another process adding its counts waits here. The
+        // operating system releases it if this process dies.
+        let lock_path = path.with_extension("json.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
+        let mut records = Models::load()?;
+        for (model, counts) in &self.0 {
+            records.0.entry(model.clone()).or_default().add(counts);
+        }
+        records.save()
+    }
+
+    /// Writes the records, replacing the file in one step so a crash never leaves half a file.
+    fn save(&self) -> anyhow::Result<()> {
+        let path = Models::path();
         let partial = path.with_extension("json.partial");
         std::fs::write(&partial, serde_json::to_string_pretty(self)? + "\n")
             .with_context(|| format!("cannot write {}", partial.display()))?;

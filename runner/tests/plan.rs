@@ -323,3 +323,72 @@ fn on_a_terminal_questions_are_asked_the_plan_can_be_edited_and_then_it_runs() {
     let text = std::fs::read_to_string(env.dir().join("plan.yaml")).expect("written");
     assert!(text.contains("do piece 0") && !text.contains("do part 0"), "the edit was kept: {text}");
 }
+
+#[test]
+fn a_template_provider_by_name_and_its_default_model_write_a_plan_for_its_agents() {
+    let base = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let seen = std::sync::Arc::clone(&base);
+    let server = FakeOpenAi::start(move |_, _| {
+        let url = seen.get().cloned().unwrap_or_default();
+        answer(
+            &json!({
+                "apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "authored"},
+                "spec": {
+                    "providers": {"fake": {"kind": "openai", "base_url": url, "model": "house-model"}},
+                    "agent_definitions": {"writer": {"runtime": "llm", "provider": "fake", "max_turns": 2}},
+                    "workflow": [{"id": "draft", "agent": "writer", "input": "Draft the note"}]
+                }
+            })
+            .to_string(),
+        )
+    });
+    base.set(server.base_url()).expect("set once");
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tpl}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+             base_url: \"{}\", model: house-model}}\n  agent_definitions:\n    writer: {{runtime: llm, provider: fake, \
+             max_turns: 2}}\n  workflow:\n    - {{id: t, agent: writer, input: x}}\n",
+            server.base_url()
+        ),
+    );
+    let out =
+        runner(&env, &["plan", "Write a note", "--template", "template.yaml", "--provider", "fake", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(server.requests()[0].body["model"], "house-model", "the provider's model is the default");
+    let prompt = server.requests()[0].body["messages"].to_string();
+    assert!(prompt.contains("writer") && prompt.contains("house-model"), "the template is offered: {prompt}");
+    let text = std::fs::read_to_string(env.dir().join("p.yaml")).expect("written");
+    assert!(text.contains("draft") && text.contains("writer"), "{text}");
+    assert_eq!(validate(&env, "p.yaml").code, Some(0));
+    let unknown = runner(&env, &["plan", "Write a note", "--template", "template.yaml", "--provider", "nope"]);
+    assert_eq!(unknown.code, Some(2), "{unknown}");
+    assert!(unknown.stderr.contains("fake"), "the known providers are named: {unknown}");
+}
+
+#[test]
+fn plans_written_at_once_all_count_in_the_model_records() {
+    let server = FakeOpenAi::start(|_, _| {
+        Step::Delay(std::time::Duration::from_millis(100), Box::new(answer(&manifest_json(1))))
+    });
+    let env = Env::new();
+    let base = server.base_url();
+    let children: Vec<std::process::Child> = (0..4)
+        .map(|n| {
+            env.runner_process()
+                .args(["plan", "Do it", "--provider", &base, "--model", "m", "-o", &format!("p{n}.yaml")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("runner starts")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("runner ends").success());
+    }
+    let counts: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.home().join("models.json")).expect("models.json"))
+            .expect("JSON");
+    assert_eq!(counts["m"]["successes"], 4, "{counts}");
+}
