@@ -138,11 +138,10 @@ impl<S: EventStore> Driver<S> {
             }
             tokio::select! {
                 command = inbox.recv() => {
-                    if let Some(command) = command {
-                        if let Ok(events) = self.state.process(command) {
+                    if let Some(command) = command
+                        && let Ok(events) = self.state.process(command) {
                             batch.extend(events);
                         }
-                    }
                 }
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
                     let reason = self.cancel_reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned());

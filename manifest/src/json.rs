@@ -224,10 +224,8 @@ impl Reader<'_> {
             float = true;
         }
         let token = &self.text[start..self.pos];
-        if !float {
-            if let Ok(int) = token.parse::<i64>() {
-                return Ok(Value::Int(int));
-            }
+        if !float && let Ok(int) = token.parse::<i64>() {
+            return Ok(Value::Int(int));
         }
         let number: f64 = token.parse().map_err(|_| NotJson)?;
         if !number.is_finite() {
@@ -457,7 +455,7 @@ mod tests {
         }
 
         fn chance(&mut self, one_in: u64) -> bool {
-            self.next() % one_in == 0
+            self.next().is_multiple_of(one_in)
         }
 
         /// Whitespace between two tokens; `depth` sets the pretty indentation.

@@ -237,10 +237,10 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
 fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &str, plan: &mut Plan) {
     let Some(meta) = reader.fields(entry.value, path, "metadata", METADATA, &[]) else { return };
     let meta = meta.owned_by(&Loc::new(entry.key.span, path));
-    if let Some((entry, path)) = reader.require(&meta, "name", "metadata") {
-        if let Some(name) = reader.string(entry, path, "metadata.name") {
-            plan.name = name.value;
-        }
+    if let Some((entry, path)) = reader.require(&meta, "name", "metadata")
+        && let Some(name) = reader.string(entry, path, "metadata.name")
+    {
+        plan.name = name.value;
     }
     if let Some((entry, path)) = meta.get("description") {
         plan.description = reader.string(entry, path, "metadata.description").map(|d| d.value);
@@ -361,13 +361,13 @@ fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>
     if let Some((entry, path)) = fields.get("kind") {
         reader.word(entry, path, "provider kind", &[("openai", ())], &[]);
     }
-    if let Some((entry, path)) = reader.require(&fields, "base_url", &context) {
-        if let Some(url) = reader.string(entry, path, "base_url") {
-            if !(url.value.starts_with("http://") || url.value.starts_with("https://")) {
-                reader.invalid(entry.value, path, "base_url", "must start with http:// or https://");
-            }
-            provider.base_url = url.value;
+    if let Some((entry, path)) = reader.require(&fields, "base_url", &context)
+        && let Some(url) = reader.string(entry, path, "base_url")
+    {
+        if !(url.value.starts_with("http://") || url.value.starts_with("https://")) {
+            reader.invalid(entry.value, path, "base_url", "must start with http:// or https://");
         }
+        provider.base_url = url.value;
     }
     if let Some((entry, path)) = fields.get("api_key_env") {
         provider.api_key_env = reader.string(entry, path, "api_key_env");
@@ -436,11 +436,11 @@ const RUNTIME_FIELDS: &[(&str, &str)] = &[
 fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Agent> {
     let context = format!("agent `{}`", name.value);
     let mut agent = Agent { loc: name.loc.clone(), ..Agent::default() };
-    if reader.form == Form::Bare {
-        if let Value::Str(prompt) = &node.value {
-            agent.system_prompt = Some(prompt.clone());
-            return Some(agent);
-        }
+    if reader.form == Form::Bare
+        && let Value::Str(prompt) = &node.value
+    {
+        agent.system_prompt = Some(prompt.clone());
+        return Some(agent);
     }
     let fields = reader.fields(node, path, &context, AGENT, &[])?.owned_by(&name.loc);
     let runtime = match fields.get("runtime") {
@@ -450,17 +450,17 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
         None => "llm",
     };
     for (field, owner) in RUNTIME_FIELDS {
-        if *owner != runtime {
-            if let Some((entry, path)) = fields.get(field) {
-                reader.push(
-                    Diagnostic::error(
-                        Problem::UnknownField { field: (*field).into(), context: format!("a `{runtime}` agent") },
-                        Loc::new(entry.key.span, path),
-                    )
-                    .label(format!("only `{owner}` agents have this"))
-                    .help(format!("remove it, or set `runtime: {owner}`")),
-                );
-            }
+        if *owner != runtime
+            && let Some((entry, path)) = fields.get(field)
+        {
+            reader.push(
+                Diagnostic::error(
+                    Problem::UnknownField { field: (*field).into(), context: format!("a `{runtime}` agent") },
+                    Loc::new(entry.key.span, path),
+                )
+                .label(format!("only `{owner}` agents have this"))
+                .help(format!("remove it, or set `runtime: {owner}`")),
+            );
         }
     }
     if let Some((entry, path)) = fields.get("system_prompt") {
@@ -688,21 +688,21 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
         task.verification = read_verification(reader, entry, path);
     }
     task.on_failure = At::new(FailurePolicy::default(), task.id.loc.clone());
-    if let Some((entry, path)) = fields.get("on_failure") {
-        if let Some(policy) = read_failure(reader, entry.value, path) {
-            task.on_failure = policy;
-        }
+    if let Some((entry, path)) = fields.get("on_failure")
+        && let Some(policy) = read_failure(reader, entry.value, path)
+    {
+        task.on_failure = policy;
     }
-    if let Some((entry, path)) = fields.get("max_retries") {
-        if let Some(retries) = reader.count(entry, path, "max_retries", 0) {
-            if retries > 0 && task.on_failure.value.action != Action::Retry {
-                let then = task.on_failure.value.action;
-                let mut policy = FailurePolicy::of(Action::Retry);
-                policy.max_attempts = retries.saturating_add(1);
-                policy.then = then;
-                task.on_failure = At::new(policy, Loc::new(entry.value.span, path));
-            }
-        }
+    if let Some((entry, path)) = fields.get("max_retries")
+        && let Some(retries) = reader.count(entry, path, "max_retries", 0)
+        && retries > 0
+        && task.on_failure.value.action != Action::Retry
+    {
+        let then = task.on_failure.value.action;
+        let mut policy = FailurePolicy::of(Action::Retry);
+        policy.max_attempts = retries.saturating_add(1);
+        policy.then = then;
+        task.on_failure = At::new(policy, Loc::new(entry.value.span, path));
     }
     // The seed planner treats a task as critical unless told otherwise; a task that may be
     // skipped cannot be critical.
@@ -723,15 +723,16 @@ fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inhe
     if reader.form == Form::Bare {
         rewrite_result_references(reader, &mut task);
     }
-    if task.kind == TaskKind::HumanReview && task.agent.is_some() {
-        if let Some((entry, path)) = fields.get("agent") {
-            reader.invalid(
-                entry.value,
-                path,
-                "agent",
-                &format!("task `{}` is a `human_review`: a person does it, not an agent", task.id.value),
-            );
-        }
+    if task.kind == TaskKind::HumanReview
+        && task.agent.is_some()
+        && let Some((entry, path)) = fields.get("agent")
+    {
+        reader.invalid(
+            entry.value,
+            path,
+            "agent",
+            &format!("task `{}` is a `human_review`: a person does it, not an agent", task.id.value),
+        );
     }
     Some(task)
 }
@@ -837,19 +838,19 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<Failu
     if let Some((entry, path)) = fields.get("max_backoff") {
         policy.max_backoff = reader.duration(entry, path, "max_backoff").unwrap_or(policy.max_backoff);
     }
-    if let Some((entry, path)) = fields.get("then") {
-        if let Some(then) = read_action(reader, entry.value, path, "on_failure.then") {
-            if then == Action::Retry {
-                reader.invalid(
-                    entry.value,
-                    path,
-                    "then",
-                    "`then` says what happens after the retries: skip, replan or fail",
-                );
-            } else {
-                policy.then = then;
-                loc = Loc::new(entry.value.span, path);
-            }
+    if let Some((entry, path)) = fields.get("then")
+        && let Some(then) = read_action(reader, entry.value, path, "on_failure.then")
+    {
+        if then == Action::Retry {
+            reader.invalid(
+                entry.value,
+                path,
+                "then",
+                "`then` says what happens after the retries: skip, replan or fail",
+            );
+        } else {
+            policy.then = then;
+            loc = Loc::new(entry.value.span, path);
         }
     }
     Some(At::new(policy, loc))

@@ -146,15 +146,15 @@ impl Reader {
                     f.name
                 }
                 _ => {
-                    if self.bare() {
-                        if let Some(foreign) = foreign.iter().find(|f| f.name == name) {
-                            self.push(
-                                Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc())
-                                    .label("ignored")
-                                    .help(foreign.instead),
-                            );
-                            continue;
-                        }
+                    if self.bare()
+                        && let Some(foreign) = foreign.iter().find(|f| f.name == name)
+                    {
+                        self.push(
+                            Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc())
+                                .label("ignored")
+                                .help(foreign.instead),
+                        );
+                        continue;
                     }
                     self.unknown_field(name, key_loc(), context, known, alias);
                     continue;
@@ -356,17 +356,14 @@ impl Reader {
         let text = self.string(entry, path, what)?;
         let loc = text.loc.clone();
         let mut word = text.value.as_str();
-        if self.bare() {
-            if let Some((_, canonical)) = synonyms.iter().find(|(s, _)| *s == word) {
-                self.push(
-                    Diagnostic::info(
-                        Problem::Alias { written: word.into(), canonical: (*canonical).into() },
-                        loc.clone(),
-                    )
+        if self.bare()
+            && let Some((_, canonical)) = synonyms.iter().find(|(s, _)| *s == word)
+        {
+            self.push(
+                Diagnostic::info(Problem::Alias { written: word.into(), canonical: (*canonical).into() }, loc.clone())
                     .label(format!("read as `{canonical}`")),
-                );
-                word = canonical;
-            }
+            );
+            word = canonical;
         }
         if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {
             return Some(*value);

@@ -573,10 +573,10 @@ fn bracketed(text: &str) -> Vec<Range<usize>> {
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
                 depth -= 1;
-                if depth == 0 {
-                    if let Some(s) = start.take() {
-                        parts.push(s..i + 1);
-                    }
+                if depth == 0
+                    && let Some(s) = start.take()
+                {
+                    parts.push(s..i + 1);
                 }
             }
             _ => {}

@@ -122,10 +122,10 @@ pub struct SyntaxError {
 /// and deep nesting end in an error rather than in exhausted memory or stack.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let body = text.trim_start();
-    if body.starts_with('{') {
-        if let Ok(node) = crate::json::parse(text) {
-            return Ok(node);
-        }
+    if body.starts_with('{')
+        && let Ok(node) = crate::json::parse(text)
+    {
+        return Ok(node);
     }
     parse_yaml(text)
 }

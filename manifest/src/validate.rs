@@ -156,19 +156,19 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
     }
     for (name, agent) in &plan.agents {
         let Runtime::Llm { provider, tools, .. } = &agent.runtime else { continue };
-        if let Some(provider) = provider {
-            if !plan.providers.contains_key(&provider.value) {
-                let help = did_you_mean(&provider.value, plan.providers.keys().map(String::as_str))
-                    .or_else(|| Some("define it under `providers`".into()));
-                out.push(
-                    Diagnostic::error(
-                        Problem::UnknownProvider { agent: name.clone(), provider: provider.value.clone() },
-                        provider.loc.clone(),
-                    )
-                    .label("no provider has this name")
-                    .maybe_help(help),
-                );
-            }
+        if let Some(provider) = provider
+            && !plan.providers.contains_key(&provider.value)
+        {
+            let help = did_you_mean(&provider.value, plan.providers.keys().map(String::as_str))
+                .or_else(|| Some("define it under `providers`".into()));
+            out.push(
+                Diagnostic::error(
+                    Problem::UnknownProvider { agent: name.clone(), provider: provider.value.clone() },
+                    provider.loc.clone(),
+                )
+                .label("no provider has this name")
+                .maybe_help(help),
+            );
         }
         for tool in tools {
             if !plan.tools.contains_key(&tool.value) {
@@ -236,17 +236,17 @@ fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
 fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         for attachment in &task.attachments {
-            if let Attachment::File(file) = &attachment.value {
-                if !files(file) {
-                    out.push(
-                        Diagnostic::error(
-                            Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
-                            attachment.loc.clone(),
-                        )
-                        .label("no such file")
-                        .help("file attachments are read relative to the plan's folder"),
-                    );
-                }
+            if let Attachment::File(file) = &attachment.value
+                && !files(file)
+            {
+                out.push(
+                    Diagnostic::error(
+                        Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
+                        attachment.loc.clone(),
+                    )
+                    .label("no such file")
+                    .help("file attachments are read relative to the plan's folder"),
+                );
             }
         }
     }

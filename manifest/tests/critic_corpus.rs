@@ -60,10 +60,10 @@ fn every_corpus_plan_gets_a_report_with_scores_within_0_to_10() {
             assert!(report.findings.is_empty(), "{name}");
             // A plan object that loaded with errors does not get a better score from `critique`
             // when its graph cannot be built.
-            if let Some(plan) = &loaded.plan {
-                if manifest::TaskGraph::build(plan).is_err() {
-                    assert_eq!(critique(plan).scores.overall, 0.0, "{name}");
-                }
+            if let Some(plan) = &loaded.plan
+                && manifest::TaskGraph::build(plan).is_err()
+            {
+                assert_eq!(critique(plan).scores.overall, 0.0, "{name}");
             }
         }
     }

@@ -15,13 +15,13 @@ use crate::home::{RunDir, fold};
 /// Draws a valid plan; an invalid one gets its diagnostics and exit 2. A run id instead of a
 /// file draws that run's current plan, replacements spliced in.
 pub fn run(path: &Path, format: GraphFormat) -> anyhow::Result<u8> {
-    if !path.exists() {
-        if let Some(run) = path.to_str().and_then(|id| RunDir::existing(id).ok()) {
-            let (records, _) = run.load()?;
-            let state = fold(&records);
-            print(&draw(&state.plan, &state.graph, format))?;
-            return Ok(0);
-        }
+    if !path.exists()
+        && let Some(run) = path.to_str().and_then(|id| RunDir::existing(id).ok())
+    {
+        let (records, _) = run.load()?;
+        let state = fold(&records);
+        print(&draw(&state.plan, &state.graph, format))?;
+        return Ok(0);
     }
     let loaded = manifest::load_file(path);
     let Some((plan, graph)) = loaded.valid() else {

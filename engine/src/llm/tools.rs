@@ -222,12 +222,11 @@ async fn read_capped(stream: impl AsyncRead + Unpin, cap: usize) -> std::io::Res
     let mut rest = limited.into_inner();
     let more = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await?;
     // Drop a character cut in half at the end.
-    if more > 0 {
-        if let Err(error) = std::str::from_utf8(&buffer) {
-            if error.error_len().is_none() {
-                buffer.truncate(error.valid_up_to());
-            }
-        }
+    if more > 0
+        && let Err(error) = std::str::from_utf8(&buffer)
+        && error.error_len().is_none()
+    {
+        buffer.truncate(error.valid_up_to());
     }
     Ok((buffer, more > 0))
 }

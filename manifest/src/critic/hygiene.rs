@@ -204,14 +204,14 @@ fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
 fn turn_limits(plan: &Plan, findings: &mut Vec<Finding>) {
     let used = used_agents(plan);
     for (name, agent) in &plan.agents {
-        if let Runtime::Llm { max_turns: None, .. } = agent.runtime {
-            if used.contains(name.as_str()) {
-                findings.push(
-                    Finding::info(Lint::MissingMaxTurns { name: name.clone() }, None, &agent.loc)
-                        .label("the tool loop is bounded only by the runner's default")
-                        .help("set `max_turns:` to the most model turns one attempt should take"),
-                );
-            }
+        if let Runtime::Llm { max_turns: None, .. } = agent.runtime
+            && used.contains(name.as_str())
+        {
+            findings.push(
+                Finding::info(Lint::MissingMaxTurns { name: name.clone() }, None, &agent.loc)
+                    .label("the tool loop is bounded only by the runner's default")
+                    .help("set `max_turns:` to the most model turns one attempt should take"),
+            );
         }
     }
 }

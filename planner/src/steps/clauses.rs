@@ -230,10 +230,10 @@ fn clean(piece: &str) -> Option<String> {
         return None;
     }
     let mut out = text.to_owned();
-    if capital == Some(true) {
-        if let Some(first) = out.get_mut(..1) {
-            first.make_ascii_uppercase();
-        }
+    if capital == Some(true)
+        && let Some(first) = out.get_mut(..1)
+    {
+        first.make_ascii_uppercase();
     }
     Some(out)
 }
