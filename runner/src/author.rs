@@ -58,10 +58,11 @@ pub fn write(
         temperature: args.temperature,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let mut show = |piece: &str| eprint!("{piece}");
+    let mut stream = Stream { dir: &dir, held: String::new() };
+    let mut show = |piece: &str| stream.show(piece);
     let authored: Authored = runtime.block_on(author(&authoring, &endpoint, &mut show));
     if args.stream {
-        eprintln!();
+        stream.finish();
     }
     let mut provenance = Provenance {
         planner: "llm".to_owned(),
@@ -116,6 +117,27 @@ pub fn write(
     outcome.provenance.candidates = provenance.candidates;
     outcome.provenance.attempts = provenance.attempts;
     Ok(outcome)
+}
+
+/// Prints a streamed answer as it arrives, redacted: text that could be the start of a secret
+/// is held back until the next piece shows whether it is one.
+struct Stream<'a> {
+    dir: &'a PlanDir,
+    held: String,
+}
+
+impl Stream<'_> {
+    fn show(&mut self, piece: &str) {
+        self.held.push_str(piece);
+        let keep = self.dir.unfinished_secret(&self.held);
+        let ready = self.held.len() - keep;
+        eprint!("{}", self.dir.redact(&self.held[..ready]));
+        self.held.drain(..ready);
+    }
+
+    fn finish(&mut self) {
+        eprintln!("{}", self.dir.redact(&std::mem::take(&mut self.held)));
+    }
 }
 
 /// The provider: one of the template's by name, or a base URL (its key in `api_key_env`).

@@ -119,6 +119,21 @@ impl PlanDir {
         PlanDir { path: self.path.clone(), secrets }
     }
 
+    /// The length of the longest end of `text` that a secret starts with (and that is not a
+    /// whole secret): what a stream must hold back until more text arrives.
+    pub fn unfinished_secret(&self, text: &str) -> usize {
+        let mut longest = 0;
+        for secret in &self.secrets {
+            for (start, _) in text.char_indices().rev().take(secret.chars().count().saturating_sub(1)) {
+                let end = &text[start..];
+                if secret.starts_with(end) && end.len() < secret.len() {
+                    longest = longest.max(end.len());
+                }
+            }
+        }
+        longest
+    }
+
     /// The text with every secret replaced.
     pub fn redact(&self, text: &str) -> String {
         self.secrets.iter().fold(text.to_owned(), |text, secret| text.replace(secret, "[redacted]"))

@@ -392,3 +392,33 @@ fn plans_written_at_once_all_count_in_the_model_records() {
             .expect("JSON");
     assert_eq!(counts["m"]["successes"], 4, "{counts}");
 }
+
+#[test]
+fn a_streamed_answer_is_shown_as_it_comes_with_a_key_split_across_pieces_redacted() {
+    let key = "sk-STREAM-KEY-24680";
+    let manifest = manifest_json(1);
+    let (head, tail) = manifest.split_at(manifest.len() / 2);
+    let pieces = vec![
+        head.to_owned(),
+        tail.to_owned(),
+        " // echoed: sk-STR".to_owned(),
+        "EAM-KEY-24680 and sk-ST".to_owned(),
+        "ill not a key".to_owned(),
+    ];
+    let server = FakeOpenAi::start(move |_, _| Step::Stream(pieces.clone()));
+    let env = Env::new();
+    let base = server.base_url();
+    let output = env
+        .runner()
+        .env(KEY_VAR, key)
+        .args(["plan", "Do it", "--provider", &base, "--api-key-env", KEY_VAR, "--model", "m", "--stream"])
+        .args(["-o", "plan.yaml"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("\"apiVersion\""), "the answer is shown: {stderr}");
+    assert!(stderr.contains("echoed: [redacted] and sk-STill not a key"), "{stderr}");
+    assert!(!stderr.contains(key), "{stderr}");
+    assert_eq!(server.requests()[0].body["stream"], true);
+}
