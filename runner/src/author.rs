@@ -109,7 +109,7 @@ pub fn write(
         return Ok(Outcome { yaml: String::new(), provenance });
     }
     let why = authored.fallback.unwrap_or_else(|| "no model gave a valid plan".to_owned());
-    eprintln!("warning: {why}; the plan below is the deterministic planner's");
+    eprintln!("warning: {why}; falling back to the deterministic planner");
     let mut outcome = deterministic(request, name, bindings, Some(why));
     outcome.provenance.prompt_version = provenance.prompt_version;
     outcome.provenance.provider = provenance.provider;
@@ -149,7 +149,7 @@ fn provider(given: &str, api_key_env: Option<&str>, template: Option<&Loaded>) -
             api_key_env: api_key_env.map(|v| manifest::plan::At { value: v.to_owned(), loc: manifest::Loc::default() }),
             ..Provider::default()
         };
-        return Ok(("url".to_owned(), provider));
+        return Ok((given.to_owned(), provider));
     }
     let providers = template.and_then(|t| t.plan.as_ref()).map(|p| &p.providers);
     match providers.and_then(|p| p.get(given)) {
