@@ -1,7 +1,7 @@
 //! Plans with `llm` agents, run by the real binary against a local fake OpenAI server
 //! (`testkit::FakeOpenAi`): parallel searches, gates and reviews, verification retries,
-//! clarifications across processes, rejections, replans, the token budget, and that the API
-//! key never leaks into anything the runner writes or prints.
+//! clarifications across processes, rejections, replans, the token budget, the shipped triage
+//! example, and that the API key never leaks into anything the runner writes or prints.
 //!
 //! Replies are routed by the request's system prompt (`ROLE <agent>`) and the start of its user
 //! message, so tasks that run in parallel get the right answer whatever their order.
@@ -633,4 +633,61 @@ fn the_api_key_appears_in_no_file_and_no_output_even_when_the_server_echoes_it()
     }
     assert!(env.home().join("runs").join("k1").exists());
     assert!(leaks.is_empty(), "the API key leaked into:\n{}", leaks.join("\n\n"));
+}
+
+// --- 9. the shipped triage example ----------------------------------------------------------
+
+#[test]
+fn the_triage_example_runs_as_shipped_against_a_local_server() {
+    let server = FakeOpenAi::start(|body, _| {
+        let system = llm_support::role(body);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tool_result = messages.iter().rev().find(|m| m["role"] == "tool").map(|m| m["content"].to_string());
+        if system.contains("on-call engineer") {
+            match tool_result {
+                None => Step::ToolCalls(vec![(
+                    "grep_log".to_owned(),
+                    r#"{"file": "data/app.log", "contains": "ERROR"}"#.to_owned(),
+                )]),
+                Some(lines) => answer(&format!("Errors found: {lines}")),
+            }
+        } else if system.contains("classify incidents") {
+            answer(r#"{"severity": "high", "component": "db", "summary": "pool exhausted, deadlock"}"#)
+        } else if system.contains("review root-cause") {
+            answer(r#"{"pass": true, "reason": "every claim cites a line"}"#)
+        } else if system.contains("incident reports") {
+            answer("## Impact\nCheckout failed.\n## Root cause\nDeadlock on orders.")
+        } else {
+            unexpected(body)
+        }
+    });
+    let env = Env::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let plan = std::fs::read_to_string(root.join("triage.yaml"))
+        .expect("the example")
+        .replace("http://localhost:11434/v1", &server.base_url());
+    env.write("triage.yaml", &plan);
+    std::fs::create_dir_all(env.dir().join("tools")).expect("tools/");
+    std::fs::create_dir_all(env.dir().join("data")).expect("data/");
+    for file in ["tools/grep_log.py", "data/app.log"] {
+        std::fs::copy(root.join(file), env.dir().join(file)).expect("copied");
+    }
+    let applied = runner(&env, &["apply", "triage.yaml", "--yes", "--run-id", "t1"]);
+    assert_eq!(applied.code, Some(0), "{applied}");
+    let tool_message = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.body["messages"].as_array().cloned())
+        .flatten()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(tool_message.contains("deadlock detected on table orders"), "the tool read the log: {tool_message}");
+    let report = bodies(&server, |b| llm_support::role(b).contains("incident reports"));
+    assert_eq!(report.len(), 1);
+    let summary = user(&report[0]);
+    assert!(summary.contains("## classify") && summary.contains("severity"), "the report reads the summary: {summary}");
+    let status = env.status("t1");
+    assert_eq!(status["status"], "succeeded");
+    assert!(status["tokens"]["prompt"].as_u64().unwrap_or(0) > 0);
 }
