@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use benches::XorShift;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use engine::driver::Driver;
 use engine::store::{EventStore, JsonlStore, MemoryStore};
@@ -54,18 +55,6 @@ const LAYER: usize = 100;
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 /// Set in a child process that measures the peak memory of one run: `shape/store`.
 const MEMORY_PROBE: &str = "RUNNER_BENCH_MEMORY_PROBE";
-
-/// A small xorshift64 generator, so every run benchmarks the same plan.
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
 
 /// The dependencies of each task of a shape.
 fn parents(shape: Shape, tasks: usize) -> Vec<Vec<usize>> {

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use benches::XorShift;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::context::tokens::{Tokenizer, count};
 use engine::driver::Driver;
@@ -251,24 +252,9 @@ fn print_overhead(rt: &Runtime) {
 // 2. Prompt tokens of the research example, gate against full outputs.
 
 /// A small xorshift64 generator, so every run sends the same texts.
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    /// A figure like `412.7`.
-    fn figure(&mut self, whole: usize) -> String {
-        format!("{}.{}", 1 + self.below(whole), self.below(10))
-    }
+/// A figure like `412.7`.
+fn figure(rng: &mut XorShift, whole: usize) -> String {
+    format!("{}.{}", 1 + rng.below(whole), rng.below(10))
 }
 
 const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -307,7 +293,7 @@ fn news_bullet(rng: &mut XorShift, n: usize) -> String {
     let event = match rng.below(6) {
         0 => format!(
             "signed a ${} million, {}-year contract with {} to supply {}",
-            rng.figure(400),
+            figure(rng, 400),
             2 + rng.below(5),
             rng.pick(&CUSTOMERS),
             rng.pick(&PRODUCTS)
@@ -323,21 +309,21 @@ fn news_bullet(rng: &mut XorShift, n: usize) -> String {
             3 + rng.below(12),
             20 + rng.below(180),
             rng.pick(&["EMEA", "APAC", "Latin America"]),
-            rng.figure(20)
+            figure(rng, 20)
         ),
         3 => format!(
             "raised ${} million in a Series {} round led by {} at a ${} billion valuation",
             40 + rng.below(260),
             rng.pick(&["C", "D", "E"]),
             rng.pick(&["Sequoia", "Tiger Global", "General Atlantic", "SoftBank Vision Fund 2"]),
-            rng.figure(6)
+            figure(rng, 6)
         ),
         4 => format!(
             "recalled {} units of {} after {} customers reported sensor drift above {}%",
             1_000 + rng.below(40_000),
             rng.pick(&PRODUCTS),
             10 + rng.below(200),
-            rng.figure(5)
+            figure(rng, 5)
         ),
         _ => format!(
             "named {} chief financial officer; she ran finance at {} for {} years",
@@ -370,9 +356,9 @@ fn filings_note(rng: &mut XorShift, n: usize) -> String {
     format!(
         "FY{year} {metric}: ${} million ({}{}% year over year), per the {} filed {} {}, {}; \
          segment split {}% hardware / {}% software. Source: https://www.sec.gov/Archives/edgar/data/{}/{:06}.htm",
-        rng.figure(900),
+        figure(rng, 900),
         rng.pick(&["+", "-"]),
-        rng.figure(30),
+        figure(rng, 30),
         rng.pick(&["10-K", "10-Q", "8-K", "S-1/A"]),
         MONTHS[rng.below(12)],
         1 + rng.below(28),
@@ -390,13 +376,13 @@ fn competitor_bullet(rng: &mut XorShift, n: usize) -> String {
     format!(
         "- {competitor}: FY2024 revenue ${} billion ({}{}% YoY), {} employees, {}% share of {} against \
          XyzzyCorp's {}%; {}. Source: https://www.{}.com/investors/annual-report-2024#p{}",
-        rng.figure(5),
+        figure(rng, 5),
         rng.pick(&["+", "-"]),
-        rng.figure(25),
+        figure(rng, 25),
         800 + rng.below(12_000),
-        rng.figure(30),
+        figure(rng, 30),
         rng.pick(&SEGMENTS),
-        rng.figure(20),
+        figure(rng, 20),
         rng.pick(&[
             "stronger channel partnerships in Europe",
             "cheaper hardware but weaker analytics",

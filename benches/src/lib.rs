@@ -15,8 +15,8 @@ pub enum Format {
 /// Tasks per layer; each task depends only on tasks of the layer before it.
 pub const LAYER: usize = 100;
 
-/// A small xorshift64 generator: deterministic, so every run benchmarks the same plan.
-struct XorShift(u64);
+/// A small xorshift64 generator: deterministic, so every run benchmarks the same inputs.
+pub struct XorShift(pub u64);
 
 impl XorShift {
     fn next(&mut self) -> u64 {
@@ -26,8 +26,14 @@ impl XorShift {
         self.0
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
+    }
+
+    /// One of `items`.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
     }
 }
 
