@@ -251,7 +251,6 @@ fn print_overhead(rt: &Runtime) {
 // ---------------------------------------------------------------------------------------------
 // 2. Prompt tokens of the research example, gate against full outputs.
 
-/// A small xorshift64 generator, so every run sends the same texts.
 /// A figure like `412.7`.
 fn figure(rng: &mut XorShift, whole: usize) -> String {
     format!("{}.{}", 1 + rng.below(whole), rng.below(10))
