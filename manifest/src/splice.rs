@@ -33,6 +33,7 @@ use std::ops::Range;
 use crate::diagnostic::{Diagnostic, Problem, Severity};
 use crate::graph::TaskGraph;
 use crate::json;
+use crate::json_strings::JsonStrings;
 use crate::normalize::{add_built_in_agent, append_dependency_outputs, chain_in_list_order, read_workflow};
 use crate::plan::{Form, Plan, Strategy, Task};
 use crate::read::{Field, Foreign, Reader, aliased};
@@ -547,29 +548,20 @@ fn bracketed(text: &str) -> Vec<Range<usize>> {
     let mut parts = Vec::new();
     let mut start = None;
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = JsonStrings::default();
     for (i, &byte) in bytes.iter().enumerate() {
         if start.is_none() {
             if matches!(byte, b'{' | b'[') {
                 start = Some(i);
                 depth = 1;
-                in_string = false;
-                escaped = false;
+                strings = JsonStrings::default();
             }
             continue;
         }
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if !strings.outside(byte) {
             continue;
         }
         match byte {
-            b'"' => in_string = true,
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
                 depth -= 1;

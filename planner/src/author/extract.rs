@@ -1,6 +1,7 @@
 //! Finding the one JSON object in a model's answer: through code fences, prose around it, a
 //! byte-order mark and trailing commas, but never by guessing the end of a cut-off answer.
 
+use manifest::JsonStrings;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
@@ -133,22 +134,14 @@ fn single_object(text: &str) -> Result<Map<String, Value>, ExtractError> {
 /// strings; when it never closes, the depth still open at the end.
 fn balanced_end(text: &str) -> Result<usize, usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
+    let mut strings = JsonStrings::default();
+    for (i, byte) in text.bytes().enumerate() {
+        if !strings.outside(byte) {
             continue;
         }
-        match c {
-            '"' => in_string = true,
-            '{' | '[' => depth += 1,
-            '}' | ']' => {
+        match byte {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
                     return Ok(i + 1);
@@ -163,28 +156,20 @@ fn balanced_end(text: &str) -> Result<usize, usize> {
 /// `text` without commas that directly (but for whitespace) precede `}` or `]`, outside
 /// strings.
 fn without_trailing_commas(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut strings = JsonStrings::default();
     let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c == ',' {
-            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
-            if matches!(next, Some('}' | ']')) {
-                continue;
+    let mut kept = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        if strings.outside(byte) && byte == b',' {
+            let next = bytes[i + 1..].iter().find(|b| !b.is_ascii_whitespace());
+            if matches!(next, Some(b'}' | b']')) {
+                out.push_str(&text[kept..i]);
+                kept = i + 1;
             }
         }
-        out.push(c);
     }
+    out.push_str(&text[kept..]);
     out
 }
 
