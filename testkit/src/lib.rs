@@ -21,6 +21,10 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+mod real_server;
+
+pub use real_server::{JSON_MODEL, RealServer, TOOLS_MODEL, real_server};
+
 /// The text in a response (a body, an answer, tool-call arguments) that the server replaces with
 /// the request's `Authorization` header, to test that clients never leak what a server echoes.
 pub const AUTHORIZATION_ECHO: &str = "{{authorization}}";
