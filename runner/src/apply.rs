@@ -92,7 +92,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     };
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
     let critique = crate::critic::review(&loaded);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::diagnostics::color_stdout();
     if args.dry_run {
         say(&schedule(plan, graph, strategy));
         say(&crate::critic::human(&loaded, &critique, color));

@@ -6,15 +6,16 @@ use manifest::{Loaded, Severity};
 use serde::Serialize;
 
 use crate::cli::{EXIT_USAGE, Format};
-use crate::diagnostics::{JsonDiagnostic, color_stderr, print, render_human};
+use crate::diagnostics::{JsonDiagnostic, color_stdout, print, render_human};
 
-/// Validates a plan and prints the result; exit 0 when valid, 2 when not.
+/// Validates a plan and prints the report (the plan's errors included: they are the result)
+/// to stdout; exit 0 when valid, 2 when not.
 pub fn run(path: &Path, format: Format) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
     match format {
         Format::Human => {
-            eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
-            eprintln!("{}", summary(&loaded));
+            let report = render_human(&loaded.diagnostics, &loaded.source, color_stdout());
+            print(&format!("{report}{}\n", summary(&loaded)))?;
         }
         Format::Json => {
             let diagnostics: Vec<JsonDiagnostic> = loaded
