@@ -13,7 +13,7 @@ use engine::{Command, Start};
 use manifest::plan::{Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
-use crate::cli::{EXIT_DECLINED, EXIT_USAGE};
+use crate::cli::EXIT_DECLINED;
 use crate::diagnostics::render_human;
 use crate::drive::{Session, drive};
 use crate::home::{RunDir, new_run_id};
@@ -88,7 +88,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let Some((plan, graph)) = loaded.valid() else {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
-        return Ok(EXIT_USAGE);
+        return Ok(crate::validate::exit_code(&loaded, &args.plan));
     };
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
     let critique = crate::critic::review(&loaded);
@@ -110,7 +110,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
     let run = RunDir::create(&run_id)?;
     let lock = run.lock()?;
-    let store = JsonlStore::create(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = JsonlStore::create(&run.log())?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let start = Start {

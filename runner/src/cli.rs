@@ -14,6 +14,8 @@ pub const EXIT_PAUSED: u8 = 3;
 pub const EXIT_DECLINED: u8 = 4;
 /// Exit code for a run that finished, but a non-critical task failed or was skipped.
 pub const EXIT_PARTIAL: u8 = 5;
+/// Exit code for a failure to read or write a file (a disk full, an unreadable plan).
+pub const EXIT_IO: u8 = 6;
 /// Exit code for a cancelled run.
 pub const EXIT_CANCELLED: u8 = 130;
 
@@ -167,6 +169,19 @@ pub enum GraphFormat {
     Mermaid,
     /// Graphviz DOT.
     Dot,
+}
+
+/// The exit code for an error that stopped a command: [`EXIT_IO`] when a file could not be
+/// read or written, [`EXIT_USAGE`] otherwise.
+pub fn exit_code_of(error: &anyhow::Error) -> u8 {
+    use engine::driver::DriverError;
+    use engine::store::StoreError;
+    let io = error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some()
+            || matches!(cause.downcast_ref::<StoreError>(), Some(StoreError::Io { .. }))
+            || matches!(cause.downcast_ref::<DriverError>(), Some(DriverError::Store(StoreError::Io { .. })))
+    });
+    if io { EXIT_IO } else { EXIT_USAGE }
 }
 
 /// Runs a parsed command line and returns the process exit code.

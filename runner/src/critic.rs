@@ -7,7 +7,7 @@ use manifest::critic::{Critique, Dimension, Finding, critique_graph};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::cli::{CriticFormat, EXIT_USAGE};
+use crate::cli::CriticFormat;
 use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_human};
 
 /// Exit code when the plan scores below `--min-score`.
@@ -28,7 +28,7 @@ pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<
     };
     print(&text)?;
     Ok(if !loaded.is_valid() {
-        EXIT_USAGE
+        crate::validate::exit_code(&loaded, path)
     } else if critique.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {

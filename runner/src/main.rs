@@ -36,7 +36,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("error: {error:#}");
-            ExitCode::from(cli::EXIT_USAGE)
+            ExitCode::from(cli::exit_code_of(&error))
         }
     }
 }

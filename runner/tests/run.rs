@@ -435,3 +435,53 @@ fn an_upstream_output_reaches_a_command_as_data_and_is_never_executed() {
     assert!(!env.dir().join("pwned").exists() && !env.dir().join("pwned2").exists());
     assert!(env.dir().join("x/keep.txt").exists());
 }
+
+#[test]
+fn a_run_no_process_drives_is_interrupted_in_every_view() {
+    let env = Env::new();
+    env.write("plan.yaml", &three_tasks());
+    assert_eq!(apply(&env, "plan.yaml", "crashed").status.code(), Some(0));
+    // What a killed process leaves: the log stops after the first dispatch, and no lock.
+    let log = env.log("crashed");
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let cut: Vec<&str> = text.lines().take_while(|l| !l.contains("\"TaskSucceeded\"")).collect();
+    std::fs::write(&log, format!("{}\n", cut.join("\n"))).expect("the log is cut");
+
+    assert_eq!(env.status("crashed")["status"], "interrupted");
+    let human = env.runner().args(["status", "crashed"]).output().expect("runner runs");
+    let human = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(human.starts_with("run `crashed`: interrupted ("), "{human}");
+    let runs = env.runner().arg("runs").output().expect("runner runs");
+    let runs = String::from_utf8_lossy(&runs.stdout).into_owned();
+    let row = runs.lines().find(|l| l.starts_with("crashed ")).unwrap_or_else(|| panic!("listed: {runs}"));
+    assert!(row.contains(" interrupted ") && !row.contains("running"), "{row}");
+}
+
+#[test]
+fn io_failures_exit_6_and_a_mistyped_path_exits_2() {
+    let env = Env::new();
+    std::fs::create_dir(env.dir().join("folder.yaml")).expect("a folder");
+    let unreadable = env.runner().args(["validate", "folder.yaml"]).output().expect("runner runs");
+    assert_eq!(unreadable.status.code(), Some(6), "{}", String::from_utf8_lossy(&unreadable.stdout));
+    let critic = env.runner().args(["critic", "folder.yaml"]).output().expect("runner runs");
+    assert_eq!(critic.status.code(), Some(6));
+    let missing = env.runner().args(["validate", "nowhere.yaml"]).output().expect("runner runs");
+    assert_eq!(missing.status.code(), Some(2), "a path that names nothing is a usage error");
+
+    // A RUNNER_HOME that is a file: the run's folder cannot be created.
+    env.write("plan.yaml", &three_tasks());
+    env.write("home", "not a folder");
+    let apply = apply(&env, "plan.yaml", "r1");
+    assert_eq!(apply.status.code(), Some(6), "{}", String::from_utf8_lossy(&apply.stderr));
+
+    // A full disk: stdout is /dev/full.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let status = env
+        .runner_process()
+        .arg("schema")
+        .stdout(full)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("runner runs");
+    assert_eq!(status.code(), Some(6));
+}
