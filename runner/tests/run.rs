@@ -485,3 +485,46 @@ fn io_failures_exit_6_and_a_mistyped_path_exits_2() {
         .expect("runner runs");
     assert_eq!(status.code(), Some(6));
 }
+
+/// A plan whose `llm` agents `writer` and `editor` use provider `remote`, whose key is in
+/// `RUNNER_TEST_UNSET_KEY`.
+fn keyed_plan() -> String {
+    let plan = plan(
+        "keyed",
+        "    writer: {runtime: llm, provider: remote}\n    editor: {runtime: llm, provider: remote}",
+        "    - {id: draft, agent: writer, input: write}\n    - {id: edit, agent: editor, input: edit, depends_on: [draft]}",
+    );
+    plan.replace(
+        "spec:\n",
+        "spec:\n  providers:\n    remote: {kind: openai, base_url: \"http://127.0.0.1:9/v1\", api_key_env: RUNNER_TEST_UNSET_KEY, model: m}\n",
+    )
+}
+
+#[test]
+fn apply_with_an_unset_key_variable_refuses_before_creating_a_run() {
+    let env = Env::new();
+    env.write("plan.yaml", &keyed_plan());
+    let output = env
+        .runner()
+        .env_remove("RUNNER_TEST_UNSET_KEY")
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "k1"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for named in ["`RUNNER_TEST_UNSET_KEY`", "`remote`", "`writer`", "`editor`"] {
+        assert!(stderr.contains(named), "{named} is named: {stderr}");
+    }
+    assert!(!env.home().join("runs").join("k1").exists(), "no run folder");
+
+    // A dry run writes nothing anyway: it warns and goes on.
+    let dry = env
+        .runner()
+        .env_remove("RUNNER_TEST_UNSET_KEY")
+        .args(["apply", "plan.yaml", "--dry-run"])
+        .output()
+        .expect("runner runs");
+    assert_eq!(dry.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("warning: the environment variable `RUNNER_TEST_UNSET_KEY`"));
+    assert!(!env.home().join("runs").exists());
+}
