@@ -628,6 +628,9 @@ impl RunState {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
         }
+        if input.len() > crate::template::MAX_INPUT_BYTES {
+            return Err(crate::template::over_cap());
+        }
         Ok(input)
     }
 
