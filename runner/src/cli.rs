@@ -82,6 +82,14 @@ enum Command {
         #[arg(long, short)]
         follow: bool,
     },
+    /// Print a task's full output, raw; by default the output of each final task (the tasks
+    /// nothing depends on), headed by its id when there are several.
+    Output {
+        /// The run id.
+        run: String,
+        /// The task (default: the final tasks).
+        task: Option<String>,
+    },
     /// Print a run's raw event records, one JSON object per line.
     Events {
         /// The run id.
@@ -197,6 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Runs => crate::runs::run(),
         Command::Status { run, format } => crate::status::run(&run, format),
         Command::Logs { run, follow } => crate::logs::logs(&run, follow),
+        Command::Output { run, task } => crate::output::run(&run, task.as_deref()),
         Command::Events { run } => crate::logs::events(&run),
         Command::Resume { run } => crate::resume::run(&run),
         Command::Cancel { run } => crate::cancel::run(&run),

@@ -227,6 +227,9 @@ fn summary(run_id: &str, state: &RunState) {
         say(&format!("  then:     runner resume {run_id}"));
         return;
     }
+    for line in crate::output::brief(run_id, state) {
+        say(&line);
+    }
     say(&format!("  inspect:  runner status {run_id}   runner logs {run_id}"));
     if matches!(state.status, RunStatus::Finished(Outcome::Failed | Outcome::Partial) | RunStatus::Cancelled) {
         say(&format!("  retry:    runner retry {run_id} [--from TASK]"));

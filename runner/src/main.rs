@@ -13,6 +13,7 @@ mod home;
 mod live;
 mod logs;
 mod models;
+mod output;
 mod plan;
 mod provenance;
 mod resume;

@@ -112,6 +112,7 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
         out.push_str(&format!("budget: {reason}\n"));
     }
     let width = state.plan.tasks.iter().map(|t| t.id.value.len()).max().unwrap_or(4).max(4);
+    let mut cut = false;
     out.push_str(&format!("  {:<width$}  {:<9}  {:>8}  {}\n", "task", "status", "attempts", "output / error"));
     for (i, task) in state.tasks.iter().enumerate() {
         let id = &state.plan.tasks[i].id.value;
@@ -125,7 +126,11 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
                 (None, None) => String::new(),
             },
         };
+        cut |= task.status == TaskStatus::Succeeded && detail.ends_with('…');
         out.push_str(&format!("  {id:<width$}  {:<9}  {:>8}  {detail}\n", task.status.as_str(), task.attempts));
+    }
+    if cut {
+        out.push_str(&format!("outputs are cut to a line: `runner output {run_id} TASK` prints one whole\n"));
     }
     if status == INTERRUPTED {
         out.push_str(&format!(

@@ -528,3 +528,63 @@ fn apply_with_an_unset_key_variable_refuses_before_creating_a_run() {
     assert!(String::from_utf8_lossy(&dry.stderr).contains("warning: the environment variable `RUNNER_TEST_UNSET_KEY`"));
     assert!(!env.home().join("runs").exists());
 }
+
+#[test]
+fn output_prints_a_tasks_whole_output_raw_and_apply_ends_with_it() {
+    let env = Env::new();
+    env.write("plan.yaml", &three_tasks());
+    let applied = apply(&env, "plan.yaml", "r1");
+    let stdout = String::from_utf8_lossy(&applied.stdout);
+    assert!(
+        stdout.contains("output of `c`:\n    hello test the runner + b reads hello test the runner\n"),
+        "a short result is shown at the end: {stdout}"
+    );
+    assert!(stdout.contains("runner output r1"), "{stdout}");
+
+    let sinks = env.runner().args(["output", "r1"]).output().expect("runner runs");
+    assert_eq!(sinks.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&sinks.stdout), "hello test the runner + b reads hello test the runner\n");
+    let one = env.runner().args(["output", "r1", "a"]).output().expect("runner runs");
+    assert_eq!(String::from_utf8_lossy(&one.stdout), "hello test the runner\n");
+
+    let unknown = env.runner().args(["output", "r1", "nope"]).output().expect("runner runs");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(unknown.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no task `nope`"));
+}
+
+#[test]
+fn output_heads_several_final_outputs_and_refuses_a_task_without_one() {
+    let env = Env::new();
+    let long: String = (1..=8).map(|n| format!("line {n}\\n")).collect();
+    env.write(
+        "plan.yaml",
+        &plan(
+            "two",
+            &format!("    echo: {{runtime: mock}}\n    broken: {{runtime: mock, responses: {{c: [{{fail: boom}}]}}}}\n    long: {{runtime: mock, responses: {{b: \"{long}\"}}}}"),
+            "    - {id: a, agent: echo, input: first}\n    - {id: b, agent: long, input: x}\n    \
+             - {id: c, agent: broken, input: x, on_failure: skip}",
+        ),
+    );
+    let applied = apply(&env, "plan.yaml", "r2");
+    assert_eq!(applied.status.code(), Some(5), "{}", String::from_utf8_lossy(&applied.stderr));
+    let stdout = String::from_utf8_lossy(&applied.stdout);
+    assert!(stdout.contains("output:   runner output r2"), "several outputs: only the command: {stdout}");
+    assert!(!stdout.contains("output of"), "{stdout}");
+
+    let sinks = env.runner().args(["output", "r2"]).output().expect("runner runs");
+    assert_eq!(sinks.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&sinks.stdout);
+    assert!(text.starts_with("--- a ---\nfirst\n--- b ---\nline 1\n"), "{text}");
+    assert!(text.contains("line 8"), "the whole output: {text}");
+    assert!(String::from_utf8_lossy(&sinks.stderr).contains("`c` has no output"));
+
+    let status = env.runner().args(["status", "r2"]).output().expect("runner runs");
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.contains("line 1…") && status.contains("`runner output r2 TASK`"), "{status}");
+
+    let failed = env.runner().args(["output", "r2", "c"]).output().expect("runner runs");
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(failed.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("has no output: it is skipped"));
+}
