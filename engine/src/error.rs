@@ -13,7 +13,10 @@ pub enum EngineError {
     AlreadyStarted,
     /// `Start` with a plan whose dependencies form a cycle: it has no order to run in.
     #[error("the plan's dependencies form a cycle: {tasks}")]
-    #[diagnostic(code(engine::cycle), help("`runner validate` shows each cycle; load plans with `manifest::load_file`"))]
+    #[diagnostic(
+        code(engine::cycle),
+        help("`runner validate` shows each cycle; load plans with `manifest::load_file`")
+    )]
     Cycle {
         /// The tasks of each cycle.
         tasks: String,

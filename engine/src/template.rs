@@ -131,7 +131,9 @@ impl Renderer {
         ]);
         let mut out = Capped { bytes: Vec::new(), over: false };
         match compiled.render_captured_to(context, &mut out) {
-            Ok(_) => Ok(String::from_utf8(out.bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
+            Ok(_) => {
+                Ok(String::from_utf8(out.bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+            }
             Err(_) if out.over => Err(over_cap()),
             Err(error) => Err(describe(&error)),
         }

@@ -182,7 +182,8 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     if json && let Ok(node) = crate::json::parse(text) {
         return Ok(node);
     }
-    parse_yaml(text).map_err(|error| if json && error.kind == SyntaxKind::Yaml { json_error(text, error) } else { error })
+    parse_yaml(text)
+        .map_err(|error| if json && error.kind == SyntaxKind::Yaml { json_error(text, error) } else { error })
 }
 
 /// The JSON reader's account of a text that starts like JSON, located where serde_json stopped;
