@@ -219,7 +219,11 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
             at.span().byte_offset().map(|offset| offset as usize).or_else(|| offset_of(text, at.line(), at.column()))
         });
         let message = clean_message(&error.to_string());
-        let kind = limit_of(&error, &message).map_or(SyntaxKind::Yaml, SyntaxKind::Limit);
+        let (message, kind) = match limit_of(&error, &message) {
+            // Said in words: the reader's own text is Rust debug output (`Depth { depth: 49 }`).
+            Some(limit) => (format!("the document {}", limit.what()), SyntaxKind::Limit(limit)),
+            None => (message, SyntaxKind::Yaml),
+        };
         SyntaxError { message, span: Span::new(offset.unwrap_or(0), 0), kind }
     })?;
     Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
