@@ -11,6 +11,16 @@ pub enum EngineError {
     #[error("the run has already started")]
     #[diagnostic(code(engine::already_started))]
     AlreadyStarted,
+    /// `Start` with a plan whose dependencies form a cycle: it has no order to run in.
+    #[error("the plan's dependencies form a cycle: {tasks}")]
+    #[diagnostic(
+        code(engine::cycle),
+        help("`runner validate` shows each cycle; load plans with `manifest::load_file`")
+    )]
+    Cycle {
+        /// The tasks of each cycle.
+        tasks: String,
+    },
     /// A command for a run that has ended.
     #[error("the run has already ended ({status})")]
     #[diagnostic(code(engine::finished))]

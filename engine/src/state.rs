@@ -324,13 +324,22 @@ impl RunState {
         task.in_flight && task.attempts == attempt
     }
 
-    fn start(&mut self, start: Start, out: &mut Vec<Event>) {
+    fn start(&mut self, start: Start, out: &mut Vec<Event>) -> Result<(), EngineError> {
+        let graph = match start.graph.filter(|graph| graph.len() == start.plan.tasks.len()) {
+            Some(graph) => graph,
+            None => Arc::new(TaskGraph::build(&start.plan).map_err(|cycles| {
+                let ids = |cycle: &Vec<usize>| {
+                    cycle.iter().map(|&i| format!("`{}`", start.plan.tasks[i].id.value)).collect::<Vec<_>>().join(", ")
+                };
+                EngineError::Cycle { tasks: cycles.0.iter().map(ids).collect::<Vec<_>>().join("; ") }
+            })?),
+        };
         // Hashed as it is encoded, so a large plan's JSON is never held in memory.
         let mut hasher = HashWriter(Sha256::new());
         let _ = serde_json::to_writer(&mut hasher, &*start.plan);
         let plan_sha256 = hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
         let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
-        self.prebuilt = start.graph.filter(|graph| graph.len() == start.plan.tasks.len());
+        self.prebuilt = Some(graph);
         let event = Event::RunCreated {
             schema: SCHEMA_VERSION,
             plan: Arc::clone(&start.plan),
@@ -346,6 +355,7 @@ impl RunState {
                 self.emit(Event::TaskReused { task, output }, out);
             }
         }
+        Ok(())
     }
 
     /// What the failure of attempt `attempt` of task `i` leads to.
@@ -617,6 +627,9 @@ impl RunState {
         for answer in &self.tasks[i].answers {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
+        }
+        if input.len() > crate::template::MAX_INPUT_BYTES {
+            return Err(crate::template::over_cap());
         }
         Ok(input)
     }
@@ -924,7 +937,7 @@ impl Handler for RunState {
                 if self.status != RunStatus::New {
                     return Err(EngineError::AlreadyStarted);
                 }
-                self.start(start, &mut out);
+                self.start(start, &mut out)?;
             }
             Command::Succeeded { task, attempt, output, tokens, duration_ms } => {
                 let i = self.task_index(&task)?;

@@ -2,10 +2,12 @@
 //! fails the attempt instead of sending a prompt with a hole in it.
 //!
 //! The context holds `mission`, `vars`, `context_summary` and, under `tasks`, only the tasks
-//! the template reads, so rendering does not grow with the size of the plan.
+//! the template reads, so rendering does not grow with the size of the plan. A rendered text
+//! is capped at [`MAX_INPUT_BYTES`]: rendering stops there and fails.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Write;
 use std::sync::Arc;
 
 use minijinja::value::{Object, ObjectRepr, Value};
@@ -39,6 +41,39 @@ impl Object for Output {
     }
 }
 
+/// The largest input a task can be given (8 MiB): eight outputs of a command agent at its
+/// default `max_output_bytes`, and far below what would flood the event log.
+pub const MAX_INPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why an input is refused when it is over [`MAX_INPUT_BYTES`].
+pub fn over_cap() -> String {
+    format!(
+        "the rendered input is larger than {MAX_INPUT_BYTES} bytes (8 MiB), the cap on a task's input; \
+         make the template read less"
+    )
+}
+
+/// The rendered text, refusing to grow past the cap.
+struct Capped {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > MAX_INPUT_BYTES {
+            self.over = true;
+            return Err(std::io::Error::other("over the input cap"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Renders templates against a run.
 #[derive(Debug, Clone)]
 pub struct Renderer {
@@ -54,7 +89,8 @@ impl Default for Renderer {
 }
 
 impl Renderer {
-    /// Renders `template` with the run's mission, vars and the outputs it reads.
+    /// Renders `template` with the run's mission, vars and the outputs it reads; fails when the
+    /// text grows past [`MAX_INPUT_BYTES`].
     pub fn render(&self, template: &str, run: &RunState) -> Result<String, String> {
         if !manifest::template::Templates::is_template(template) {
             return Ok(template.to_owned());
@@ -93,7 +129,14 @@ impl Renderer {
             ("context_summary", Value::from(run.context_summary.as_str())),
             ("tasks", Value::from(tasks)),
         ]);
-        compiled.render(context).map_err(|e| describe(&e))
+        let mut out = Capped { bytes: Vec::new(), over: false };
+        match compiled.render_captured_to(context, &mut out) {
+            Ok(_) => {
+                Ok(String::from_utf8(out.bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+            }
+            Err(_) if out.over => Err(over_cap()),
+            Err(error) => Err(describe(&error)),
+        }
     }
 }
 

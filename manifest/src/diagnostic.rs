@@ -59,6 +59,21 @@ pub enum Problem {
         /// The reader's explanation.
         message: String,
     },
+    /// A plan written as JSON (its first character is `{`) is not valid JSON.
+    #[error("invalid JSON: {message}")]
+    #[diagnostic(code(plan::json_syntax))]
+    JsonSyntax {
+        /// The reader's explanation.
+        message: String,
+    },
+    /// The text is over one of the reader's limits (nesting, aliases, size), which keep a
+    /// hostile file from exhausting memory or the stack.
+    #[error("the plan {what}")]
+    #[diagnostic(code(plan::over_limit))]
+    OverLimit {
+        /// Which limit, with its value: "nests deeper than 64 levels".
+        what: String,
+    },
     /// A value has the wrong type.
     #[error("{what} must be {expected}, found {found}")]
     #[diagnostic(code(plan::wrong_type))]

@@ -9,8 +9,8 @@ use crate::graph::TaskGraph;
 use crate::normalize::{form_of, normalize};
 use crate::plan::Plan;
 use crate::read::Reader;
-use crate::source::{Loc, MAX_PLAN_BYTES, Source};
-use crate::tree;
+use crate::source::{Loc, MAX_PLAN_BYTES, Source, Span};
+use crate::tree::{self, SyntaxKind};
 use crate::validate::{FileCheck, validate};
 
 /// The result of loading a plan: the source, the plan and its graph when it could be built,
@@ -53,7 +53,14 @@ pub fn load_file(path: &Path) -> Loaded {
     let name = path.display().to_string();
     let text = match read_capped(path) {
         Ok(text) => text,
-        Err(problem) => {
+        Err(Unread::NotUtf8 { offset, lossy }) => {
+            let loc = Loc::new(Span::new(offset, char::REPLACEMENT_CHARACTER.len_utf8()), "");
+            let diagnostic = Diagnostic::error(Problem::NotUtf8 { offset }, loc)
+                .label("this byte is not UTF-8")
+                .help("save the file as UTF-8");
+            return Loaded::failed(Source::new(name, lossy), diagnostic);
+        }
+        Err(Unread::Other(problem)) => {
             return Loaded::failed(Source::new(name, ""), Diagnostic::error(problem, Loc::default()).label(""));
         }
     };
@@ -69,11 +76,17 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
-            let diagnostic =
-                Diagnostic::error(Problem::YamlSyntax { message: error.message }, Loc::new(error.span, ""))
-                    .label("here")
-                    .help("check the indentation and quoting around this point");
-            return Loaded::failed(source, diagnostic);
+            let loc = Loc::new(error.span, "");
+            let diagnostic = match error.kind {
+                SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: error.message }, loc)
+                    .help("check the indentation and quoting around this point"),
+                SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: error.message }, loc)
+                    .help("check the commas, quotes and brackets around this point"),
+                SyntaxKind::Limit(limit) => {
+                    Diagnostic::error(Problem::OverLimit { what: limit.what() }, loc).help(limit.help())
+                }
+            };
+            return Loaded::failed(source, diagnostic.label("here"));
         }
     };
     let mut reader = Reader::new(form_of(&root));
@@ -111,21 +124,33 @@ fn severity_rank(severity: Severity) -> u8 {
     }
 }
 
+/// Why a plan file could not be read as text.
+enum Unread {
+    /// Not UTF-8: the first bad byte, and the text with bad bytes replaced, to show where it is
+    /// (the text before the byte is intact, so the offset holds in it).
+    NotUtf8 { offset: usize, lossy: String },
+    /// Anything else.
+    Other(Problem),
+}
+
 /// Reads at most [`MAX_PLAN_BYTES`]; larger files and non-UTF-8 text are problems, not panics.
-fn read_capped(path: &Path) -> Result<String, Problem> {
-    let io = |error: std::io::Error| Problem::Io { reason: error.to_string() };
+fn read_capped(path: &Path) -> Result<String, Unread> {
+    let io = |error: std::io::Error| Unread::Other(Problem::Io { reason: error.to_string() });
     let file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if size > MAX_PLAN_BYTES {
-        return Err(Problem::TooLarge { size, limit: MAX_PLAN_BYTES });
+        return Err(Unread::Other(Problem::TooLarge { size, limit: MAX_PLAN_BYTES }));
     }
     let mut bytes = Vec::with_capacity(size as usize);
     file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > MAX_PLAN_BYTES {
-        return Err(Problem::TooLarge { size: bytes.len() as u64, limit: MAX_PLAN_BYTES });
+        return Err(Unread::Other(Problem::TooLarge { size: bytes.len() as u64, limit: MAX_PLAN_BYTES }));
     }
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);
     }
-    String::from_utf8(bytes).map_err(|error| Problem::NotUtf8 { offset: error.utf8_error().valid_up_to() })
+    String::from_utf8(bytes).map_err(|error| Unread::NotUtf8 {
+        offset: error.utf8_error().valid_up_to(),
+        lossy: String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
 }

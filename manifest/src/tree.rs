@@ -108,49 +108,153 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 }
 
-/// A document that could not be read as YAML, with where the reader stopped.
+/// A document that could not be read, with where the reader stopped.
 #[derive(Debug, Clone)]
 pub struct SyntaxError {
-    /// What the YAML reader said, without its own source snippet.
+    /// What went wrong, without the reader's own source snippet.
     pub message: String,
     /// Where the reader stopped.
     pub span: Span,
+    /// Which reader refused the text, or which limit it hit.
+    pub kind: SyntaxKind,
+}
+
+/// Why a document could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyntaxKind {
+    /// The text is not YAML.
+    Yaml,
+    /// The text starts like JSON (`{`) and is not JSON.
+    Json,
+    /// The text is over one of the reader's limits.
+    Limit(Limit),
+}
+
+/// The reader's budgets, as a plan's author can act on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Nesting deeper than [`crate::json::MAX_DEPTH`].
+    Depth,
+    /// Aliases that expand to too much.
+    Aliases,
+    /// Too many nodes or bytes of scalars in all.
+    Size,
+}
+
+/// The alias budget: aliases in a document, and events replayed through them.
+const MAX_ALIASES: usize = 10_000;
+const MAX_REPLAYED: usize = 100_000;
+/// The size budget, in nodes.
+const MAX_NODES: usize = 20_000_000;
+
+impl Limit {
+    /// What the plan does that is over the limit, after "the plan ".
+    pub fn what(self) -> String {
+        match self {
+            Limit::Depth => format!("nests deeper than {} levels, the reader's limit", crate::json::MAX_DEPTH),
+            Limit::Aliases => format!(
+                "expands its aliases (`*name`) past the reader's limit of {MAX_ALIASES} aliases and \
+                 {MAX_REPLAYED} nodes replayed through them"
+            ),
+            Limit::Size => format!("has more than {MAX_NODES} nodes, the reader's limit"),
+        }
+    }
+
+    /// How to bring the plan under the limit.
+    pub fn help(self) -> &'static str {
+        match self {
+            Limit::Depth => {
+                "flatten the deepest part: a deeply nested `schema` can name its inner objects under \
+                 `$defs` and point at them with `$ref`"
+            }
+            Limit::Aliases => "write the repeated part out, or reuse fewer and smaller anchors (`&name`)",
+            Limit::Size => "split the plan into smaller plans",
+        }
+    }
 }
 
 /// Reads a YAML (or JSON) document into a spanned tree, within fixed resource budgets:
 /// nesting depth, node and event counts, and alias expansion are all capped, so alias bombs
-/// and deep nesting end in an error rather than in exhausted memory or stack.
+/// and deep nesting end in an error rather than in exhausted memory or stack. A text that
+/// starts with `{` and is neither JSON nor YAML is reported as invalid JSON.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-    let body = text.trim_start();
-    if body.starts_with('{')
-        && let Ok(node) = crate::json::parse(text)
-    {
+    let json = text.trim_start().starts_with('{');
+    if json && let Ok(node) = crate::json::parse(text) {
         return Ok(node);
     }
     parse_yaml(text)
+        .map_err(|error| if json && error.kind == SyntaxKind::Yaml { json_error(text, error) } else { error })
+}
+
+/// The JSON reader's account of a text that starts like JSON, located where serde_json stopped;
+/// the YAML reader's message when serde_json accepts it (duplicate keys).
+fn json_error(text: &str, yaml: SyntaxError) -> SyntaxError {
+    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Err(error) => {
+            let offset = offset_of(text, error.line() as u64, error.column() as u64).unwrap_or(yaml.span.offset);
+            let message = error.to_string();
+            let message = message.rfind(" at line ").map_or(message.as_str(), |at| &message[..at]).to_owned();
+            SyntaxError { message, span: Span::new(offset, 0), kind: SyntaxKind::Json }
+        }
+        Ok(_) => SyntaxError { kind: SyntaxKind::Json, ..yaml },
+    }
 }
 
 /// Reads a document with the YAML reader only, within the budgets [`parse`] describes.
 pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = crate::json::MAX_DEPTH;
-    budget.max_nodes = 20_000_000;
-    budget.max_events = 40_000_000;
+    budget.max_nodes = MAX_NODES;
+    budget.max_events = 2 * MAX_NODES;
     // Plans have little use for aliases; these bounds make an alias bomb fail in milliseconds.
-    budget.max_aliases = 10_000;
-    budget.max_recorded_anchor_events = 100_000;
+    budget.max_aliases = MAX_ALIASES;
+    budget.max_recorded_anchor_events = MAX_REPLAYED;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.with_snippet = false;
-    options.alias_limits.max_total_replayed_events = 100_000;
+    options.alias_limits.max_total_replayed_events = MAX_REPLAYED;
     let node: Option<Node> = serde_saphyr::from_str_with_options(text, options).map_err(|error| {
         // Scanner errors carry a line and column but no byte offset.
         let offset = error.location().and_then(|at| {
             at.span().byte_offset().map(|offset| offset as usize).or_else(|| offset_of(text, at.line(), at.column()))
         });
-        SyntaxError { message: clean_message(&error.to_string()), span: Span::new(offset.unwrap_or(0), 0) }
+        let message = clean_message(&error.to_string());
+        let (message, kind) = match limit_of(&error, &message) {
+            // Said in words: the reader's own text is Rust debug output (`Depth { depth: 49 }`).
+            Some(limit) => (format!("the document {}", limit.what()), SyntaxKind::Limit(limit)),
+            None => (message, SyntaxKind::Yaml),
+        };
+        SyntaxError { message, span: Span::new(offset.unwrap_or(0), 0), kind }
     })?;
     Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
+}
+
+/// The limit a YAML reader's error reports, if it is a limit (also behind the wrappers that
+/// add an alias's or a snippet's location).
+fn limit_of(error: &serde_saphyr::Error, message: &str) -> Option<Limit> {
+    use serde_saphyr::Error;
+    use serde_saphyr::budget::BudgetBreach;
+    let mut error = error;
+    while let Error::AliasError { error: inner, .. } | Error::WithSnippet { error: inner, .. } = error {
+        error = inner;
+    }
+    match error {
+        Error::Budget { breach, .. } => Some(match breach {
+            BudgetBreach::Depth { .. } => Limit::Depth,
+            BudgetBreach::Aliases { .. }
+            | BudgetBreach::Anchors { .. }
+            | BudgetBreach::AliasAnchorRatio { .. }
+            | BudgetBreach::RecordedAnchorEvents { .. }
+            | BudgetBreach::RecordedAnchorBytes { .. } => Limit::Aliases,
+            _ => Limit::Size,
+        }),
+        Error::AliasReplayLimitExceeded { .. }
+        | Error::AliasExpansionLimitExceeded { .. }
+        | Error::AliasReplayStackDepthExceeded { .. } => Some(Limit::Aliases),
+        // The scanner's own guard against unclosed brackets nested thousands deep.
+        _ if message.contains("recursion limit") => Some(Limit::Depth),
+        _ => None,
+    }
 }
 
 /// The byte offset of a 1-based line and character column, clamped to the line's end;

@@ -1,7 +1,6 @@
 //! The LLM plan author against a fake OpenAI server over real HTTP.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use engine::llm::client::Endpoint;
 use planner::author::{Authored, Outcome, PROMPT_VERSION, Request, author};
@@ -247,9 +246,8 @@ async fn no_model_means_fall_back_at_once() {
 #[tokio::test]
 async fn best_scoring_candidate_is_chosen() {
     let answers = [bad(), good(), bad()];
-    let server = FakeOpenAi::start(move |_, n| {
-        Step::Delay(Duration::from_millis(50), Box::new(Step::Answer(answers[n % 3].clone())))
-    });
+    // Each answer waits for all three requests, so they are in flight together by count.
+    let server = FakeOpenAi::start(move |_, n| Step::Together(3, Box::new(Step::Answer(answers[n % 3].clone()))));
     let mut request = request(&["model-a"]);
     request.candidates = 3;
     let authored = run(&server, &request).await;

@@ -2,6 +2,7 @@
 //! apply`), then run it under `$RUNNER_HOME/runs/<id>/` with a live view.
 
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use engine::store::JsonlStore;
 use engine::{Command, Start};
-use manifest::plan::{Strategy, TaskKind};
+use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
 use crate::cli::{EXIT_DECLINED, EXIT_USAGE};
@@ -88,14 +89,25 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let Some((plan, graph)) = loaded.valid() else {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
-        return Ok(EXIT_USAGE);
+        return Ok(crate::validate::exit_code(&loaded, &args.plan));
     };
+    let unset = unset_keys(plan, |name| std::env::var(name).is_ok());
+    if !unset.is_empty() && !args.dry_run {
+        for line in &unset {
+            eprintln!("error: {line}");
+        }
+        eprintln!("nothing ran and no run was created: set the variable(s) and apply again");
+        return Ok(EXIT_USAGE);
+    }
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
     let critique = crate::critic::review(&loaded);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::diagnostics::color_stdout();
     if args.dry_run {
         say(&schedule(plan, graph, strategy));
         say(&crate::critic::human(&loaded, &critique, color));
+        for line in &unset {
+            eprintln!("warning: {line}; `apply` refuses to start until it is set");
+        }
         say("dry run: nothing ran and nothing was written");
         return Ok(0);
     }
@@ -110,7 +122,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
     let run = RunDir::create(&run_id)?;
     let lock = run.lock()?;
-    let store = JsonlStore::create(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = JsonlStore::create(&run.log())?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let start = Start {
@@ -123,6 +135,31 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     };
     say(&format!("run `{run_id}`: log {}", run.log().display()));
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+}
+
+/// The API key variables that the plan's `llm` agents need and `is_set` says are unset, one
+/// line each, naming the provider and the agents that need it.
+fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut needs: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for (name, agent) in &plan.agents {
+        let Runtime::Llm { provider, .. } = &agent.runtime else { continue };
+        let provider = provider.as_ref().map_or(engine::llm::DEFAULT_PROVIDER, |p| p.value.as_str());
+        let Some(variable) = plan.providers.get(provider).and_then(|p| p.api_key_env.as_ref()) else { continue };
+        if !is_set(&variable.value) {
+            needs.entry((variable.value.as_str(), provider)).or_default().push(name);
+        }
+    }
+    needs
+        .into_iter()
+        .map(|((variable, provider), agents)| {
+            let agents: Vec<String> = agents.iter().map(|a| format!("`{a}`")).collect();
+            format!(
+                "the environment variable `{variable}` is not set: it holds the API key of provider `{provider}`, \
+                 which agent(s) {} use",
+                agents.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// The plan file as an absolute path (symlinks resolved when possible).

@@ -14,6 +14,8 @@ pub const EXIT_PAUSED: u8 = 3;
 pub const EXIT_DECLINED: u8 = 4;
 /// Exit code for a run that finished, but a non-critical task failed or was skipped.
 pub const EXIT_PARTIAL: u8 = 5;
+/// Exit code for a failure to read or write a file (a disk full, an unreadable plan).
+pub const EXIT_IO: u8 = 6;
 /// Exit code for a cancelled run.
 pub const EXIT_CANCELLED: u8 = 130;
 
@@ -79,6 +81,14 @@ enum Command {
         /// Keep printing new events until the run ends or pauses.
         #[arg(long, short)]
         follow: bool,
+    },
+    /// Print a task's full output, raw; by default the output of each final task (the tasks
+    /// nothing depends on), headed by its id when there are several.
+    Output {
+        /// The run id.
+        run: String,
+        /// The task (default: the final tasks).
+        task: Option<String>,
     },
     /// Print a run's raw event records, one JSON object per line.
     Events {
@@ -169,6 +179,19 @@ pub enum GraphFormat {
     Dot,
 }
 
+/// The exit code for an error that stopped a command: [`EXIT_IO`] when a file could not be
+/// read or written, [`EXIT_USAGE`] otherwise.
+pub fn exit_code_of(error: &anyhow::Error) -> u8 {
+    use engine::driver::DriverError;
+    use engine::store::StoreError;
+    let io = error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some()
+            || matches!(cause.downcast_ref::<StoreError>(), Some(StoreError::Io { .. }))
+            || matches!(cause.downcast_ref::<DriverError>(), Some(DriverError::Store(StoreError::Io { .. })))
+    });
+    if io { EXIT_IO } else { EXIT_USAGE }
+}
+
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
@@ -182,6 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Runs => crate::runs::run(),
         Command::Status { run, format } => crate::status::run(&run, format),
         Command::Logs { run, follow } => crate::logs::logs(&run, follow),
+        Command::Output { run, task } => crate::output::run(&run, task.as_deref()),
         Command::Events { run } => crate::logs::events(&run),
         Command::Resume { run } => crate::resume::run(&run),
         Command::Cancel { run } => crate::cancel::run(&run),

@@ -7,32 +7,28 @@ use manifest::critic::{Critique, Dimension, Finding, critique_graph};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::cli::{CriticFormat, EXIT_USAGE};
-use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stderr, print, render_human};
+use crate::cli::CriticFormat;
+use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_human};
 
 /// Exit code when the plan scores below `--min-score`.
 pub const EXIT_LOW_SCORE: u8 = 1;
 
-/// Reviews a plan; exit 0 when it has no errors and scores at least `min_score`, 1 when it
-/// scores lower, 2 when it has errors.
+/// Reviews a plan and prints the report to stdout in every format; exit 0 when it has no errors
+/// and scores at least `min_score`, 1 when it scores lower, 2 when it has errors.
 pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
     let critique = review(&loaded);
     let text = match format {
-        CriticFormat::Human => human(&loaded, &critique, color_stderr()),
+        CriticFormat::Human => human(&loaded, &critique, color_stdout()),
         CriticFormat::Json => format!("{}\n", serde_json::to_string_pretty(&JsonReport::new(&loaded, &critique))?),
         CriticFormat::Sarif => {
             format!("{}\n", serde_json::to_string_pretty(&crate::sarif::report(&loaded, &critique))?)
         }
         CriticFormat::Markdown => markdown(&loaded, &critique),
     };
-    if format == CriticFormat::Human {
-        eprint!("{text}");
-    } else {
-        print(&text)?;
-    }
+    print(&text)?;
     Ok(if !loaded.is_valid() {
-        EXIT_USAGE
+        crate::validate::exit_code(&loaded, path)
     } else if critique.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {

@@ -52,6 +52,11 @@ pub fn color_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
+/// Whether to colour output written to stdout.
+pub fn color_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
 /// The miette renderer every command uses: fixed width, so output does not depend on the terminal.
 pub fn handler(color: bool) -> GraphicalReportHandler {
     let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };

@@ -65,7 +65,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
             None => {
-                let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let (store, loaded) = JsonlStore::open(&run.log())?;
                 if let Some(warning) = loaded.warning {
                     eprintln!("warning: {warning}");
                 }
@@ -78,7 +78,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         state = match runtime.block_on(driver.run(command, cancel.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
-            Err(error) => return Err(anyhow::anyhow!("run `{}`: {error}", run.id)),
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
         };
         if state.status.is_final() {
             break;
@@ -226,6 +226,9 @@ fn summary(run_id: &str, state: &RunState) {
         }
         say(&format!("  then:     runner resume {run_id}"));
         return;
+    }
+    for line in crate::output::brief(run_id, state) {
+        say(&line);
     }
     say(&format!("  inspect:  runner status {run_id}   runner logs {run_id}"));
     if matches!(state.status, RunStatus::Finished(Outcome::Failed | Outcome::Partial) | RunStatus::Cancelled) {

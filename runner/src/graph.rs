@@ -8,7 +8,7 @@ use std::path::Path;
 use manifest::plan::TaskKind;
 use manifest::{Plan, TaskGraph};
 
-use crate::cli::{EXIT_USAGE, GraphFormat};
+use crate::cli::GraphFormat;
 use crate::diagnostics::{color_stderr, print, render_human};
 use crate::home::{RunDir, fold};
 
@@ -27,7 +27,7 @@ pub fn run(path: &Path, format: GraphFormat) -> anyhow::Result<u8> {
     let Some((plan, graph)) = loaded.valid() else {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
-        return Ok(EXIT_USAGE);
+        return Ok(crate::validate::exit_code(&loaded, path));
     };
     print(&draw(plan, graph, format))?;
     Ok(0)

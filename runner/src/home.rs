@@ -113,7 +113,7 @@ impl RunDir {
 
     /// The records of the log, read-only, with the warning about a torn last line if any.
     pub fn load(&self) -> anyhow::Result<(Vec<Record>, Option<String>)> {
-        let loaded = JsonlStore::load(&self.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let loaded = JsonlStore::load(&self.log())?;
         Ok((loaded.records, loaded.warning))
     }
 }
@@ -231,7 +231,7 @@ pub fn fold(records: &[Record]) -> RunState {
 /// Appends records durably to a run's log (for commands that record without driving).
 pub fn append(store: &JsonlStore, records: Vec<Record>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().build().context("start the async runtime")?;
-    runtime.block_on(engine::store::EventStore::append(store, records)).map_err(|e| anyhow::anyhow!("{e}"))
+    runtime.block_on(engine::store::EventStore::append(store, records)).map_err(anyhow::Error::new)
 }
 
 /// Records for events that follow `records`: the next sequence numbers, now, this run.
@@ -251,7 +251,7 @@ pub fn records_after(records: &[Record], run_id: &str, events: Vec<Event>) -> Ve
 /// decide and appends its events. Returns the state after them and the new records.
 pub fn record(run: &RunDir, command: engine::Command) -> anyhow::Result<(RunState, Vec<Record>)> {
     let _lock = run.lock()?;
-    let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (store, loaded) = JsonlStore::open(&run.log())?;
     if let Some(warning) = &loaded.warning {
         eprintln!("warning: {warning}");
     }

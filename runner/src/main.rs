@@ -13,6 +13,7 @@ mod home;
 mod live;
 mod logs;
 mod models;
+mod output;
 mod plan;
 mod provenance;
 mod resume;
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("error: {error:#}");
-            ExitCode::from(cli::EXIT_USAGE)
+            ExitCode::from(cli::exit_code_of(&error))
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::live::say;
 pub fn run(run_id: &str) -> anyhow::Result<u8> {
     let run = RunDir::existing(run_id)?;
     let lock = run.lock()?;
-    let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (store, loaded) = JsonlStore::open(&run.log())?;
     if let Some(warning) = &loaded.warning {
         eprintln!("warning: {warning}");
     }

@@ -52,7 +52,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
     let run = RunDir::create(&new_id)?;
     let lock = run.lock()?;
-    let store = JsonlStore::create(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = JsonlStore::create(&run.log())?;
     let workdir = created.workdir();
     say(&format!(
         "run `{new_id}` retries `{old_id}`: reusing {} of {} task outputs; log {}",

@@ -65,10 +65,7 @@ fn row(run: &RunDir) -> Row {
     let Some(created) = Created::of(&records) else { return unknown("not started") };
     let state = fold(&records);
     let succeeded = state.tasks.iter().filter(|t| t.status == engine::TaskStatus::Succeeded).count();
-    let mut status = state.status.as_str().to_owned();
-    if !state.status.is_final() && state.status != engine::RunStatus::Paused && run.driver_pid().is_none() {
-        status.push_str(" (interrupted)");
-    }
+    let status = crate::status::shown_status(&state, run).to_owned();
     Row {
         id: run.id.clone(),
         plan: created.plan.name,

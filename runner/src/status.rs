@@ -43,7 +43,7 @@ pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
         anyhow::bail!("run `{run_id}` has no RunCreated event: it never started");
     };
     let state = fold(&records);
-    let interrupted = !state.status.is_final() && state.status != RunStatus::Paused && run.driver_pid().is_none();
+    let status = shown_status(&state, &run);
     match format {
         Format::Json => {
             let tasks = state
@@ -64,7 +64,7 @@ pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
             let document = JsonStatus {
                 run_id,
                 plan: &created.plan.name,
-                status: state.status.as_str(),
+                status,
                 tokens: state.tokens,
                 replans: state.replans,
                 exhausted: state.exhausted.as_deref(),
@@ -76,16 +76,25 @@ pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
             if let Some(warning) = warning {
                 eprintln!("warning: {warning}");
             }
-            print(&human(run_id, &created, &state, interrupted))?;
+            print(&human(run_id, &created, &state, status))?;
         }
     }
     Ok(0)
 }
 
-fn human(run_id: &str, created: &Created, state: &RunState, interrupted: bool) -> String {
+/// The status a run shows: its recorded status, or `interrupted` when it is still running by
+/// its log but no live process drives it (the process crashed or was killed).
+pub fn shown_status(state: &RunState, run: &RunDir) -> &'static str {
+    let unfinished = !state.status.is_final() && state.status != RunStatus::Paused;
+    if unfinished && run.driver_pid().is_none() { INTERRUPTED } else { state.status.as_str() }
+}
+
+/// The status of a run that no process drives although it has not ended.
+pub const INTERRUPTED: &str = "interrupted";
+
+fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> String {
     let mut out = format!(
-        "run `{run_id}`: {} (plan `{}`, strategy {}, started {})\n",
-        state.status.as_str(),
+        "run `{run_id}`: {status} (plan `{}`, strategy {}, started {})\n",
         created.plan.name,
         created.strategy.as_str(),
         created.at
@@ -103,6 +112,7 @@ fn human(run_id: &str, created: &Created, state: &RunState, interrupted: bool) -
         out.push_str(&format!("budget: {reason}\n"));
     }
     let width = state.plan.tasks.iter().map(|t| t.id.value.len()).max().unwrap_or(4).max(4);
+    let mut cut = false;
     out.push_str(&format!("  {:<width$}  {:<9}  {:>8}  {}\n", "task", "status", "attempts", "output / error"));
     for (i, task) in state.tasks.iter().enumerate() {
         let id = &state.plan.tasks[i].id.value;
@@ -116,9 +126,13 @@ fn human(run_id: &str, created: &Created, state: &RunState, interrupted: bool) -
                 (None, None) => String::new(),
             },
         };
+        cut |= task.status == TaskStatus::Succeeded && detail.ends_with('…');
         out.push_str(&format!("  {id:<width$}  {:<9}  {:>8}  {detail}\n", task.status.as_str(), task.attempts));
     }
-    if interrupted {
+    if cut {
+        out.push_str(&format!("outputs are cut to a line: `runner output {run_id} TASK` prints one whole\n"));
+    }
+    if status == INTERRUPTED {
         out.push_str(&format!(
             "note: no process is driving this run: it was interrupted; `runner resume {run_id}` continues it\n"
         ));

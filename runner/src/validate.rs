@@ -5,16 +5,17 @@ use std::path::Path;
 use manifest::{Loaded, Severity};
 use serde::Serialize;
 
-use crate::cli::{EXIT_USAGE, Format};
-use crate::diagnostics::{JsonDiagnostic, color_stderr, print, render_human};
+use crate::cli::{EXIT_IO, EXIT_USAGE, Format};
+use crate::diagnostics::{JsonDiagnostic, color_stdout, print, render_human};
 
-/// Validates a plan and prints the result; exit 0 when valid, 2 when not.
+/// Validates a plan and prints the report (the plan's errors included: they are the result)
+/// to stdout; exit 0 when valid, 2 when not (6 when the file cannot be read).
 pub fn run(path: &Path, format: Format) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
     match format {
         Format::Human => {
-            eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, color_stderr()));
-            eprintln!("{}", summary(&loaded));
+            let report = render_human(&loaded.diagnostics, &loaded.source, color_stdout());
+            print(&format!("{report}{}\n", summary(&loaded)))?;
         }
         Format::Json => {
             let diagnostics: Vec<JsonDiagnostic> = loaded
@@ -27,7 +28,19 @@ pub fn run(path: &Path, format: Format) -> anyhow::Result<u8> {
             print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
         }
     }
-    Ok(if loaded.is_valid() { 0 } else { EXIT_USAGE })
+    Ok(exit_code(&loaded, path))
+}
+
+/// 0 for a valid plan; [`EXIT_IO`] when the file at `path` exists but could not be read;
+/// [`EXIT_USAGE`] when the plan has errors or there is no such file (a mistyped path).
+pub fn exit_code(loaded: &Loaded, path: &Path) -> u8 {
+    if loaded.is_valid() {
+        0
+    } else if loaded.errors().any(|e| matches!(e.problem, manifest::Problem::Io { .. })) && path.exists() {
+        EXIT_IO
+    } else {
+        EXIT_USAGE
+    }
 }
 
 /// The JSON document `validate --format json` prints.

@@ -34,10 +34,12 @@ impl Drop for Scratch {
 
 /// What `runner validate` said about a plan, in both output formats.
 struct Rejection {
-    /// The stderr of the human format.
-    stderr: String,
+    /// The report of the human format (stdout).
+    human: String,
     /// The `(code, message)` of each diagnostic in the JSON format.
     diagnostics: Vec<(String, String)>,
+    /// The line and column of the first diagnostic.
+    at: (u64, u64),
 }
 
 impl Rejection {
@@ -46,7 +48,7 @@ impl Rejection {
     fn expect(&self, code: &str, words: &[&str]) {
         let (first_code, message) = self.diagnostics.first().expect("at least one diagnostic");
         assert_eq!(first_code, code, "diagnostics: {:?}", self.diagnostics);
-        assert!(self.stderr.contains(code), "stderr does not name {code}:\n{}", self.stderr);
+        assert!(self.human.contains(code), "the human report does not name {code}:\n{}", self.human);
         for word in words {
             assert!(message.contains(word), "`{message}` does not mention `{word}`");
         }
@@ -73,7 +75,7 @@ fn run(path: &Path, format: &str) -> (String, String) {
 
 /// Runs `runner validate` on a path in the human and JSON formats.
 fn validate(path: &Path) -> Rejection {
-    let (_, stderr) = run(path, "human");
+    let (human, _) = run(path, "human");
     let (stdout, _) = run(path, "json");
     let report: Value = serde_json::from_str(&stdout).expect("validate --format json prints JSON");
     assert_eq!(report["valid"], false);
@@ -85,7 +87,9 @@ fn validate(path: &Path) -> Rejection {
             (d["code"].as_str().unwrap_or_default().to_owned(), d["message"].as_str().unwrap_or_default().to_owned())
         })
         .collect();
-    Rejection { stderr, diagnostics }
+    let first = &report["diagnostics"][0];
+    let at = (first["line"].as_u64().unwrap_or(0), first["column"].as_u64().unwrap_or(0));
+    Rejection { human, diagnostics, at }
 }
 
 fn rejected(name: &str, bytes: &[u8]) -> Rejection {
@@ -124,17 +128,54 @@ fn a_file_over_the_size_cap_is_too_large() {
 }
 
 #[test]
-fn ten_thousand_nested_lists_are_a_yaml_syntax_error() {
+fn ten_thousand_nested_lists_are_over_the_depth_limit() {
     let deep = "[".repeat(10_000);
-    rejected("deep.yaml", deep.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+    rejected("deep.yaml", deep.as_bytes()).expect("plan::over_limit", &["deeper than 48 levels"]);
     let closed = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    rejected("deep.yaml", closed.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+    rejected("deep.yaml", closed.as_bytes()).expect("plan::over_limit", &["deeper than 48 levels"]);
 }
 
 #[test]
-fn ten_thousand_nested_lists_in_json_are_a_yaml_syntax_error() {
+fn ten_thousand_nested_lists_in_json_are_over_the_depth_limit() {
     let deep = format!("{{\"spec\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
-    rejected("deep.json", deep.as_bytes()).expect("plan::yaml_syntax", &["recursion limit"]);
+    rejected("deep.json", deep.as_bytes()).expect("plan::over_limit", &["deeper than 48 levels"]);
+}
+
+#[test]
+fn a_limit_is_named_in_words_with_what_to_change() {
+    let deep = format!("x: {}{}\n", "[".repeat(60), "]".repeat(60));
+    let rejection = rejected("deep.yaml", deep.as_bytes());
+    rejection.expect("plan::over_limit", &["nests deeper than 48 levels"]);
+    assert!(rejection.human.contains("$defs"), "the help says how to flatten it:\n{}", rejection.human);
+    for debug in ["Depth {", "budget breached", "indentation and quoting"] {
+        assert!(!rejection.human.contains(debug), "`{debug}` in:\n{}", rejection.human);
+    }
+}
+
+/// A plan whose one task checks its output against a schema of `objects` nested objects.
+fn plan_with_nested_schema(objects: usize) -> String {
+    let mut schema = "{type: string}".to_owned();
+    for _ in 0..objects {
+        schema = format!("{{type: object, properties: {{inner: {schema}}}}}");
+    }
+    format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: deep-schema}}\nspec:\n  agent_definitions:\n    \
+         default: {{runtime: mock}}\n  workflow:\n    - id: answer\n      input: hi\n      verification:\n        \
+         type: schema_check\n        schema: {schema}\n"
+    )
+}
+
+#[test]
+fn a_schema_of_twenty_nested_objects_loads() {
+    let scratch = Scratch::new();
+    let output = Command::cargo_bin("runner")
+        .expect("the runner binary is built")
+        .arg("validate")
+        .arg(scratch.file("schema.yaml", plan_with_nested_schema(20).as_bytes()))
+        .output()
+        .expect("runner runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    rejected("deeper.yaml", plan_with_nested_schema(22).as_bytes()).expect("plan::over_limit", &["48 levels"]);
 }
 
 #[test]
@@ -147,9 +188,18 @@ fn an_alias_bomb_exceeds_the_budget() {
     // One format only: the YAML reader replays a million alias events before it gives up,
     // which takes seconds in an unoptimised build.
     let scratch = Scratch::new();
-    let (_, stderr) = run(&scratch.file("bomb.yaml", bomb.as_bytes()), "human");
-    assert!(stderr.contains("plan::yaml_syntax"), "{stderr}");
-    assert!(stderr.contains("budget"), "{stderr}");
+    let (human, _) = run(&scratch.file("bomb.yaml", bomb.as_bytes()), "human");
+    assert!(human.contains("plan::over_limit"), "{human}");
+    assert!(human.contains("aliases") && human.contains("anchors"), "the limit and the fix are named: {human}");
+    assert!(!human.contains("RecordedAnchorEvents") && !human.contains("indentation"), "{human}");
+}
+
+#[test]
+fn a_json_plan_is_reported_as_json_where_it_breaks() {
+    let rejection = rejected("bad.json", br#"{"apiVersion": "runner/v1", "kind": "Plan",, }"#);
+    rejection.expect("plan::json_syntax", &["invalid JSON"]);
+    assert!(!rejection.human.contains("YAML"), "{}", rejection.human);
+    assert_eq!(rejection.at, (1, 44), "at the second comma");
 }
 
 #[test]
@@ -157,12 +207,15 @@ fn duplicate_keys_are_a_yaml_syntax_error() {
     let plan = "apiVersion: runner/v1\nkind: Plan\nkind: Plan\n";
     rejected("duplicate.yaml", plan.as_bytes()).expect("plan::yaml_syntax", &["duplicate"]);
     let json = r#"{"apiVersion": "runner/v1", "kind": "Plan", "kind": "Plan"}"#;
-    rejected("duplicate.json", json.as_bytes()).expect("plan::yaml_syntax", &["duplicate"]);
+    rejected("duplicate.json", json.as_bytes()).expect("plan::json_syntax", &["duplicate"]);
 }
 
 #[test]
 fn invalid_utf8_is_reported_with_its_offset() {
-    rejected("latin1.yaml", b"apiVersion: runner/v1\nkind: Pl\xe4n\n").expect("plan::not_utf8", &["30"]);
+    let rejection = rejected("latin1.yaml", b"apiVersion: runner/v1\nkind: Pl\xe4n\n");
+    rejection.expect("plan::not_utf8", &["30"]);
+    assert_eq!(rejection.at, (2, 9), "at the bad byte, not at 1:1");
+    assert!(rejection.human.contains("kind: Pl"), "the line is shown:\n{}", rejection.human);
 }
 
 #[test]

@@ -163,8 +163,8 @@ fn human_reports_match_their_snapshots() {
     for plan in SNAPSHOTTED {
         let (code, stdout, stderr) = critic(plan, &[]);
         assert_eq!(code, 0, "{plan}");
-        assert!(stdout.is_empty(), "{plan}: the human report goes to stderr");
-        insta::assert_snapshot!(format!("critic_human_{}", snapshot_name(plan)), stderr);
+        assert!(stderr.is_empty(), "{plan}: the human report goes to stdout, so `> file` keeps it: {stderr}");
+        insta::assert_snapshot!(format!("critic_human_{}", snapshot_name(plan)), stdout);
     }
 }
 
@@ -326,9 +326,9 @@ fn exit_code_is_2_for_a_plan_with_errors_which_scores_0() {
     assert!(!errors.is_empty());
     assert!(errors.iter().any(|e| e["code"] == "plan::cycle"), "{errors:?}");
     assert!(findings(&report).is_empty());
-    let (code, _, stderr) = critic("examples/invalid/cycle.yaml", &[]);
+    let (code, stdout, _) = critic("examples/invalid/cycle.yaml", &[]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("cannot run: score 0/10"), "{stderr}");
+    assert!(stdout.contains("cannot run: score 0/10"), "{stdout}");
 }
 
 fn check_sarif(plan: &str) -> usize {

@@ -11,7 +11,6 @@ mod llm_support;
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use llm_support::{
     KEY, Out, events_of, files_under, is_agent, llm_agent, llm_plan, runner, runner_with_key, tool_names, user,
@@ -103,7 +102,9 @@ const BRIEF: &str = "# Brief\n## Summary\nXyzzyCorp grows.\n## Finances\nREV-42M
 fn research_server() -> FakeOpenAi {
     FakeOpenAi::start(|body, _| {
         let text = user(body);
-        let slow = |step: Step| Step::Delay(Duration::from_millis(150), Box::new(step));
+        // The first two searches wait for each other, so two are in flight together by count;
+        // the third arrives after one of them ends (the group runs two at a time).
+        let slow = |step: Step| Step::Together(2, Box::new(step));
         if is_agent(body, "editor") {
             answer(GATE_NOTES)
         } else if is_agent(body, "writer") {

@@ -42,7 +42,7 @@ fn the_seed_example_becomes_four_steps_with_the_link_on_the_third() {
     assert_eq!(out.code, Some(0), "{out}");
     let valid = validate(&env, "plan.yaml");
     assert_eq!(valid.code, Some(0), "{valid}");
-    assert!(valid.stderr.contains("4 tasks"), "{valid}");
+    assert!(valid.stdout.contains("4 tasks"), "{valid}");
     let text = std::fs::read_to_string(env.dir().join("plan.yaml")).expect("the plan was written");
     let loaded = manifest::load_str("plan.yaml", "plan", &text, &|_| true);
     let plan = loaded.plan.expect("the plan loads");

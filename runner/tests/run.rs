@@ -435,3 +435,156 @@ fn an_upstream_output_reaches_a_command_as_data_and_is_never_executed() {
     assert!(!env.dir().join("pwned").exists() && !env.dir().join("pwned2").exists());
     assert!(env.dir().join("x/keep.txt").exists());
 }
+
+#[test]
+fn a_run_no_process_drives_is_interrupted_in_every_view() {
+    let env = Env::new();
+    env.write("plan.yaml", &three_tasks());
+    assert_eq!(apply(&env, "plan.yaml", "crashed").status.code(), Some(0));
+    // What a killed process leaves: the log stops after the first dispatch, and no lock.
+    let log = env.log("crashed");
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let cut: Vec<&str> = text.lines().take_while(|l| !l.contains("\"TaskSucceeded\"")).collect();
+    std::fs::write(&log, format!("{}\n", cut.join("\n"))).expect("the log is cut");
+
+    assert_eq!(env.status("crashed")["status"], "interrupted");
+    let human = env.runner().args(["status", "crashed"]).output().expect("runner runs");
+    let human = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(human.starts_with("run `crashed`: interrupted ("), "{human}");
+    let runs = env.runner().arg("runs").output().expect("runner runs");
+    let runs = String::from_utf8_lossy(&runs.stdout).into_owned();
+    let row = runs.lines().find(|l| l.starts_with("crashed ")).unwrap_or_else(|| panic!("listed: {runs}"));
+    assert!(row.contains(" interrupted ") && !row.contains("running"), "{row}");
+}
+
+#[test]
+fn io_failures_exit_6_and_a_mistyped_path_exits_2() {
+    let env = Env::new();
+    std::fs::create_dir(env.dir().join("folder.yaml")).expect("a folder");
+    let unreadable = env.runner().args(["validate", "folder.yaml"]).output().expect("runner runs");
+    assert_eq!(unreadable.status.code(), Some(6), "{}", String::from_utf8_lossy(&unreadable.stdout));
+    let critic = env.runner().args(["critic", "folder.yaml"]).output().expect("runner runs");
+    assert_eq!(critic.status.code(), Some(6));
+    let missing = env.runner().args(["validate", "nowhere.yaml"]).output().expect("runner runs");
+    assert_eq!(missing.status.code(), Some(2), "a path that names nothing is a usage error");
+
+    // A RUNNER_HOME that is a file: the run's folder cannot be created.
+    env.write("plan.yaml", &three_tasks());
+    env.write("home", "not a folder");
+    let apply = apply(&env, "plan.yaml", "r1");
+    assert_eq!(apply.status.code(), Some(6), "{}", String::from_utf8_lossy(&apply.stderr));
+
+    // A full disk: stdout is /dev/full.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let status = env
+        .runner_process()
+        .arg("schema")
+        .stdout(full)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("runner runs");
+    assert_eq!(status.code(), Some(6));
+}
+
+/// A plan whose `llm` agents `writer` and `editor` use provider `remote`, whose key is in
+/// `RUNNER_TEST_UNSET_KEY`.
+fn keyed_plan() -> String {
+    let plan = plan(
+        "keyed",
+        "    writer: {runtime: llm, provider: remote}\n    editor: {runtime: llm, provider: remote}",
+        "    - {id: draft, agent: writer, input: write}\n    - {id: edit, agent: editor, input: edit, depends_on: [draft]}",
+    );
+    plan.replace(
+        "spec:\n",
+        "spec:\n  providers:\n    remote: {kind: openai, base_url: \"http://127.0.0.1:9/v1\", api_key_env: RUNNER_TEST_UNSET_KEY, model: m}\n",
+    )
+}
+
+#[test]
+fn apply_with_an_unset_key_variable_refuses_before_creating_a_run() {
+    let env = Env::new();
+    env.write("plan.yaml", &keyed_plan());
+    let output = env
+        .runner()
+        .env_remove("RUNNER_TEST_UNSET_KEY")
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "k1"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for named in ["`RUNNER_TEST_UNSET_KEY`", "`remote`", "`writer`", "`editor`"] {
+        assert!(stderr.contains(named), "{named} is named: {stderr}");
+    }
+    assert!(!env.home().join("runs").join("k1").exists(), "no run folder");
+
+    // A dry run writes nothing anyway: it warns and goes on.
+    let dry = env
+        .runner()
+        .env_remove("RUNNER_TEST_UNSET_KEY")
+        .args(["apply", "plan.yaml", "--dry-run"])
+        .output()
+        .expect("runner runs");
+    assert_eq!(dry.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("warning: the environment variable `RUNNER_TEST_UNSET_KEY`"));
+    assert!(!env.home().join("runs").exists());
+}
+
+#[test]
+fn output_prints_a_tasks_whole_output_raw_and_apply_ends_with_it() {
+    let env = Env::new();
+    env.write("plan.yaml", &three_tasks());
+    let applied = apply(&env, "plan.yaml", "r1");
+    let stdout = String::from_utf8_lossy(&applied.stdout);
+    assert!(
+        stdout.contains("output of `c`:\n    hello test the runner + b reads hello test the runner\n"),
+        "a short result is shown at the end: {stdout}"
+    );
+    assert!(stdout.contains("runner output r1"), "{stdout}");
+
+    let sinks = env.runner().args(["output", "r1"]).output().expect("runner runs");
+    assert_eq!(sinks.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&sinks.stdout), "hello test the runner + b reads hello test the runner\n");
+    let one = env.runner().args(["output", "r1", "a"]).output().expect("runner runs");
+    assert_eq!(String::from_utf8_lossy(&one.stdout), "hello test the runner\n");
+
+    let unknown = env.runner().args(["output", "r1", "nope"]).output().expect("runner runs");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(unknown.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no task `nope`"));
+}
+
+#[test]
+fn output_heads_several_final_outputs_and_refuses_a_task_without_one() {
+    let env = Env::new();
+    let long: String = (1..=8).map(|n| format!("line {n}\\n")).collect();
+    env.write(
+        "plan.yaml",
+        &plan(
+            "two",
+            &format!("    echo: {{runtime: mock}}\n    broken: {{runtime: mock, responses: {{c: [{{fail: boom}}]}}}}\n    long: {{runtime: mock, responses: {{b: \"{long}\"}}}}"),
+            "    - {id: a, agent: echo, input: first}\n    - {id: b, agent: long, input: x}\n    \
+             - {id: c, agent: broken, input: x, on_failure: skip}",
+        ),
+    );
+    let applied = apply(&env, "plan.yaml", "r2");
+    assert_eq!(applied.status.code(), Some(5), "{}", String::from_utf8_lossy(&applied.stderr));
+    let stdout = String::from_utf8_lossy(&applied.stdout);
+    assert!(stdout.contains("output:   runner output r2"), "several outputs: only the command: {stdout}");
+    assert!(!stdout.contains("output of"), "{stdout}");
+
+    let sinks = env.runner().args(["output", "r2"]).output().expect("runner runs");
+    assert_eq!(sinks.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&sinks.stdout);
+    assert!(text.starts_with("--- a ---\nfirst\n--- b ---\nline 1\n"), "{text}");
+    assert!(text.contains("line 8"), "the whole output: {text}");
+    assert!(String::from_utf8_lossy(&sinks.stderr).contains("`c` has no output"));
+
+    let status = env.runner().args(["status", "r2"]).output().expect("runner runs");
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.contains("line 1…") && status.contains("`runner output r2 TASK`"), "{status}");
+
+    let failed = env.runner().args(["output", "r2", "c"]).output().expect("runner runs");
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(failed.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("has no output: it is skipped"));
+}

@@ -26,11 +26,21 @@ fn diagnostics(document: &Value) -> &Vec<Value> {
     document["diagnostics"].as_array().expect("`diagnostics` is a list")
 }
 
-/// Codes that have no example here: file-level problems (`runner/tests/bad_input.rs` covers
-/// them), codes that are never errors, and `replacement_not_json`, which only a planner's
-/// replacement during a replan can have (`manifest/tests/splice.rs` covers it).
-const NOT_EXAMPLES: &[&str] =
-    &["io", "too_large", "not_utf8", "alias", "unsupported", "implicit_inputs", "replacement_not_json"];
+/// Codes that have no example here: file-level problems and reader limits
+/// (`runner/tests/bad_input.rs` covers them), codes that are never errors, and
+/// `replacement_not_json`, which only a planner's replacement during a replan can have
+/// (`manifest/tests/splice.rs` covers it).
+const NOT_EXAMPLES: &[&str] = &[
+    "io",
+    "too_large",
+    "not_utf8",
+    "json_syntax",
+    "over_limit",
+    "alias",
+    "unsupported",
+    "implicit_inputs",
+    "replacement_not_json",
+];
 
 #[test]
 fn every_error_code_has_an_invalid_example() {
@@ -55,10 +65,10 @@ fn invalid_examples_render_their_error_and_exit_2() {
     for plan in invalid_plans() {
         let output = runner().args(["validate", &plan]).output().expect("runner runs");
         assert_eq!(output.status.code(), Some(2), "{plan} should be invalid");
-        assert!(output.stdout.is_empty(), "{plan}: the human report goes to stderr only");
-        let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-        assert!(stderr.contains(&format!("plan::{}", stem(&plan))), "{plan}: {stderr}");
-        insta::assert_snapshot!(format!("validate_{}", stem(&plan)), stderr);
+        assert!(output.stderr.is_empty(), "{plan}: the report, errors included, goes to stdout only");
+        let stdout = String::from_utf8(output.stdout).expect("stdout is UTF-8");
+        assert!(stdout.contains(&format!("plan::{}", stem(&plan))), "{plan}: {stdout}");
+        insta::assert_snapshot!(format!("validate_{}", stem(&plan)), stdout);
     }
 }
 
@@ -190,9 +200,10 @@ fn a_valid_plan_prints_a_summary_and_exits_0() {
     let output = runner().args(["validate", "examples/research.yaml"]).output().expect("runner runs");
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout),
         "examples/research.yaml: plan `company-research` is valid: 6 tasks in 4 phases\n"
     );
+    assert!(output.stderr.is_empty());
 }
 
 #[test]

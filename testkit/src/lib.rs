@@ -62,7 +62,15 @@ pub enum Step {
     Hang,
     /// Waits, then answers with the inner step.
     Delay(Duration, Box<Step>),
+    /// Waits until this many requests have arrived in all (this one included), then answers
+    /// with the inner step: requests that may overlap then do, however busy the machine, so a
+    /// test can count them in flight without timing. Gives up waiting after [`TOGETHER_WAIT`].
+    Together(usize, Box<Step>),
 }
+
+/// How long a [`Step::Together`] waits for the others before it answers anyway (a test whose
+/// requests never overlap then fails on its count instead of hanging).
+pub const TOGETHER_WAIT: Duration = Duration::from_secs(30);
 
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +88,7 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    arrived: tokio::sync::Notify,
 }
 
 /// A scripted OpenAI-compatible server on `127.0.0.1`, shut down when dropped.
@@ -104,6 +113,7 @@ impl FakeOpenAi {
             requests: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
+            arrived: tokio::sync::Notify::new(),
         });
         let (shutdown, stopped) = oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -182,6 +192,22 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Returns once `count` requests have arrived, or after [`TOGETHER_WAIT`].
+async fn wait_for_arrivals(shared: &Shared, count: usize) {
+    let deadline = tokio::time::Instant::now() + TOGETHER_WAIT;
+    loop {
+        // Registered before the count is read, so an arrival in between is not missed.
+        let arrived = shared.arrived.notified();
+        if shared.requests.lock().unwrap_or_else(PoisonError::into_inner).len() >= count {
+            return;
+        }
+        tokio::select! {
+            () = arrived => {}
+            () = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+}
+
 async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let _in_flight = InFlight::enter(&shared);
     let body: Value = match serde_json::from_slice(&body) {
@@ -194,11 +220,21 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         requests.push(Recorded { body: body.clone(), authorization: authorization.clone() });
         requests.len() - 1
     };
+    shared.arrived.notify_waiters();
     let mut step = (shared.responder)(&body, number);
-    while let Step::Delay(pause, inner) = step {
-        tokio::time::sleep(pause).await;
-        step = *inner;
-    }
+    let step = loop {
+        step = match step {
+            Step::Delay(pause, inner) => {
+                tokio::time::sleep(pause).await;
+                *inner
+            }
+            Step::Together(count, inner) => {
+                wait_for_arrivals(&shared, count).await;
+                *inner
+            }
+            step => break step,
+        };
+    };
     let echo = |text: String| text.replace(AUTHORIZATION_ECHO, authorization.as_deref().unwrap_or(""));
     let usage = json!({
         "prompt_tokens": PROMPT_TOKENS,
@@ -265,6 +301,6 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
         Step::Hang => std::future::pending().await,
-        Step::Delay(..) => unreachable!("delays are unwrapped above"),
+        Step::Delay(..) | Step::Together(..) => unreachable!("waits are unwrapped above"),
     }
 }
