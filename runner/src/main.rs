@@ -21,6 +21,7 @@ mod runs;
 mod sarif;
 mod schema;
 mod status;
+mod survivors;
 mod validate;
 
 use std::process::ExitCode;
