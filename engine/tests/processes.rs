@@ -1,6 +1,7 @@
 //! The processes of command agents: a timeout, a cancel or a halt kills the agent's whole
 //! process group (not only the program runner started), every program carries its attempt's
-//! mark, and the marked survivors of a dead runner are found and ended.
+//! mark, the marked survivors of a dead runner are found and ended, and a program whose folder
+//! is gone says so.
 //!
 //! Real processes; every wait is bounded and none is asserted as a duration.
 
@@ -200,4 +201,19 @@ fn survivors_of_a_run_and_their_groups_are_ended_and_no_other_run_is_touched() {
     assert!(!gone(other.id() as i32) && !gone(other_unmarked), "another run's processes were killed");
     let _ = std::process::Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", other.id())]).status();
     let _ = other.wait();
+}
+
+#[tokio::test]
+async fn a_missing_folder_is_named_when_a_program_cannot_start_in_it() {
+    use engine::runtime::{AgentRuntime, Attempt, CommandRuntime, Reply};
+    let dir = folder();
+    let missing = dir.path().join("deleted");
+    let runtime = CommandRuntime::new(vec!["echo".to_owned()], 1024, Arc::from([]));
+    let reply = runtime.run(Attempt::new("t", 1, "x", missing.clone()), CancellationToken::new()).await;
+    match reply {
+        Reply::Failure { error, .. } => {
+            assert!(error.contains("missing") && error.contains(&missing.display().to_string()), "{error}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
 }

@@ -55,6 +55,10 @@ async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[Str
     // Dropping `child` (a timeout, a cancel) kills the program and everything it started.
     let mut child = match crate::process::spawn(program, args, &attempt.workdir, hidden) {
         Ok(child) => child,
+        Err(_) if !attempt.workdir.is_dir() => {
+            let folder = attempt.workdir.display();
+            return Reply::refused(format!("cannot start `{program}`: the folder it runs in, {folder}, is missing"));
+        }
         Err(error) => return Reply::refused(format!("cannot start `{program}`: {error}")),
     };
     let Some((mut stdin, stdout, stderr)) = child.pipes() else {
