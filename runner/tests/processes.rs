@@ -19,7 +19,7 @@ use support::{Env, plan};
 /// and prints both counts: equal counts mean nothing from the first attempt ran alongside it.
 const AGENT: &str = r#"n=${RUNNER_ATTEMPT##*/}
 if [ "$n" = 1 ]; then
-  sh -c 'echo $$ > survivor.tmp; mv survivor.tmp survivor.pid; while :; do echo tick >> ticks.txt; sleep 0.1; done'
+  sh -c 'echo tick >> ticks.txt; echo $$ > survivor.tmp; mv survivor.tmp survivor.pid; while :; do echo tick >> ticks.txt; sleep 0.1; done'
 fi
 before=$(wc -l < ticks.txt)
 sleep 0.5
