@@ -59,6 +59,10 @@ pub struct Driver<S: EventStore> {
     /// set of provider limits for the whole run, replans included).
     llm: Option<LlmRuntimes>,
     run_id: Arc<str>,
+    /// The run's part of the mark every program an attempt starts carries.
+    mark: Arc<str>,
+    /// Fired to stop without recording anything (the run stays resumable).
+    halt: CancellationToken,
     seq: u64,
     workdir: PathBuf,
     observer: Option<Observer>,
@@ -73,13 +77,16 @@ impl<S: EventStore> Driver<S> {
     pub fn new(run_id: String, store: S, records: &[Record], workdir: PathBuf) -> Self {
         let events: Vec<Event> = records.iter().map(|r| r.event.clone()).collect();
         let state = RunState::fold(&events);
+        let run_id: Arc<str> = run_id.into();
         Driver {
             summarize: summarizer::by_agent(&state.plan),
             state,
             store,
             agents: None,
             llm: None,
-            run_id: run_id.into(),
+            mark: Arc::clone(&run_id),
+            halt: CancellationToken::new(),
+            run_id,
             seq: records.last().map_or(0, |r| r.seq),
             workdir,
             observer: None,
@@ -107,13 +114,29 @@ impl<S: EventStore> Driver<S> {
         self
     }
 
+    /// Marks every program an attempt starts with `RUNNER_ATTEMPT=<run>/<task>/<attempt>`
+    /// (`<task>.replan` and `<task>.summary` for the planner and the compactor), so that the
+    /// survivors of a crash can be told from other processes (default: the run id).
+    pub fn mark_processes(mut self, run: impl Into<Arc<str>>) -> Self {
+        self.mark = run.into();
+        self
+    }
+
+    /// Stops the run without recording anything when `halt` fires: attempts are stopped (their
+    /// programs killed) and the run is left as the log has it, for `resume`. Unlike `cancel`,
+    /// this records no `RunCancelled`.
+    pub fn halt_on(mut self, halt: CancellationToken) -> Self {
+        self.halt = halt;
+        self
+    }
+
     /// The state so far.
     pub fn state(&self) -> &RunState {
         &self.state
     }
 
-    /// Processes `first`, then runs until the run ends, pauses, or `cancel` fires (which
-    /// records `RunCancelled`). Returns the final state.
+    /// Processes `first`, then runs until the run ends, pauses, `cancel` fires (which records
+    /// `RunCancelled`) or the halt token fires (which records nothing). Returns the state.
     pub async fn run(mut self, first: Command, cancel: CancellationToken) -> Result<RunState, DriverError> {
         let (sender, mut inbox) = mpsc::unbounded_channel::<Command>();
         let mut attempts: JoinSet<()> = JoinSet::new();
@@ -137,6 +160,9 @@ impl<S: EventStore> Driver<S> {
                 break;
             }
             tokio::select! {
+                // A halt wins over a cancel fired with it, so that nothing is recorded.
+                biased;
+                () = self.halt.cancelled() => break,
                 command = inbox.recv() => {
                     if let Some(command) = command
                         && let Ok(events) = self.state.process(command) {
@@ -233,7 +259,8 @@ impl<S: EventStore> Driver<S> {
                 let control = &self.state.plan.control;
                 let compactor = control.compactor.as_ref().and_then(|name| {
                     let runtime = agents.agent(&name.value)?;
-                    Some(Compactor { name: name.value.clone(), runtime, workdir: self.workdir.clone() })
+                    let (name, workdir, mark) = (name.value.clone(), self.workdir.clone(), Arc::clone(&self.mark));
+                    Some(Compactor { name, runtime, workdir, mark })
                 });
                 let budget = control.summary_budget.unwrap_or(summarizer::DEFAULT_BUDGET);
                 let summary = self.state.context_summary.clone();
@@ -277,6 +304,7 @@ impl<S: EventStore> Driver<S> {
                 }),
                 _ => None,
             };
+            let mark: Arc<str> = format!("{}/{}/{attempt}", self.mark, request.task).into();
             let job = Job {
                 runtime: agents.runtime(i),
                 request,
@@ -286,7 +314,7 @@ impl<S: EventStore> Driver<S> {
                 error_limit: self.state.plan.control.error_char_limit as usize,
                 hidden: agents.hidden(),
             };
-            let mut work = Box::pin(job.perform(stop.child_token()));
+            let mut work = Box::pin(crate::process::marked(mark, job.perform(stop.child_token())));
             // An attempt that is done at once (a mock agent, a gate with no agent) is taken here,
             // without a task of its own; anything else gets a task.
             if let Poll::Ready(commands) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
@@ -309,10 +337,11 @@ impl<S: EventStore> Driver<S> {
                 let _ = sender.send(Command::ReplanFailed { task, reason, tokens: None });
                 continue;
             };
+            let mark: Arc<str> = format!("{}/{task}.replan", self.mark).into();
             let replan = Replan::new(&self.state, &task, &error, planner, self.workdir.clone());
             let (sender, cancel) = (sender.clone(), stop.child_token());
             attempts.spawn(async move {
-                let _ = sender.send(replan.perform(cancel).await);
+                let _ = sender.send(crate::process::marked(mark, replan.perform(cancel)).await);
             });
         }
         for (task, delay_ms) in timers {

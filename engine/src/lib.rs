@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod state;
 pub mod store;
 pub mod summarizer;
+pub mod survivors;
 pub mod template;
 pub mod verify;
 

@@ -42,6 +42,8 @@ pub struct Compactor {
     pub runtime: Arc<dyn AgentRuntime>,
     /// The folder it runs in.
     pub workdir: PathBuf,
+    /// The run's part of the mark its programs carry (`crate::process::MARK`).
+    pub mark: Arc<str>,
 }
 
 impl Summarizer {
@@ -69,7 +71,9 @@ impl Summarizer {
                     Some(compactor) => {
                         let prompt = prompt(&current, &task, &output, budget);
                         let attempt = Attempt::new(format!("{task}.summary"), 1, prompt, compactor.workdir.clone());
-                        match compactor.runtime.run(attempt, stop.child_token()).await {
+                        let mark = format!("{}/{task}.summary", compactor.mark).into();
+                        let work = compactor.runtime.run(attempt, stop.child_token());
+                        match crate::process::marked(mark, work).await {
                             Reply::Output { text, tokens } => {
                                 let text = extract::compact(text.trim(), budget, Tokenizer::O200k).text;
                                 (text, compactor.name.clone(), tokens)

@@ -43,6 +43,8 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
             WAIT.as_secs()
         );
     }
+    // Nobody drives the run: end what a runner that died left running.
+    crate::survivors::end(&run)?;
     let command = Command::Cancel { reason: "cancelled by runner cancel".to_owned() };
     record(&run, command)?;
     say(&format!("run `{run_id}` cancelled"));

@@ -18,6 +18,8 @@ pub const EXIT_PARTIAL: u8 = 5;
 pub const EXIT_IO: u8 = 6;
 /// Exit code for a cancelled run.
 pub const EXIT_CANCELLED: u8 = 130;
+/// Exit code for a run stopped by SIGTERM: its agents were stopped and it can be resumed.
+pub const EXIT_TERMINATED: u8 = 143;
 
 /// Validate, critique, draw and run LLM multi-agent plans.
 #[derive(Debug, Parser)]

@@ -1,6 +1,6 @@
-//! Driving a run in this process, for `apply`, `resume` and `retry`: the run's lock, Ctrl-C and
-//! `runner cancel` requests, the live view, questions asked at the terminal when the run
-//! pauses, the summary and the exit code.
+//! Driving a run in this process, for `apply`, `resume` and `retry`: the run's lock, Ctrl-C,
+//! SIGTERM and `runner cancel` requests, the live view, questions asked at the terminal when the
+//! run pauses, the summary and the exit code.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
@@ -14,7 +14,7 @@ use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED};
+use crate::cli::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::home::{Lock, RunDir};
 use crate::live::{Live, observer, say};
 
@@ -52,8 +52,16 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     let _ = std::fs::remove_file(run.cancel_path());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    let cancel = CancellationToken::new();
+    // SIGTERM halts (records nothing); it also ends a prompt, as a cancel does.
+    let halt = CancellationToken::new();
+    let cancel = halt.child_token();
     let reason = Arc::new(OnceLock::new());
+    let terminate = {
+        let _context = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot listen for SIGTERM")?
+    };
+    runtime.spawn(watch_sigterm(terminate, halt.clone(), lock.path().to_path_buf()));
     runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason), lock.path().to_path_buf()));
     runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
 
@@ -61,6 +69,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     let live = Arc::new(Mutex::new(Live::new(std::io::stderr().is_terminal())));
     let mut commands = VecDeque::from([first]);
     let mut state = RunState::new();
+    let mark = crate::survivors::mark(&run);
     while let Some(command) = commands.pop_front() {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
@@ -74,13 +83,15 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         };
         let driver = Driver::new(run.id.clone(), store, &records, workdir.clone())
             .observe(observer(&live))
-            .cancel_reason(Arc::clone(&reason));
+            .cancel_reason(Arc::clone(&reason))
+            .mark_processes(mark.as_str())
+            .halt_on(halt.clone());
         state = match runtime.block_on(driver.run(command, cancel.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
             Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
         };
-        if state.status.is_final() {
+        if state.status.is_final() || halt.is_cancelled() {
             break;
         }
         let cancelled = || {
@@ -97,16 +108,36 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         live.lock().unwrap_or_else(PoisonError::into_inner).clear();
         match runtime.block_on(ask(&state, &cancel))? {
             Some(answer) => commands.extend([answer, Command::Continue]),
-            None if cancel.is_cancelled() => commands.push_back(cancelled()),
+            None if cancel.is_cancelled() && !halt.is_cancelled() => commands.push_back(cancelled()),
             None => {}
         }
     }
     live.lock().unwrap_or_else(PoisonError::into_inner).clear();
     let _ = std::fs::remove_file(run.cancel_path());
-    summary(&run.id, &state);
+    let halted = halt.is_cancelled() && !state.status.is_final();
+    if halted {
+        say(&format!("run `{}` stopped by SIGTERM, its agents ended; continue with: runner resume {}", run.id, run.id));
+    } else {
+        summary(&run.id, &state);
+    }
     drop(lock);
     runtime.shutdown_background();
-    Ok(exit_code(state.status))
+    Ok(if halted { EXIT_TERMINATED } else { exit_code(state.status) })
+}
+
+/// Says why a run cannot be driven when the folder its commands run in (the plan's) is gone:
+/// every command would fail to start. Nothing is recorded, so the run can be resumed once the
+/// folder is back.
+pub fn check_workdir(workdir: &std::path::Path, run_id: &str) -> anyhow::Result<()> {
+    if workdir.is_dir() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the folder the commands of run `{run_id}` run in, {}, is missing (it is the folder of the \
+         plan file the run was started from): restore it and run this command again; nothing was \
+         recorded",
+        workdir.display()
+    )
 }
 
 /// The first Ctrl-C cancels the run gracefully; a second exits at once.
@@ -120,6 +151,20 @@ async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, 
     if tokio::signal::ctrl_c().await.is_ok() {
         let _ = std::fs::remove_file(lock);
         std::process::exit(i32::from(EXIT_CANCELLED));
+    }
+}
+
+/// SIGTERM, like a first Ctrl-C, stops the agents (their whole process groups) but records
+/// nothing, so the run can be resumed; a second SIGTERM exits at once.
+async fn watch_sigterm(mut terminate: tokio::signal::unix::Signal, halt: CancellationToken, lock: std::path::PathBuf) {
+    if terminate.recv().await.is_none() {
+        return;
+    }
+    eprintln!("\nstopping the run: SIGTERM (it can be resumed; SIGTERM again exits at once)");
+    halt.cancel();
+    if terminate.recv().await.is_some() {
+        let _ = std::fs::remove_file(lock);
+        std::process::exit(i32::from(EXIT_TERMINATED));
     }
 }
 

@@ -22,6 +22,7 @@ mod runs;
 mod sarif;
 mod schema;
 mod status;
+mod survivors;
 mod validate;
 
 use std::process::ExitCode;

@@ -26,6 +26,8 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
         return Ok(exit_code(state.status));
     }
     let workdir = created.workdir();
+    crate::survivors::end(&run)?;
+    crate::drive::check_workdir(&workdir, run_id)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
     drive(Session { run, lock, workdir, opened: Some((store, loaded.records)) }, Command::Continue)
 }

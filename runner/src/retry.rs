@@ -49,6 +49,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         .filter_map(|(i, t)| Some((plan.tasks[i].id.value.clone(), t.output.clone()?)))
         .collect();
 
+    crate::drive::check_workdir(&created.workdir(), old_id)?;
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
     let run = RunDir::create(&new_id)?;
     let lock = run.lock()?;

@@ -160,7 +160,7 @@ async fn run(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[String]) 
     let name = &tool.name;
     match tokio::time::timeout(tool.timeout, run_process(tool, arguments, workdir, hidden)).await {
         Ok(text) => text,
-        // The child is killed when its handle is dropped with the timed-out future.
+        // The tool's process group is killed when it is dropped with the timed-out future.
         Err(_) => format!("error: the tool `{name}` did not finish within {:?} and was stopped", tool.timeout),
     }
 }
@@ -170,12 +170,11 @@ async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[S
     let Some((program, args)) = tool.argv.split_first() else {
         return format!("error: the tool `{name}` has no command");
     };
-    let mut child = match crate::process::command(program, args, workdir, hidden).spawn() {
+    let mut child = match crate::process::spawn(program, args, workdir, hidden) {
         Ok(child) => child,
         Err(error) => return format!("error: the tool `{name}` could not be started: {error}"),
     };
-    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let Some((mut stdin, stdout, stderr)) = child.pipes() else {
         return format!("error: the tool `{name}` has no stdin, stdout or stderr");
     };
     let input = arguments.to_string();

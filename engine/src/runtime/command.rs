@@ -52,12 +52,16 @@ async fn read_capped(mut stream: impl AsyncRead + Unpin, cap: u64) -> std::io::R
 
 async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[String]) -> Reply {
     let Some((program, args)) = argv.split_first() else { return Reply::refused("the command is empty") };
-    let mut child = match crate::process::command(program, args, &attempt.workdir, hidden).spawn() {
+    // Dropping `child` (a timeout, a cancel) kills the program and everything it started.
+    let mut child = match crate::process::spawn(program, args, &attempt.workdir, hidden) {
         Ok(child) => child,
+        Err(_) if !attempt.workdir.is_dir() => {
+            let folder = attempt.workdir.display();
+            return Reply::refused(format!("cannot start `{program}`: the folder it runs in, {folder}, is missing"));
+        }
         Err(error) => return Reply::refused(format!("cannot start `{program}`: {error}")),
     };
-    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let Some((mut stdin, stdout, stderr)) = child.pipes() else {
         return Reply::refused("the process has no stdin, stdout or stderr");
     };
     let input = attempt.input.clone();
@@ -75,7 +79,7 @@ async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[Str
     let stdout = match stdout {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(())) => {
-            let _ = child.kill().await;
+            child.kill();
             return Reply::refused(format!("`{program}` wrote more than max_output_bytes ({cap} bytes) to stdout"));
         }
         Err(error) => return Reply::failed(format!("cannot read the output of `{program}`: {error}")),

@@ -21,12 +21,11 @@ pub(super) async fn check(argv: &[String], check: &Check<'_>, cancel: &Cancellat
     let Some((program, args)) = argv.split_first() else {
         return Verdict::Fail("the verification command is empty".to_owned());
     };
-    let mut child = match crate::process::command(program, args, check.workdir, check.hidden).spawn() {
+    let mut child = match crate::process::spawn(program, args, check.workdir, check.hidden) {
         Ok(child) => child,
         Err(error) => return Verdict::Fail(format!("cannot start verification command `{program}`: {error}")),
     };
-    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let Some((mut stdin, stdout, stderr)) = child.pipes() else {
         return Verdict::Fail("the verification command has no stdin, stdout or stderr".to_owned());
     };
     let output = check.output;
@@ -49,11 +48,11 @@ pub(super) async fn check(argv: &[String], check: &Check<'_>, cancel: &Cancellat
     let (status, stdout, stderr) = match end {
         End::Finished(finished) => finished,
         End::TimedOut => {
-            let _ = child.kill().await;
+            child.kill();
             return Verdict::Fail(format!("verification command `{program}` timed out after {timeout:?}"));
         }
         End::Cancelled => {
-            let _ = child.kill().await;
+            child.kill();
             return Verdict::Fail("the verification was cancelled".to_owned());
         }
     };

@@ -1,0 +1,41 @@
+//! The processes a runner that died left running (`engine::survivors`): every program of a run
+//! is marked with the run's folder, and `resume` ends the marked ones before it dispatches
+//! anything, so an old attempt never runs alongside the one that replaces it.
+
+use std::time::Duration;
+
+use crate::home::RunDir;
+use crate::live::say;
+
+/// How long `resume` waits for the survivors to be gone after SIGKILL.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// The run's part of the mark its programs carry: its folder, made absolute, so runs of the
+/// same id under two `RUNNER_HOME`s are never taken for each other.
+pub fn mark(run: &RunDir) -> String {
+    std::fs::canonicalize(&run.dir)
+        .or_else(|_| std::path::absolute(&run.dir))
+        .unwrap_or_else(|_| run.dir.clone())
+        .display()
+        .to_string()
+}
+
+/// Ends the processes of `run` that a dead runner left behind, and says which attempts they
+/// belonged to.
+pub fn end(run: &RunDir) -> anyhow::Result<()> {
+    let mark = mark(run);
+    let ended = engine::survivors::end(&mark, PATIENCE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if ended.is_empty() {
+        return Ok(());
+    }
+    let prefix = format!("{mark}/");
+    let mut attempts: Vec<&str> = ended.iter().map(|s| s.attempt.strip_prefix(&prefix).unwrap_or(&s.attempt)).collect();
+    attempts.sort_unstable();
+    attempts.dedup();
+    say(&format!(
+        "ended {} process(es) that the runner which died left running (task/attempt: {})",
+        ended.len(),
+        attempts.join(", ")
+    ));
+    Ok(())
+}
