@@ -167,7 +167,7 @@ fn a_model_writes_the_plan_and_its_prompt_answer_and_record_are_kept() {
     let dir = only_plan(&env);
     let record = provenance(&dir);
     assert_eq!(record["planner"], "llm");
-    assert_eq!(record["prompt_version"], "author-1");
+    assert_eq!(record["prompt_version"], planner::author::PROMPT_VERSION);
     assert_eq!(record["attempts"][0]["outcome"], "valid");
     let prompt = std::fs::read_to_string(dir.join("prompt-01.txt")).expect("the prompt is kept");
     assert!(prompt.contains("Do the two parts"), "{prompt}");
@@ -421,4 +421,96 @@ fn a_streamed_answer_is_shown_as_it_comes_with_a_key_split_across_pieces_redacte
     assert!(stderr.contains("echoed: [redacted] and sk-STill not a key"), "{stderr}");
     assert!(!stderr.contains(key), "{stderr}");
     assert_eq!(server.requests()[0].body["stream"], true);
+}
+
+/// The text of every message a request sent.
+fn messages_text(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .map(|messages| messages.iter().map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn prompts_are_fitted_to_the_window_the_server_reports_and_the_repair_leaves_out_more() {
+    // The first answer is long prose that cannot be used: the repair must make room for it.
+    let prose = "word ".repeat(1500);
+    let server = FakeOpenAi::script(vec![answer(&prose), answer(&manifest_json(1))]);
+    server.serve_models(json!({"object": "list", "data": [{"id": "small", "max_model_len": 7000}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Do the part", "--provider", &base, "--model", "small", "-o", "plan.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(validate(&env, "plan.yaml").code, Some(0));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "an answer and its repair");
+    let first = messages_text(&requests[0].body);
+    let repair = messages_text(&requests[1].body);
+    assert!(!first[0].contains("## Example: research"), "the full prompt does not fit 7000 tokens");
+    assert!(repair[0].len() < first[0].len(), "the repair leaves out more to hold the long answer");
+    assert!(repair.iter().any(|text| text.contains("word word")), "the answer is quoted back");
+    for request in &requests {
+        let tokens: usize = messages_text(&request.body)
+            .iter()
+            .map(|text| engine::context::tokens::count(text, engine::context::tokens::Tokenizer::O200k))
+            .sum();
+        assert!(tokens < 7000 - 875, "{tokens} tokens leave the answer its room");
+    }
+    let record = provenance(&only_plan(&env));
+    assert_eq!(record["context_windows"]["small"], json!({"tokens": 7000, "from": "the server's max_model_len"}));
+    assert!(record["attempts"][0]["left_out"].as_str().is_some_and(|s| !s.is_empty()), "{record}");
+    assert!(record["attempts"][1]["left_out"].as_str().is_some_and(|s| s.contains("JSON Schema")), "{record}");
+}
+
+#[test]
+fn a_prompt_that_cannot_fit_the_window_is_never_sent_and_the_warning_says_why() {
+    let server = FakeOpenAi::script(vec![answer(&manifest_json(1))]);
+    server.serve_models(json!({"data": [{"id": "tiny", "context_length": 1000}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Fetch it, then sum it", "--provider", &base, "--model", "tiny", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "the rules plan instead: {out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+    for words in ["does not fit", "`tiny` is 1000 tokens (the server's context_length)", "deterministic"] {
+        assert!(out.stderr.contains(words), "`{words}` in {out}");
+    }
+    assert_eq!(validate(&env, "p.yaml").code, Some(0));
+    let counts = std::fs::read_to_string(env.home().join("models.json")).unwrap_or_default();
+    assert!(!counts.contains("tiny"), "a prompt never sent is not the model's failure: {counts}");
+}
+
+#[test]
+fn the_providers_context_window_applies_when_the_server_does_not_say_and_the_smaller_one_wins() {
+    let server = FakeOpenAi::script(vec![answer(&manifest_json(1))]);
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tpl}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+             base_url: \"{}\", model: m, context_window: 1000}}\n  agent_definitions:\n    writer: {{runtime: llm, \
+             provider: fake}}\n  workflow:\n    - {{id: t, agent: writer, input: x}}\n",
+            server.base_url()
+        ),
+    );
+    let args = ["plan", "Write a note", "--template", "template.yaml", "--provider", "fake", "-o", "p.yaml"];
+    let out = runner(&env, &args);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.contains("1000 tokens (the provider's context_window)"), "{out}");
+    server.serve_models(json!({"data": [{"id": "m", "max_model_len": 900}, {"id": "other", "max_model_len": 100}]}));
+    let out = runner(&env, &args);
+    assert!(out.stderr.contains("900 tokens (the server's max_model_len)"), "{out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn timeout_sets_how_long_a_request_to_the_model_may_take() {
+    let server = FakeOpenAi::script(vec![Step::Hang]);
+    let env = Env::new();
+    let base = server.base_url();
+    let out =
+        runner(&env, &["plan", "Do it", "--provider", &base, "--model", "m", "--timeout", "100ms", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "the rules plan instead: {out}");
+    assert!(out.stderr.contains("did not answer within 100ms"), "{out}");
+    let bad = runner(&env, &["plan", "Do it", "--provider", &base, "--timeout", "soon"]);
+    assert_eq!(bad.code, Some(2), "{bad}");
 }
