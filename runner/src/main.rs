@@ -14,6 +14,7 @@ mod live;
 mod logs;
 mod models;
 mod plan;
+mod probe;
 mod provenance;
 mod resume;
 mod retry;

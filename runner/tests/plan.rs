@@ -514,3 +514,124 @@ fn timeout_sets_how_long_a_request_to_the_model_may_take() {
     let bad = runner(&env, &["plan", "Do it", "--provider", &base, "--timeout", "soon"]);
     assert_eq!(bad.code, Some(2), "{bad}");
 }
+
+/// A server whose model calls the tool it is offered and answers JSON in JSON mode.
+fn capable(body: &Value, _: usize) -> Step {
+    if body.get("tools").is_some() {
+        let tool = body["tools"][0]["function"]["name"].as_str().unwrap_or("").to_owned();
+        return Step::ToolCalls(vec![(tool, r#"{"number": 7}"#.to_owned())]);
+    }
+    match body.get("response_format") {
+        Some(_) => answer(r#"{"answer": 7}"#),
+        None => answer("seven"),
+    }
+}
+
+fn json_out(out: &Out) -> Value {
+    serde_json::from_str(&out.stdout).unwrap_or_else(|error| panic!("not JSON ({error}): {out}"))
+}
+
+#[test]
+fn probe_reports_the_models_served_their_windows_and_that_tools_and_json_mode_work() {
+    let server = FakeOpenAi::start(capable);
+    server.serve_models(json!({"data": [{"id": "m", "max_model_len": 4096}, {"id": "n"}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["probe", &base, "--model", "m", "--model", "gone", "--format", "json"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let report = json_out(&out);
+    assert_eq!(report["reachable"], true);
+    assert_eq!(report["served"], json!(["m", "n"]));
+    let m = &report["models"][0];
+    assert_eq!(m["model"], "m");
+    assert_eq!(m["listed"], true);
+    assert_eq!(m["context_window"], json!({"tokens": 4096, "from": "the server's max_model_len"}));
+    assert_eq!(m["tool_calls"]["works"], true, "{m}");
+    assert_eq!(m["json_mode"]["works"], true, "{m}");
+    assert_eq!(report["models"][1]["listed"], false);
+    assert_eq!(report["models"][1]["context_window"], Value::Null);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "one tool request and one JSON-mode request per model");
+    assert!(requests.iter().all(|r| r.body["temperature"] == 0.0), "the probes are repeatable");
+    let human = runner(&env, &["probe", &base, "--model", "m"]);
+    assert_eq!(human.code, Some(0), "{human}");
+    for words in ["serves: m, n", "context window: 4096 tokens", "tool calls: work", "JSON mode: work"] {
+        assert!(human.stdout.contains(words), "`{words}` in {human}");
+    }
+}
+
+#[test]
+fn probe_finds_a_server_that_drops_tools_and_a_json_mode_that_answers_prose() {
+    let server = FakeOpenAi::start(|_, _| answer("Sure! The number is 7."));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["probe", &base, "--model", "m", "--format", "json"]);
+    assert_eq!(out.code, Some(0), "the server answered: {out}");
+    let report = json_out(&out);
+    assert_eq!(report["served"], Value::Null, "this server does not list its models");
+    let m = &report["models"][0];
+    assert_eq!(m["tool_calls"]["works"], false);
+    assert!(m["tool_calls"]["detail"].as_str().is_some_and(|d| d.contains("answered in text")), "{m}");
+    assert_eq!(m["json_mode"]["works"], false);
+    assert!(m["json_mode"]["detail"].as_str().is_some_and(|d| d.contains("not a JSON object")), "{m}");
+    let human = runner(&env, &["probe", &base, "--model", "m"]);
+    for words in ["context window: unknown", "tool calls: do not work", "JSON mode: do not work"] {
+        assert!(human.stdout.contains(words), "`{words}` in {human}");
+    }
+    server.serve_models(json!({"data": [{"id": "only"}]}));
+    let only = json_out(&runner(&env, &["probe", &base, "--format", "json"]));
+    assert_eq!(only["models"][0]["model"], "only", "a server's only model is probed by default");
+}
+
+#[test]
+fn probe_of_a_server_that_cannot_be_reached_exits_7() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let base = format!("http://{}/v1", closed.local_addr().expect("an address"));
+    drop(closed);
+    let env = Env::new();
+    let out = runner(&env, &["probe", &base, "--model", "m"]);
+    assert_eq!(out.code, Some(7), "{out}");
+    assert!(out.stderr.contains("cannot reach"), "{out}");
+    let json = runner(&env, &["probe", &base, "--format", "json"]);
+    assert_eq!(json.code, Some(7), "{json}");
+    assert_eq!(json_out(&json)["reachable"], false);
+}
+
+#[test]
+fn probe_takes_a_template_provider_its_model_and_key_and_never_shows_the_key() {
+    let server = FakeOpenAi::start(|body, _| match body.get("tools") {
+        Some(_) => answer(&format!("no tools here, key {}", testkit::AUTHORIZATION_ECHO)),
+        None => answer(r#"{"answer": 7}"#),
+    });
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tpl}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+             base_url: \"{}\", api_key_env: {KEY_VAR}, model: house, context_window: 2048}}\n  agent_definitions:\n    \
+             writer: {{runtime: llm, provider: fake}}\n  workflow:\n    - {{id: t, agent: writer, input: x}}\n",
+            server.base_url()
+        ),
+    );
+    let key = "sk-PROBE-KEY-11223";
+    let output = env
+        .runner()
+        .env(KEY_VAR, key)
+        .args(["probe", "fake", "--template", "template.yaml"])
+        .output()
+        .expect("runner runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("house") && stdout.contains("2048 tokens (the provider's context_window)"), "{stdout}");
+    assert!(stdout.contains("[redacted]") && !stdout.contains(key), "{stdout}");
+    assert!(server.requests().iter().all(|r| r.authorization.as_deref() == Some(&*format!("Bearer {key}"))));
+    let unset = env
+        .runner()
+        .env_remove(KEY_VAR)
+        .args(["probe", "fake", "--template", "template.yaml"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert_eq!(unset.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(KEY_VAR), "the unset variable is named: {stderr}");
+}
