@@ -35,6 +35,9 @@ pub fn write(
     if args.timeout.is_some() {
         provider.timeout = args.timeout;
     }
+    if args.context_window.is_some() {
+        provider.context_window = args.context_window;
+    }
     let key = api_key(&provider_name, &provider)?;
     let dir = dir.with_secret(key.clone());
     let endpoint =

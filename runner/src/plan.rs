@@ -57,6 +57,10 @@ pub struct PlanArgs {
     /// provider's `timeout`, else 120s).
     #[arg(long, value_name = "DURATION", requires = "provider", value_parser = manifest::Duration::parse)]
     pub timeout: Option<manifest::Duration>,
+    /// The model's context window in tokens, as the provider's `context_window` would say it
+    /// (the server's, when it reports a smaller one, still wins).
+    #[arg(long, value_name = "TOKENS", requires = "provider", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
     /// Which model goes first: the one with the best record in models.json, or the order given.
     #[arg(long, value_enum, default_value_t = ModelOrder::Best)]
     pub model_order: ModelOrder,

@@ -477,6 +477,11 @@ fn a_prompt_that_cannot_fit_the_window_is_never_sent_and_the_warning_says_why() 
     assert_eq!(validate(&env, "p.yaml").code, Some(0));
     let counts = std::fs::read_to_string(env.home().join("models.json")).unwrap_or_default();
     assert!(!counts.contains("tiny"), "a prompt never sent is not the model's failure: {counts}");
+    let args =
+        ["plan", "Sum it", "--provider", &base, "--model", "unlisted", "--context-window", "900", "-o", "q.yaml"];
+    let out = runner(&env, &args);
+    assert!(out.stderr.contains("`unlisted` is 900 tokens (the provider's context_window)"), "{out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
 }
 
 #[test]

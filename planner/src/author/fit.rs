@@ -82,7 +82,8 @@ pub fn estimate(messages: &[Message], tokenizer: Tokenizer) -> u64 {
 #[error(
     "{what} does not fit: it needs about {needed} tokens with every optional part left out, and {room} more are \
      kept for the answer, but the context window of `{model}` is {window} tokens ({learnt_from}); shorten the request \
-     or the template, or use a model with a larger window"
+     or the template, use a model with a larger window, or, if the window is larger than that, set the provider's \
+     `context_window`"
 )]
 pub struct TooLarge {
     /// `the prompt` or `the repair prompt`.
