@@ -1,18 +1,24 @@
 //! `runner plan --provider`: a model writes the plan. This module picks the provider and the
 //! order of the models, runs the author, records every prompt and answer in the plan's
 //! provenance folder and every attempt in the models' records, and falls back to the
-//! deterministic planner when no model gives a valid plan.
+//! deterministic planner when no model gives a valid plan. Each model's context window, which
+//! the prompts are fitted to, is the smaller of what the server's `/models` says and the
+//! provider's `context_window`, either one when only one is known, else the default.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Context as _, bail};
+use engine::context::tokens::Tokenizer;
+use engine::llm::catalog::{self, Catalog};
 use engine::llm::client::Endpoint;
 use manifest::Loaded;
 use manifest::plan::Provider;
-use planner::author::{Authored, Outcome as Attempted, PROMPT_VERSION, Request, author};
+use planner::author::{Authored, Outcome as Attempted, PROMPT_VERSION, Request, Window, Windows, author_within};
 use planner::deterministic::Bindings;
 
 use crate::models::{Attempted as Counted, Models};
 use crate::plan::{ModelOrder, Outcome, PlanArgs, deterministic};
-use crate::provenance::{Attempt, PlanDir, Provenance};
+use crate::provenance::{Attempt, ContextWindow, PlanDir, Provenance};
 
 /// Has a model write the plan for `request`; returns the manifest (YAML) and its provenance,
 /// or the model's questions with no manifest.
@@ -25,19 +31,17 @@ pub fn write(
     dir: &PlanDir,
 ) -> anyhow::Result<Outcome> {
     let provider_arg = args.provider.as_deref().unwrap_or_default();
-    let (provider_name, provider) = provider(provider_arg, args.api_key_env.as_deref(), template)?;
-    let key = match &provider.api_key_env {
-        Some(variable) => Some(std::env::var(&variable.value).map_err(|_| {
-            anyhow::anyhow!(
-                "the environment variable `{}` (the API key of `{provider_name}`) is not set",
-                variable.value
-            )
-        })?),
-        None => None,
-    };
+    let (provider_name, mut provider) = provider(provider_arg, args.api_key_env.as_deref(), template)?;
+    if args.timeout.is_some() {
+        provider.timeout = args.timeout;
+    }
+    if args.context_window.is_some() {
+        provider.context_window = args.context_window;
+    }
+    let key = api_key(&provider_name, &provider)?;
     let dir = dir.with_secret(key.clone());
     let endpoint =
-        Endpoint::for_provider(&provider_name, &provider, key).map_err(|error| anyhow::anyhow!("{error}"))?;
+        Endpoint::for_provider(&provider_name, &provider, key.clone()).map_err(|error| anyhow::anyhow!("{error}"))?;
     let mut models = args.models.clone();
     if models.is_empty() {
         models.extend(provider.model.clone());
@@ -58,9 +62,15 @@ pub fn write(
         temperature: args.temperature,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let timeout = provider.timeout.map_or(engine::llm::DEFAULT_TIMEOUT, |t| t.to_std());
+    // A server that cannot list its models may still answer chats: its windows are then unknown.
+    let served = runtime
+        .block_on(catalog::list(&provider_name, &provider.base_url, key.as_deref(), timeout))
+        .unwrap_or_default();
+    let windows = windows(&served, &provider, &authoring.models);
     let mut stream = Stream { dir: &dir, held: String::new() };
     let mut show = |piece: &str| stream.show(piece);
-    let authored: Authored = runtime.block_on(author(&authoring, &endpoint, &mut show));
+    let authored: Authored = runtime.block_on(author_within(&authoring, &windows, &endpoint, &mut show));
     if args.stream {
         stream.finish();
     }
@@ -70,6 +80,14 @@ pub fn write(
         provider: Some(provider_name),
         temperature: Some(args.temperature),
         candidates: usize::from(args.candidates),
+        context_windows: authoring
+            .models
+            .iter()
+            .map(|model| {
+                let window = windows.of(model);
+                (model.clone(), ContextWindow { tokens: window.tokens, from: window.learnt_from.clone() })
+            })
+            .collect(),
         questions: authored.questions.clone(),
         ..Provenance::default()
     };
@@ -95,6 +113,7 @@ pub fn write(
             outcome: outcome.to_owned(),
             detail: dir.redact(&detail),
             score,
+            left_out: attempt.left_out.clone(),
             prompt_file,
             output_file,
         });
@@ -115,8 +134,50 @@ pub fn write(
     outcome.provenance.provider = provenance.provider;
     outcome.provenance.temperature = provenance.temperature;
     outcome.provenance.candidates = provenance.candidates;
+    outcome.provenance.context_windows = provenance.context_windows;
     outcome.provenance.attempts = provenance.attempts;
     Ok(outcome)
+}
+
+/// The API key of `provider`, from the variable its `api_key_env` names; an error when that
+/// variable is unset.
+pub(crate) fn api_key(name: &str, provider: &Provider) -> anyhow::Result<Option<String>> {
+    match &provider.api_key_env {
+        Some(variable) => Ok(Some(std::env::var(&variable.value).map_err(|_| {
+            anyhow::anyhow!("the environment variable `{}` (the API key of `{name}`) is not set", variable.value)
+        })?)),
+        None => Ok(None),
+    }
+}
+
+/// The context window of `model` when the server or the provider gives it: the smaller of the
+/// two when both do.
+pub(crate) fn known_window(served: &Catalog, provider: &Provider, model: &str) -> Option<Window> {
+    let configured = provider
+        .context_window
+        .map(|tokens| Window { tokens, learnt_from: "the provider's context_window".to_owned() });
+    let from_server = served
+        .get(model)
+        .and_then(|m| m.context_window)
+        .map(|(tokens, field)| Window { tokens, learnt_from: format!("the server's {field}") });
+    match (from_server, configured) {
+        (Some(server), Some(mine)) => Some(if mine.tokens < server.tokens { mine } else { server }),
+        (server, mine) => server.or(mine),
+    }
+}
+
+/// Each model's context window (the default when neither the server nor the provider gives
+/// it) and the provider's tokenizer.
+fn windows(served: &Catalog, provider: &Provider, models: &[String]) -> Windows {
+    let windows = models
+        .iter()
+        .map(|model| (model.clone(), known_window(served, provider, model).unwrap_or_default()))
+        .collect::<BTreeMap<_, _>>();
+    Windows {
+        models: windows,
+        otherwise: Window::default(),
+        tokenizer: Tokenizer::named(provider.tokenizer.as_deref()).unwrap_or_default(),
+    }
 }
 
 /// Prints a streamed answer as it arrives, redacted: text that could be the start of a secret
@@ -141,7 +202,11 @@ impl Stream<'_> {
 }
 
 /// The provider: one of the template's by name, or a base URL (its key in `api_key_env`).
-fn provider(given: &str, api_key_env: Option<&str>, template: Option<&Loaded>) -> anyhow::Result<(String, Provider)> {
+pub(crate) fn provider(
+    given: &str,
+    api_key_env: Option<&str>,
+    template: Option<&Loaded>,
+) -> anyhow::Result<(String, Provider)> {
     if given.starts_with("http://") || given.starts_with("https://") {
         let provider = Provider {
             kind: "openai".to_owned(),

@@ -66,6 +66,8 @@ enum Command {
     Plan(crate::plan::PlanArgs),
     /// Show each model's record at writing plans (from `$RUNNER_HOME/models.json`).
     Models,
+    /// Ask a server what it serves and whether tool calls and JSON mode work there.
+    Probe(crate::probe::ProbeArgs),
     /// List the runs under RUNNER_HOME, newest first.
     Runs,
     /// Show where a run stands: its status and each task's.
@@ -204,6 +206,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Apply(args) => crate::apply::run(&args),
         Command::Plan(args) => crate::plan::run(&args),
         Command::Models => crate::models::run(),
+        Command::Probe(args) => crate::probe::run(&args),
         Command::Runs => crate::runs::run(),
         Command::Status { run, format } => crate::status::run(&run, format),
         Command::Logs { run, follow } => crate::logs::logs(&run, follow),

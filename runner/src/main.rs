@@ -15,6 +15,7 @@ mod logs;
 mod models;
 mod output;
 mod plan;
+mod probe;
 mod provenance;
 mod resume;
 mod retry;

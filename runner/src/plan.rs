@@ -53,6 +53,14 @@ pub struct PlanArgs {
     /// The sampling temperature.
     #[arg(long, default_value_t = 0.2)]
     pub temperature: f32,
+    /// How long one request to the model may take, such as `300s` or `10m` (default: the
+    /// provider's `timeout`, else 120s).
+    #[arg(long, value_name = "DURATION", requires = "provider", value_parser = manifest::Duration::parse)]
+    pub timeout: Option<manifest::Duration>,
+    /// The model's context window in tokens, as the provider's `context_window` would say it
+    /// (the server's, when it reports a smaller one, still wins).
+    #[arg(long, value_name = "TOKENS", requires = "provider", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
     /// Which model goes first: the one with the best record in models.json, or the order given.
     #[arg(long, value_enum, default_value_t = ModelOrder::Best)]
     pub model_order: ModelOrder,
@@ -220,7 +228,7 @@ fn read_stdin() -> anyhow::Result<String> {
 }
 
 /// A template manifest: loaded (it must be valid) and as a JSON value for the planner.
-fn load_template(path: &Path) -> anyhow::Result<(Loaded, serde_json::Value)> {
+pub(crate) fn load_template(path: &Path) -> anyhow::Result<(Loaded, serde_json::Value)> {
     let loaded = manifest::load_file(path);
     if !loaded.is_valid() {
         eprint!(

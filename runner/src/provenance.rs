@@ -2,6 +2,7 @@
 //! request, each prompt and raw model answer (secrets redacted), the attempts and repairs, the
 //! validation and critic results, and the chosen manifest; `runner plan --show ID` prints it.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -35,6 +36,9 @@ pub struct Provenance {
     pub temperature: Option<f32>,
     /// Plans asked for per model.
     pub candidates: usize,
+    /// Each model's context window, as the prompts were fitted to it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub context_windows: BTreeMap<String, ContextWindow>,
     /// Every request sent to a model, in order.
     pub attempts: Vec<Attempt>,
     /// Why the plan fell back to the deterministic planner.
@@ -66,10 +70,22 @@ pub struct Attempt {
     /// The critic's score of a valid plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// The optional parts of the prompt left out to fit the model's context window.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub left_out: String,
     /// The file holding the prompt.
     pub prompt_file: String,
     /// The file holding the raw answer.
     pub output_file: String,
+}
+
+/// A model's context window and where it was learnt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextWindow {
+    /// Its size in tokens.
+    pub tokens: u64,
+    /// Where it comes from: the server's field, the provider's `context_window`, or the default.
+    pub from: String,
 }
 
 /// The chosen manifest.
@@ -176,6 +192,9 @@ pub fn show(id: &str) -> anyhow::Result<u8> {
         let _ =
             writeln!(out, "provider: {provider}, prompt {version}{temperature}, {} candidate(s)", record.candidates);
     }
+    for (model, window) in &record.context_windows {
+        let _ = writeln!(out, "context window of {model}: {} tokens ({})", window.tokens, window.from);
+    }
     for (n, attempt) in record.attempts.iter().enumerate() {
         let repair = if attempt.repair { " (repair)" } else { "" };
         let score = attempt.score.map(|s| format!(" score {s:.1}")).unwrap_or_default();
@@ -190,6 +209,9 @@ pub fn show(id: &str) -> anyhow::Result<u8> {
             attempt.prompt_file,
             attempt.output_file
         );
+        if !attempt.left_out.is_empty() {
+            let _ = writeln!(out, "       left out to fit the context window: {}", attempt.left_out);
+        }
         if !attempt.detail.is_empty() {
             for line in attempt.detail.lines().take(6) {
                 let _ = writeln!(out, "       {line}");

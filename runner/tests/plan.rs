@@ -167,7 +167,7 @@ fn a_model_writes_the_plan_and_its_prompt_answer_and_record_are_kept() {
     let dir = only_plan(&env);
     let record = provenance(&dir);
     assert_eq!(record["planner"], "llm");
-    assert_eq!(record["prompt_version"], "author-1");
+    assert_eq!(record["prompt_version"], planner::author::PROMPT_VERSION);
     assert_eq!(record["attempts"][0]["outcome"], "valid");
     let prompt = std::fs::read_to_string(dir.join("prompt-01.txt")).expect("the prompt is kept");
     assert!(prompt.contains("Do the two parts"), "{prompt}");
@@ -421,4 +421,222 @@ fn a_streamed_answer_is_shown_as_it_comes_with_a_key_split_across_pieces_redacte
     assert!(stderr.contains("echoed: [redacted] and sk-STill not a key"), "{stderr}");
     assert!(!stderr.contains(key), "{stderr}");
     assert_eq!(server.requests()[0].body["stream"], true);
+}
+
+/// The text of every message a request sent.
+fn messages_text(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .map(|messages| messages.iter().map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn prompts_are_fitted_to_the_window_the_server_reports_and_the_repair_leaves_out_more() {
+    // The first answer is long prose that cannot be used: the repair must make room for it.
+    let prose = "word ".repeat(1500);
+    let server = FakeOpenAi::script(vec![answer(&prose), answer(&manifest_json(1))]);
+    server.serve_models(json!({"object": "list", "data": [{"id": "small", "max_model_len": 7000}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Do the part", "--provider", &base, "--model", "small", "-o", "plan.yaml"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(validate(&env, "plan.yaml").code, Some(0));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "an answer and its repair");
+    let first = messages_text(&requests[0].body);
+    let repair = messages_text(&requests[1].body);
+    assert!(!first[0].contains("## Example: research"), "the full prompt does not fit 7000 tokens");
+    assert!(repair[0].len() < first[0].len(), "the repair leaves out more to hold the long answer");
+    assert!(repair.iter().any(|text| text.contains("word word")), "the answer is quoted back");
+    for request in &requests {
+        let tokens: usize = messages_text(&request.body)
+            .iter()
+            .map(|text| engine::context::tokens::count(text, engine::context::tokens::Tokenizer::O200k))
+            .sum();
+        assert!(tokens < 7000 - 875, "{tokens} tokens leave the answer its room");
+    }
+    let record = provenance(&only_plan(&env));
+    assert_eq!(record["context_windows"]["small"], json!({"tokens": 7000, "from": "the server's max_model_len"}));
+    assert!(record["attempts"][0]["left_out"].as_str().is_some_and(|s| !s.is_empty()), "{record}");
+    assert!(record["attempts"][1]["left_out"].as_str().is_some_and(|s| s.contains("JSON Schema")), "{record}");
+}
+
+#[test]
+fn a_prompt_that_cannot_fit_the_window_is_never_sent_and_the_warning_says_why() {
+    let server = FakeOpenAi::script(vec![answer(&manifest_json(1))]);
+    server.serve_models(json!({"data": [{"id": "tiny", "context_length": 1000}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["plan", "Fetch it, then sum it", "--provider", &base, "--model", "tiny", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "the rules plan instead: {out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+    for words in ["does not fit", "`tiny` is 1000 tokens (the server's context_length)", "deterministic"] {
+        assert!(out.stderr.contains(words), "`{words}` in {out}");
+    }
+    assert_eq!(validate(&env, "p.yaml").code, Some(0));
+    let counts = std::fs::read_to_string(env.home().join("models.json")).unwrap_or_default();
+    assert!(!counts.contains("tiny"), "a prompt never sent is not the model's failure: {counts}");
+    let args =
+        ["plan", "Sum it", "--provider", &base, "--model", "unlisted", "--context-window", "900", "-o", "q.yaml"];
+    let out = runner(&env, &args);
+    assert!(out.stderr.contains("`unlisted` is 900 tokens (the provider's context_window)"), "{out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn the_providers_context_window_applies_when_the_server_does_not_say_and_the_smaller_one_wins() {
+    let server = FakeOpenAi::script(vec![answer(&manifest_json(1))]);
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tpl}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+             base_url: \"{}\", model: m, context_window: 1000}}\n  agent_definitions:\n    writer: {{runtime: llm, \
+             provider: fake}}\n  workflow:\n    - {{id: t, agent: writer, input: x}}\n",
+            server.base_url()
+        ),
+    );
+    let args = ["plan", "Write a note", "--template", "template.yaml", "--provider", "fake", "-o", "p.yaml"];
+    let out = runner(&env, &args);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.contains("1000 tokens (the provider's context_window)"), "{out}");
+    server.serve_models(json!({"data": [{"id": "m", "max_model_len": 900}, {"id": "other", "max_model_len": 100}]}));
+    let out = runner(&env, &args);
+    assert!(out.stderr.contains("900 tokens (the server's max_model_len)"), "{out}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn timeout_sets_how_long_a_request_to_the_model_may_take() {
+    let server = FakeOpenAi::script(vec![Step::Hang]);
+    let env = Env::new();
+    let base = server.base_url();
+    let out =
+        runner(&env, &["plan", "Do it", "--provider", &base, "--model", "m", "--timeout", "100ms", "-o", "p.yaml"]);
+    assert_eq!(out.code, Some(0), "the rules plan instead: {out}");
+    assert!(out.stderr.contains("did not answer within 100ms"), "{out}");
+    let bad = runner(&env, &["plan", "Do it", "--provider", &base, "--timeout", "soon"]);
+    assert_eq!(bad.code, Some(2), "{bad}");
+}
+
+/// A server whose model calls the tool it is offered and answers JSON in JSON mode.
+fn capable(body: &Value, _: usize) -> Step {
+    if body.get("tools").is_some() {
+        let tool = body["tools"][0]["function"]["name"].as_str().unwrap_or("").to_owned();
+        return Step::ToolCalls(vec![(tool, r#"{"number": 7}"#.to_owned())]);
+    }
+    match body.get("response_format") {
+        Some(_) => answer(r#"{"answer": 7}"#),
+        None => answer("seven"),
+    }
+}
+
+fn json_out(out: &Out) -> Value {
+    serde_json::from_str(&out.stdout).unwrap_or_else(|error| panic!("not JSON ({error}): {out}"))
+}
+
+#[test]
+fn probe_reports_the_models_served_their_windows_and_that_tools_and_json_mode_work() {
+    let server = FakeOpenAi::start(capable);
+    server.serve_models(json!({"data": [{"id": "m", "max_model_len": 4096}, {"id": "n"}]}));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["probe", &base, "--model", "m", "--model", "gone", "--format", "json"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let report = json_out(&out);
+    assert_eq!(report["reachable"], true);
+    assert_eq!(report["served"], json!(["m", "n"]));
+    let m = &report["models"][0];
+    assert_eq!(m["model"], "m");
+    assert_eq!(m["listed"], true);
+    assert_eq!(m["context_window"], json!({"tokens": 4096, "from": "the server's max_model_len"}));
+    assert_eq!(m["tool_calls"]["works"], true, "{m}");
+    assert_eq!(m["json_mode"]["works"], true, "{m}");
+    assert_eq!(report["models"][1]["listed"], false);
+    assert_eq!(report["models"][1]["context_window"], Value::Null);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "one tool request and one JSON-mode request per model");
+    assert!(requests.iter().all(|r| r.body["temperature"] == 0.0), "the probes are repeatable");
+    let human = runner(&env, &["probe", &base, "--model", "m"]);
+    assert_eq!(human.code, Some(0), "{human}");
+    for words in ["serves: m, n", "context window: 4096 tokens", "tool calls: work", "JSON mode: work"] {
+        assert!(human.stdout.contains(words), "`{words}` in {human}");
+    }
+}
+
+#[test]
+fn probe_finds_a_server_that_drops_tools_and_a_json_mode_that_answers_prose() {
+    let server = FakeOpenAi::start(|_, _| answer("Sure! The number is 7."));
+    let env = Env::new();
+    let base = server.base_url();
+    let out = runner(&env, &["probe", &base, "--model", "m", "--format", "json"]);
+    assert_eq!(out.code, Some(0), "the server answered: {out}");
+    let report = json_out(&out);
+    assert_eq!(report["served"], Value::Null, "this server does not list its models");
+    let m = &report["models"][0];
+    assert_eq!(m["tool_calls"]["works"], false);
+    assert!(m["tool_calls"]["detail"].as_str().is_some_and(|d| d.contains("answered in text")), "{m}");
+    assert_eq!(m["json_mode"]["works"], false);
+    assert!(m["json_mode"]["detail"].as_str().is_some_and(|d| d.contains("not a JSON object")), "{m}");
+    let human = runner(&env, &["probe", &base, "--model", "m"]);
+    for words in ["context window: unknown", "tool calls: do not work", "JSON mode: do not work"] {
+        assert!(human.stdout.contains(words), "`{words}` in {human}");
+    }
+    server.serve_models(json!({"data": [{"id": "only"}]}));
+    let only = json_out(&runner(&env, &["probe", &base, "--format", "json"]));
+    assert_eq!(only["models"][0]["model"], "only", "a server's only model is probed by default");
+}
+
+#[test]
+fn probe_of_a_server_that_cannot_be_reached_exits_7() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let base = format!("http://{}/v1", closed.local_addr().expect("an address"));
+    drop(closed);
+    let env = Env::new();
+    let out = runner(&env, &["probe", &base, "--model", "m"]);
+    assert_eq!(out.code, Some(7), "{out}");
+    assert!(out.stderr.contains("cannot reach"), "{out}");
+    let json = runner(&env, &["probe", &base, "--format", "json"]);
+    assert_eq!(json.code, Some(7), "{json}");
+    assert_eq!(json_out(&json)["reachable"], false);
+}
+
+#[test]
+fn probe_takes_a_template_provider_its_model_and_key_and_never_shows_the_key() {
+    let server = FakeOpenAi::start(|body, _| match body.get("tools") {
+        Some(_) => answer(&format!("no tools here, key {}", testkit::AUTHORIZATION_ECHO)),
+        None => answer(r#"{"answer": 7}"#),
+    });
+    let env = Env::new();
+    env.write(
+        "template.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tpl}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+             base_url: \"{}\", api_key_env: {KEY_VAR}, model: house, context_window: 2048}}\n  agent_definitions:\n    \
+             writer: {{runtime: llm, provider: fake}}\n  workflow:\n    - {{id: t, agent: writer, input: x}}\n",
+            server.base_url()
+        ),
+    );
+    let key = "sk-PROBE-KEY-11223";
+    let output = env
+        .runner()
+        .env(KEY_VAR, key)
+        .args(["probe", "fake", "--template", "template.yaml"])
+        .output()
+        .expect("runner runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("house") && stdout.contains("2048 tokens (the provider's context_window)"), "{stdout}");
+    assert!(stdout.contains("[redacted]") && !stdout.contains(key), "{stdout}");
+    assert!(server.requests().iter().all(|r| r.authorization.as_deref() == Some(&*format!("Bearer {key}"))));
+    let unset = env
+        .runner()
+        .env_remove(KEY_VAR)
+        .args(["probe", "fake", "--template", "template.yaml"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert_eq!(unset.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(KEY_VAR), "the unset variable is named: {stderr}");
 }

@@ -4,7 +4,7 @@
 //! [`FakeOpenAi`] runs on its own thread with its own tokio runtime, so synchronous tests,
 //! async tests and other processes can all talk to it over real HTTP. Each request to
 //! `POST /v1/chat/completions` is recorded ([`Recorded`]) and answered with the [`Step`] a
-//! responder chooses.
+//! responder chooses; `GET /v1/models` answers what [`FakeOpenAi::serve_models`] set.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -89,6 +89,7 @@ struct Shared {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     arrived: tokio::sync::Notify,
+    models: Mutex<Option<Value>>,
 }
 
 /// A scripted OpenAI-compatible server on `127.0.0.1`, shut down when dropped.
@@ -114,6 +115,7 @@ impl FakeOpenAi {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             arrived: tokio::sync::Notify::new(),
+            models: Mutex::new(None),
         });
         let (shutdown, stopped) = oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -127,7 +129,10 @@ impl FakeOpenAi {
                     Ok(listener) => listener,
                     Err(error) => panic!("testkit: cannot use the listener: {error}"),
                 };
-                let app = Router::new().route("/v1/chat/completions", post(handle)).with_state(state);
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(handle))
+                    .route("/v1/models", get(models))
+                    .with_state(state);
                 // No graceful shutdown: hanging requests would hold it forever. Dropping the
                 // runtime cancels every connection.
                 tokio::select! {
@@ -156,6 +161,11 @@ impl FakeOpenAi {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Answers `GET /v1/models` with `body` from now on (until then it answers `404`).
+    pub fn serve_models(&self, body: Value) {
+        *self.shared.models.lock().unwrap_or_else(PoisonError::into_inner) = Some(body);
     }
 
     /// The most requests that were being answered at the same time.
@@ -205,6 +215,14 @@ async fn wait_for_arrivals(shared: &Shared, count: usize) {
             () = arrived => {}
             () = tokio::time::sleep_until(deadline) => return,
         }
+    }
+}
+
+/// Answers `GET /v1/models` with the listing set by [`FakeOpenAi::serve_models`], or 404.
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    match shared.models.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+        Some(body) => axum::Json(body).into_response(),
+        None => (StatusCode::NOT_FOUND, "no models route").into_response(),
     }
 }
 

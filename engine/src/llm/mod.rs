@@ -8,6 +8,7 @@
 //! never appears in a reply.
 
 mod agent;
+pub mod catalog;
 pub mod client;
 mod error;
 pub mod limiter;

@@ -1,7 +1,8 @@
 //! The LLM plan author: asks a model for a manifest, checks it as `runner critic` would,
 //! repairs it once, falls back to the next model, and picks the best of several candidates.
 //!
-//! [`author`] takes a [`Request`] and an [`Endpoint`] and returns [`Authored`]: the chosen
+//! [`author_within`] takes a [`Request`], the models' context [`Windows`] and an [`Endpoint`]
+//! ([`author`] assumes the default window) and returns [`Authored`]: the chosen
 //! manifest (JSON text) with its critic score, or the model's questions, or the reason to fall
 //! back to the deterministic planner; and an [`AttemptRecord`] per request for provenance and
 //! per-model reliability. It does no file IO, and no record holds the API key.
@@ -10,13 +11,16 @@
 //! concurrently unless streaming; an answer that does not parse, load or validate gets one
 //! repair request carrying the problems. The first model with a valid candidate wins, and its
 //! best-scoring candidate (ties: fewer tasks, then the earlier candidate) is chosen. A model
-//! that only asks questions ends the search with the questions.
+//! that only asks questions ends the search with the questions. Every prompt is fitted to the
+//! model's context window first ([`fit`]); one that cannot fit is not sent.
 
 mod check;
 mod extract;
+pub mod fit;
 mod prompt;
 
 pub use extract::{Answer, ExtractError, extract};
+pub use fit::{DEFAULT_CONTEXT_WINDOW, Window, Windows};
 pub use prompt::PROMPT_VERSION;
 
 use std::future::Future;
@@ -88,6 +92,9 @@ pub struct AttemptRecord {
     pub repair: bool,
     /// The messages sent, each under a `[role]` line.
     pub prompt: String,
+    /// The optional parts of the prompt left out to fit the model's context window (empty
+    /// when none was).
+    pub left_out: String,
     /// The text the model answered (empty when the request failed).
     pub raw: String,
     /// How long the request took.
@@ -116,34 +123,51 @@ pub struct Authored {
     pub fallback: Option<String>,
 }
 
-/// Authors a plan for `request` on `endpoint`. With `request.stream`, each piece of every
-/// answer is handed to `on_text` as it arrives (candidates then run one after another);
-/// otherwise `on_text` is not called. Never fails: what went wrong is in the result.
+/// [`author_within`] with every model's context window the default, [`DEFAULT_CONTEXT_WINDOW`]
+/// tokens, counted with the default tokenizer.
 pub async fn author(request: &Request, endpoint: &Endpoint, on_text: &mut (dyn FnMut(&str) + Send)) -> Authored {
+    author_within(request, &Windows::default(), endpoint, on_text).await
+}
+
+/// Authors a plan for `request` on `endpoint`, fitting each prompt to the model's window in
+/// `windows`. With `request.stream`, each piece of every answer is handed to `on_text` as it
+/// arrives (candidates then run one after another); otherwise `on_text` is not called. Never
+/// fails: what went wrong is in the result.
+pub async fn author_within(
+    request: &Request,
+    windows: &Windows,
+    endpoint: &Endpoint,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Authored {
     let models: Vec<&str> = request.models.iter().map(String::as_str).take(MAX_MODELS).collect();
     let mut authored = Authored::default();
     if models.is_empty() {
         authored.fallback = Some("no model was given to write the plan".to_owned());
         return authored;
     }
-    let author = Author {
-        request,
-        endpoint,
-        system: prompt::system(&request.name, request.template.as_ref()),
-        user: prompt::user(&request.text),
-    };
+    let author = Author { request, endpoint, windows, user: prompt::user(&request.text) };
     let candidates = request.candidates.max(1);
     let mut failures = Vec::new();
     for model in models {
+        let first = match author.fit(model, &[]) {
+            Ok(first) => first,
+            Err(too_large) => {
+                failures.push(format!("`{model}`: {too_large}"));
+                continue;
+            }
+        };
         let chains: Vec<Chain> = if request.stream {
             let mut chains = Vec::with_capacity(candidates);
             for candidate in 0..candidates {
-                chains.push(author.chain(model, candidate, &mut *on_text).await);
+                chains.push(author.chain(model, candidate, first.clone(), &mut *on_text).await);
             }
             chains
         } else {
             let mut sinks: Vec<fn(&str)> = vec![|_| {}; candidates];
-            let chains = sinks.iter_mut().enumerate().map(|(candidate, sink)| author.chain(model, candidate, sink));
+            let chains = sinks
+                .iter_mut()
+                .enumerate()
+                .map(|(candidate, sink)| author.chain(model, candidate, first.clone(), sink));
             join_all(chains.collect()).await
         };
         let mut best: Option<(Accepted, usize, usize)> = None;
@@ -151,7 +175,6 @@ pub async fn author(request: &Request, endpoint: &Endpoint, on_text: &mut (dyn F
         for chain in chains {
             let offset = authored.attempts.len();
             let candidate = chain.candidate;
-            let last = chain.records.last().map(|r| r.outcome.clone());
             authored.attempts.extend(chain.records);
             match chain.ending {
                 Ending::Plan(accepted, index) => {
@@ -170,7 +193,7 @@ pub async fn author(request: &Request, endpoint: &Endpoint, on_text: &mut (dyn F
                         }
                     }
                 }
-                Ending::Failed => failures.push(format!("`{model}` (candidate {}): {}", candidate + 1, summary(last))),
+                Ending::Failed(why) => failures.push(format!("`{model}` (candidate {}): {why}", candidate + 1)),
             }
         }
         if let Some((accepted, index, _)) = best {
@@ -205,8 +228,8 @@ enum Ending {
     Plan(Accepted, usize),
     /// Questions instead of a plan.
     Questions(Vec<String>),
-    /// No valid plan.
-    Failed,
+    /// No valid plan, and why.
+    Failed(String),
 }
 
 /// One candidate's requests to one model.
@@ -220,19 +243,32 @@ struct Chain {
 struct Author<'a> {
     request: &'a Request,
     endpoint: &'a Endpoint,
-    system: String,
+    windows: &'a Windows,
     user: String,
 }
 
 impl Author<'_> {
-    /// Asks `model` for candidate `candidate`, and once more with the problems if the answer
-    /// cannot be used.
-    async fn chain(&self, model: &str, candidate: usize, on_text: &mut (dyn FnMut(&str) + Send)) -> Chain {
-        let mut messages =
-            vec![Message::System { content: self.system.clone() }, Message::User { content: self.user.clone() }];
-        let mut records = Vec::new();
+    /// The messages for `model`, ending with `tail`, with as much of the system message as fits
+    /// its window.
+    fn fit(&self, model: &str, tail: &[Message]) -> Result<(Vec<Message>, prompt::Parts), fit::TooLarge> {
+        let system = |parts| prompt::system(&self.request.name, self.request.template.as_ref(), parts);
+        fit::fit(model, self.windows, &system, &self.user, tail)
+    }
+
+    /// Asks `model` for candidate `candidate` with `messages`, and once more with the problems
+    /// if the answer cannot be used.
+    async fn chain(
+        &self,
+        model: &str,
+        candidate: usize,
+        first: (Vec<Message>, prompt::Parts),
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Chain {
+        let (mut messages, mut parts) = first;
+        let mut records: Vec<AttemptRecord> = Vec::new();
         for repair in [false, true] {
-            let (record, result) = self.ask(model, candidate, repair, &messages, &mut *on_text).await;
+            let (mut record, result) = self.ask(model, candidate, repair, &messages, &mut *on_text).await;
+            record.left_out = parts.left_out().to_owned();
             let raw = record.raw.clone();
             records.push(record);
             let problems = match result {
@@ -246,10 +282,20 @@ impl Author<'_> {
                 Step::Unusable(problems) => problems,
                 Step::Failed => break,
             };
-            messages.push(Message::Assistant { content: Some(raw), tool_calls: Vec::new() });
-            messages.push(Message::User { content: prompt::repair(&problems) });
+            if repair {
+                break;
+            }
+            let tail = [
+                Message::Assistant { content: Some(raw), tool_calls: Vec::new() },
+                Message::User { content: prompt::repair(&problems) },
+            ];
+            (messages, parts) = match self.fit(model, &tail) {
+                Ok(fitted) => fitted,
+                Err(too_large) => return Chain { candidate, records, ending: Ending::Failed(too_large.to_string()) },
+            };
         }
-        Chain { candidate, records, ending: Ending::Failed }
+        let why = summary(records.last().map(|r| r.outcome.clone()));
+        Chain { candidate, records, ending: Ending::Failed(why) }
     }
 
     /// One request and what came of it.
@@ -280,6 +326,7 @@ impl Author<'_> {
             candidate,
             repair,
             prompt: redactor.apply(&render(messages)),
+            left_out: String::new(),
             raw: String::new(),
             latency_ms,
             outcome: Outcome::Failed(String::new()),

@@ -1,5 +1,6 @@
 //! The author's prompt, versioned by [`PROMPT_VERSION`]: the instructions, what the template
-//! makes available, the manifest's JSON Schema and two examples; and the repair message.
+//! makes available, the manifest's JSON Schema and two examples (the optional [`Parts`], left
+//! out of a prompt too large for the model's context window); and the repair message.
 
 use manifest::Plan;
 use manifest::plan::{DEFAULT_MAX_OUTPUT_BYTES, Runtime};
@@ -7,16 +8,67 @@ use serde_json::{Map, Value, json};
 
 /// The version of the prompt below; change it whenever the prompt's text changes, so that
 /// provenance and per-model reliability can be compared across versions.
-pub const PROMPT_VERSION: &str = "author-1";
+pub const PROMPT_VERSION: &str = "author-2";
 
 /// A small research plan: a parallel group, a synthesis gate and a writer.
 pub(crate) const RESEARCH_EXAMPLE: &str = include_str!("examples/research.json");
 /// A sequential plan: a plain ordered list run as a chain.
 pub(crate) const SEQUENTIAL_EXAMPLE: &str = include_str!("examples/sequential.json");
 
-/// The system message: everything but the request itself.
-pub(crate) fn system(name: &str, template: Option<&Plan>) -> String {
-    let schema = serde_json::to_string(&manifest::schema::manifest_schema()).unwrap_or_default();
+/// The optional parts of the system message, from all of them to none, in the order they are
+/// left out: the research example, the other example, then the JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parts {
+    /// The JSON Schema and both examples.
+    All,
+    /// The JSON Schema and the sequential example.
+    OneExample,
+    /// The JSON Schema alone.
+    Schema,
+    /// None: the rules, the template and a skeleton of the manifest.
+    Essentials,
+}
+
+impl Parts {
+    /// Every choice, largest first.
+    pub(crate) const LARGEST_FIRST: [Parts; 4] = [Parts::All, Parts::OneExample, Parts::Schema, Parts::Essentials];
+
+    /// What is left out, for messages; empty for [`Parts::All`].
+    pub(crate) fn left_out(self) -> &'static str {
+        match self {
+            Parts::All => "",
+            Parts::OneExample => "the research example",
+            Parts::Schema => "both examples",
+            Parts::Essentials => "both examples and the JSON Schema",
+        }
+    }
+}
+
+/// The system message: everything but the request itself, with the optional `parts`.
+pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> String {
+    let with_schema = parts != Parts::Essentials;
+    let shape = if with_schema {
+        " matching the JSON Schema below".to_owned()
+    } else {
+        " shaped like {\"apiVersion\": \"runner/v1\", \"kind\": \"Plan\", \"metadata\": {\"name\": ...}, \"spec\": \
+         {\"mission\": ..., \"agent_definitions\": {\"NAME\": {\"runtime\": ...}}, \"workflow\": [{\"id\": ..., \
+         \"agent\": ..., \"input\": ..., \"depends_on\": [...]}]}}"
+            .to_owned()
+    };
+    let mut optional = String::new();
+    if with_schema {
+        let schema = serde_json::to_string(&manifest::schema::manifest_schema()).unwrap_or_default();
+        optional.push_str(&format!("\n\n## JSON Schema of the manifest\n{schema}"));
+    }
+    if parts == Parts::All {
+        optional.push_str(&format!(
+            "\n\n## Example: research with a parallel group and a synthesis gate\n{RESEARCH_EXAMPLE}"
+        ));
+    }
+    if matches!(parts, Parts::All | Parts::OneExample) {
+        let separator = if parts == Parts::All { "\n" } else { "\n\n" };
+        optional.push_str(&format!("{separator}## Example: a sequential plan\n{SEQUENTIAL_EXAMPLE}"));
+    }
     let available = match template {
         Some(plan) => format!(
             "## Available agents, tools and providers\n\
@@ -37,8 +89,8 @@ pub(crate) fn system(name: &str, template: Option<&Plan>) -> String {
          Turn the user's request into a runner plan manifest.\n\n\
          ## Answer\n\
          Answer with exactly one JSON object and nothing else: no prose, no code fence. Either\n\
-         - a manifest: {{\"apiVersion\": \"runner/v1\", \"kind\": \"Plan\", \"metadata\": {{...}}, \"spec\": {{...}}}} \
-         matching the JSON Schema below, or\n\
+         - a manifest: {{\"apiVersion\": \"runner/v1\", \"kind\": \"Plan\", \"metadata\": {{...}}, \"spec\": {{...}}}}\
+         {shape}, or\n\
          - {{\"questions\": [\"...\"]}} with at most three short questions, only when the request is too ambiguous \
          to plan at all.\n\n\
          ## Rules\n\
@@ -54,10 +106,7 @@ pub(crate) fn system(name: &str, template: Option<&Plan>) -> String {
          do without the result. Mark the task that produces the final result `critical: true` with a retry.\n\
          - Task ids are unique snake_case; the dependencies form no cycle; attach no files.\n\
          - Prefer few tasks: as many as the request needs, no more.\n\n\
-         {available}\n\n\
-         ## JSON Schema of the manifest\n{schema}\n\n\
-         ## Example: research with a parallel group and a synthesis gate\n{RESEARCH_EXAMPLE}\n\
-         ## Example: a sequential plan\n{SEQUENTIAL_EXAMPLE}"
+         {available}{optional}"
     )
 }
 
@@ -191,7 +240,7 @@ mod tests {
 
     #[test]
     fn prompt_carries_version_schema_examples_and_name() {
-        let prompt = system("brief", None);
+        let prompt = system("brief", None, Parts::All);
         assert!(prompt.contains(PROMPT_VERSION));
         assert!(prompt.contains("\"brief\""));
         assert!(prompt.contains("\"$schema\""));
@@ -227,7 +276,7 @@ spec:
         let plan = loaded.plan.unwrap();
         let same = |plan: &Plan| serde_json::to_value((&plan.providers, &plan.tools, &plan.agents)).unwrap();
         assert_eq!(same(&plan), same(&template));
-        let prompt = system("t", Some(&template));
+        let prompt = system("t", Some(&template), Parts::All);
         assert!(prompt.contains("agent `researcher` (llm runtime, tools: search): Find things."), "{prompt}");
         assert!(prompt.contains("tool `search`: Search the web"));
     }
