@@ -54,7 +54,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     let cancel = CancellationToken::new();
     let reason = Arc::new(OnceLock::new());
-    runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason), lock.path().to_path_buf()));
+    runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason)));
     runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
 
     let interactive = std::io::stdin().is_terminal();
@@ -65,7 +65,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
             None => {
-                let (store, loaded) = JsonlStore::open(&run.log()).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let (store, loaded) = run.open()?;
                 if let Some(warning) = loaded.warning {
                     eprintln!("warning: {warning}");
                 }
@@ -110,7 +110,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
 }
 
 /// The first Ctrl-C cancels the run gracefully; a second exits at once.
-async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, lock: std::path::PathBuf) {
+async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
@@ -118,7 +118,6 @@ async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, 
     eprintln!("\ncancelling the run (Ctrl-C again exits at once)");
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
-        let _ = std::fs::remove_file(lock);
         std::process::exit(i32::from(EXIT_CANCELLED));
     }
 }
