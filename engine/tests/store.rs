@@ -126,7 +126,6 @@ async fn records_round_trip() {
     assert_eq!(lines(&dir.log()).len(), records.len(), "one line per record");
 }
 
-
 #[tokio::test]
 async fn appends_queued_together_share_syncs() {
     let dir = TempDir::new("group-commit");
@@ -255,7 +254,12 @@ async fn a_seq_going_back_is_corruption() {
 #[tokio::test]
 async fn an_unknown_event_type_as_the_last_line_is_kept_and_refused() {
     let dir = TempDir::new("unknown-last");
-    written(&dir, 2, b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskTeleported\"}\n").await;
+    written(
+        &dir,
+        2,
+        b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskTeleported\"}\n",
+    )
+    .await;
     assert_corrupt(&dir, 3, "unknown event type `TaskTeleported`");
 }
 
@@ -270,7 +274,8 @@ async fn an_unknown_event_type_in_the_middle_is_refused() {
 #[tokio::test]
 async fn a_known_type_with_a_missing_field_is_not_a_record() {
     let dir = TempDir::new("missing-field");
-    written(&dir, 2, b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskSucceeded\"}\n").await;
+    written(&dir, 2, b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskSucceeded\"}\n")
+        .await;
     assert_corrupt(&dir, 3, "not a valid `TaskSucceeded` record");
 }
 
@@ -436,7 +441,9 @@ mod damage {
                 let j = j % lines.len();
                 lines.swap(i, j);
             }),
-            Damage::ReplaceLine(i, text) => edit_lines(bytes, *i, |lines, i| lines[i] = format!("{text}\n").into_bytes()),
+            Damage::ReplaceLine(i, text) => {
+                edit_lines(bytes, *i, |lines, i| lines[i] = format!("{text}\n").into_bytes())
+            }
         }
     }
 

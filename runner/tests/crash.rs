@@ -214,7 +214,11 @@ fn two_step_plan(env: &Env) {
     let agent = r#"    wait: {runtime: command, command: [sh, -c, "if [ -f slow ]; then sleep 2; fi; cat"]}"#;
     env.write(
         "plan.yaml",
-        &plan("two-step", agent, "    - {id: a, agent: wait, input: a}\n    - {id: b, agent: wait, input: b, depends_on: [a]}"),
+        &plan(
+            "two-step",
+            agent,
+            "    - {id: a, agent: wait, input: a}\n    - {id: b, agent: wait, input: b, depends_on: [a]}",
+        ),
     );
 }
 

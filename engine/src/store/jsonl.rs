@@ -274,7 +274,9 @@ impl Checker<'_> {
                     seq if seq == expected => None,
                     seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
                     seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
-                    seq => Some(format!("seq {seq} after seq {}: records {expected} to {} are missing", last.seq, seq - 1)),
+                    seq => {
+                        Some(format!("seq {seq} after seq {}: records {expected} to {} are missing", last.seq, seq - 1))
+                    }
                 };
                 if let Some(reason) = reason {
                     return Err(self.corrupt(line, reason, DAMAGED));
