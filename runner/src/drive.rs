@@ -78,7 +78,9 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         state = match runtime.block_on(driver.run(command, cancel.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
-            Err(error) => return Err(anyhow::anyhow!("run `{}`: {error}", run.id)),
+            Err(engine::driver::DriverError::Store(error)) => {
+                return Err(crate::home::store_error(error).context(format!("run `{}`", run.id)));
+            }
         };
         if state.status.is_final() {
             break;

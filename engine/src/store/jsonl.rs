@@ -269,14 +269,17 @@ impl Checker<'_> {
             }
             None => {}
             Some(last) => {
-                let expected = last.seq + 1;
+                // Compared without adding, so no `seq` a damaged line holds can overflow.
                 let reason = match record.seq {
-                    seq if seq == expected => None,
                     seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
                     seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
-                    seq => {
-                        Some(format!("seq {seq} after seq {}: records {expected} to {} are missing", last.seq, seq - 1))
-                    }
+                    seq if seq - 1 == last.seq => None,
+                    seq => Some(format!(
+                        "seq {seq} after seq {}: records {} to {} are missing",
+                        last.seq,
+                        last.seq + 1,
+                        seq - 1
+                    )),
                 };
                 if let Some(reason) = reason {
                     return Err(self.corrupt(line, reason, DAMAGED));
