@@ -325,8 +325,10 @@ fn every_command_refuses_a_damaged_log_with_its_line_and_a_hint_and_never_hangs(
         text.push('\n');
         std::fs::write(env.log("bad"), &text).expect("the damage is written");
 
-        let commands: [&[&str]; 8] = [
+        let commands: [&[&str]; 10] = [
             &["resume", "bad"],
+            &["answer", "bad", "a", "yes"],
+            &["graph", "bad"],
             &["status", "bad"],
             &["status", "bad", "--format", "json"],
             &["logs", "bad"],
