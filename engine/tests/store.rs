@@ -1,9 +1,11 @@
-//! The JSONL event store: round trips, group commit, torn and corrupt logs.
+//! The JSONL event store: round trips, group commit, staged creation, and logs that are torn
+//! (dropped) or break their promises (refused, never changed).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use engine::store::{EventStore, JsonlStore, StoreError};
 use engine::{Event, Outcome, Record, Tokens};
@@ -36,6 +38,34 @@ fn record(seq: u64, event: Event) -> Record {
     Record { seq, at: "2026-11-22T12:45:03.456Z".into(), run_id: "r1".into(), event }
 }
 
+/// The `RunCreated` every log starts with (seq 1).
+fn created() -> Record {
+    static PLAN: OnceLock<Arc<manifest::Plan>> = OnceLock::new();
+    let plan = PLAN.get_or_init(|| {
+        let text = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  \
+                    workflow:\n    - {id: a, agent: m, input: x}\n";
+        let plan = manifest::load_str("t.yaml", "t", text, &|_| true).plan.expect("the plan loads");
+        Arc::new(serde_json::from_value(serde_json::to_value(&plan).expect("encodes")).expect("decodes"))
+    });
+    record(
+        1,
+        Event::RunCreated {
+            schema: engine::event::SCHEMA_VERSION,
+            plan: Arc::clone(plan),
+            plan_sha256: "ab".repeat(32),
+            vars: BTreeMap::new(),
+            strategy: manifest::plan::Strategy::Eager,
+            source: None,
+            retry_of: None,
+        },
+    )
+}
+
+/// A log of `n` records: `RunCreated`, then dispatches.
+fn log_of(n: u64) -> Vec<Record> {
+    std::iter::once(created()).chain((2..=n).map(dispatched)).collect()
+}
+
 fn dispatched(seq: u64) -> Record {
     record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}") })
 }
@@ -62,7 +92,7 @@ async fn records_round_trip() {
             1,
             Event::RunCreated {
                 schema: engine::event::SCHEMA_VERSION,
-                plan: std::sync::Arc::new(plan),
+                plan: Arc::new(plan),
                 plan_sha256: "ab".repeat(32),
                 vars: BTreeMap::from([("k".to_owned(), "v".to_owned())]),
                 strategy: manifest::plan::Strategy::Phased,
@@ -100,7 +130,8 @@ async fn records_round_trip() {
 async fn appends_queued_together_share_syncs() {
     let dir = TempDir::new("group-commit");
     let store = JsonlStore::create(&dir.log()).expect("created");
-    let pending: Vec<_> = (1..=1000).map(|seq| store.append(vec![dispatched(seq)])).collect();
+    let records = log_of(1000);
+    let pending: Vec<_> = records.iter().map(|record| store.append(vec![record.clone()])).collect();
     for durable in pending {
         durable.await.expect("durable");
     }
@@ -108,26 +139,34 @@ async fn appends_queued_together_share_syncs() {
     assert!((1..1000).contains(&syncs), "{syncs} syncs for 1000 appends");
     let lines = lines(&dir.log());
     assert_eq!(lines.len(), 1000);
-    for (line, seq) in lines.iter().zip(1..) {
+    for (line, record) in lines.iter().zip(&records) {
         let parsed: Record = serde_json::from_str(line).expect("each line is a record");
-        assert_eq!(parsed, dispatched(seq));
+        assert_eq!(&parsed, record);
     }
     drop(store);
     assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records.len(), 1000);
 }
 
+/// Writes a log of `n` records through the store, then `tail` by hand.
+async fn written(dir: &TempDir, n: u64, tail: &[u8]) {
+    let store = JsonlStore::create(&dir.log()).expect("created");
+    store.append(log_of(n)).await.expect("durable");
+    drop(store);
+    let mut file = std::fs::OpenOptions::new().append(true).open(dir.log()).expect("opens");
+    file.write_all(tail).expect("writes");
+}
+
+fn line_of(record: &Record) -> String {
+    format!("{}\n", serde_json::to_string(record).expect("encodes"))
+}
+
 #[tokio::test]
 async fn a_torn_last_line_is_dropped_and_cut_before_the_next_append() {
     let dir = TempDir::new("torn");
-    let store = JsonlStore::create(&dir.log()).expect("created");
-    store.append((1..=3).map(dispatched).collect()).await.expect("durable");
-    drop(store);
-    let mut file = std::fs::OpenOptions::new().append(true).open(dir.log()).expect("opens");
-    file.write_all(br#"{"seq":4,"at":"2026-11-22T12:45:03.456Z","run_id":"r1","type":"TaskDisp"#).expect("writes");
-    drop(file);
+    written(&dir, 3, br#"{"seq":4,"at":"2026-11-22T12:45:03.456Z","run_id":"r1","type":"TaskDisp"#).await;
 
     let (store, loaded) = JsonlStore::open(&dir.log()).expect("opens despite the torn line");
-    assert_eq!(loaded.records, (1..=3).map(dispatched).collect::<Vec<_>>());
+    assert_eq!(loaded.records, log_of(3));
     let warning = loaded.warning.expect("a warning about the torn line");
     assert!(warning.contains("torn") && warning.contains("line 4"), "{warning}");
     store.append(vec![dispatched(4)]).await.expect("durable");
@@ -135,63 +174,329 @@ async fn a_torn_last_line_is_dropped_and_cut_before_the_next_append() {
 
     let loaded = JsonlStore::load(&dir.log()).expect("a valid log");
     assert_eq!(loaded.warning, None);
-    assert_eq!(loaded.records, (1..=4).map(dispatched).collect::<Vec<_>>());
+    assert_eq!(loaded.records, log_of(4));
     assert_eq!(lines(&dir.log()).len(), 4);
 }
 
 #[tokio::test]
 async fn a_complete_record_without_its_newline_counts_as_torn() {
     let dir = TempDir::new("no-newline");
-    let store = JsonlStore::create(&dir.log()).expect("created");
-    store.append(vec![dispatched(1)]).await.expect("durable");
-    drop(store);
-    let mut file = std::fs::OpenOptions::new().append(true).open(dir.log()).expect("opens");
-    file.write_all(serde_json::to_string(&dispatched(2)).expect("encodes").as_bytes()).expect("writes");
-    drop(file);
+    written(&dir, 1, serde_json::to_string(&dispatched(2)).expect("encodes").as_bytes()).await;
 
     let (store, loaded) = JsonlStore::open(&dir.log()).expect("opens");
-    assert_eq!(loaded.records, vec![dispatched(1)]);
+    assert_eq!(loaded.records, log_of(1));
     assert!(loaded.warning.is_some());
     store.append(vec![dispatched(2)]).await.expect("durable");
     drop(store);
-    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, vec![dispatched(1), dispatched(2)]);
+    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, log_of(2));
+}
+
+#[tokio::test]
+async fn a_last_line_that_is_not_json_is_torn_even_with_its_newline() {
+    let dir = TempDir::new("not-json-last");
+    written(&dir, 2, b"{\"seq\":3,\"at\"\n").await;
+    let (_, loaded) = JsonlStore::open(&dir.log()).expect("opens");
+    assert_eq!(loaded.records, log_of(2));
+    assert!(loaded.warning.is_some_and(|w| w.contains("line 3")));
+    assert_eq!(lines(&dir.log()).len(), 2, "the torn line is cut");
+}
+
+/// Asserts that loading and opening the log both fail with `store::corrupt` at `line`, with a
+/// reason holding `words` and a hint, and that the file is left exactly as it was.
+fn assert_corrupt(dir: &TempDir, line: usize, words: &str) {
+    use miette::Diagnostic as _;
+    let before = std::fs::read(dir.log()).expect("reads");
+    for result in [JsonlStore::load(&dir.log()).map(|_| ()), JsonlStore::open(&dir.log()).map(|_| ())] {
+        let error = result.expect_err("the log is refused");
+        match &error {
+            StoreError::Corrupt { line: at, path, reason, .. } => {
+                assert_eq!(*at, line, "{error}");
+                assert!(path.ends_with("events.jsonl"), "{path}");
+                assert!(reason.contains(words), "{reason:?} should say {words:?}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert!(error.to_string().contains(&format!("events.jsonl:{line}: ")), "{error}");
+        assert_eq!(error.code().map(|c| c.to_string()).as_deref(), Some("store::corrupt"));
+        assert!(error.help().is_some_and(|h| !h.to_string().is_empty()), "a hint says what to do");
+    }
+    assert_eq!(std::fs::read(dir.log()).expect("reads"), before, "a refused log is left as it was");
 }
 
 #[tokio::test]
 async fn a_bad_line_in_the_middle_is_corruption_naming_the_line() {
     let dir = TempDir::new("corrupt");
-    let store = JsonlStore::create(&dir.log()).expect("created");
-    store.append(vec![dispatched(1)]).await.expect("durable");
-    drop(store);
-    let mut file = std::fs::OpenOptions::new().append(true).open(dir.log()).expect("opens");
-    file.write_all(b"not json at all\n").expect("writes");
-    file.write_all(format!("{}\n", serde_json::to_string(&dispatched(3)).expect("encodes")).as_bytes()).expect("w");
-    drop(file);
-    let before = std::fs::read(dir.log()).expect("reads");
+    written(&dir, 1, format!("not json at all\n{}", line_of(&dispatched(2))).as_bytes()).await;
+    assert_corrupt(&dir, 2, "not JSON");
+}
 
-    for error in [JsonlStore::load(&dir.log()).map(|_| ()), JsonlStore::open(&dir.log()).map(|_| ())] {
-        match error {
-            Err(StoreError::Corrupt { line, ref path, .. }) => {
-                assert_eq!(line, 2);
-                assert!(path.ends_with("events.jsonl"), "{path}");
-                let message = error.expect_err("corrupt").to_string();
-                assert!(message.contains("events.jsonl:2:"), "{message}");
-            }
-            other => panic!("expected Corrupt, got {other:?}"),
-        }
-    }
-    assert_eq!(std::fs::read(dir.log()).expect("reads"), before, "a corrupt log is left as it was");
+#[tokio::test]
+async fn a_duplicated_last_line_is_corruption_not_a_hang_or_a_drop() {
+    let dir = TempDir::new("duplicate");
+    written(&dir, 3, line_of(&dispatched(3)).as_bytes()).await;
+    assert_corrupt(&dir, 4, "seq 3 again");
+}
+
+#[tokio::test]
+async fn a_seq_gap_is_corruption() {
+    let dir = TempDir::new("gap");
+    written(&dir, 3, line_of(&dispatched(5)).as_bytes()).await;
+    assert_corrupt(&dir, 4, "records 4 to 4 are missing");
+}
+
+#[tokio::test]
+async fn a_seq_going_back_is_corruption() {
+    let dir = TempDir::new("back");
+    written(&dir, 3, line_of(&dispatched(2)).as_bytes()).await;
+    assert_corrupt(&dir, 4, "out of order");
+}
+
+#[tokio::test]
+async fn an_unknown_event_type_as_the_last_line_is_kept_and_refused() {
+    let dir = TempDir::new("unknown-last");
+    written(
+        &dir,
+        2,
+        b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskTeleported\"}\n",
+    )
+    .await;
+    assert_corrupt(&dir, 3, "unknown event type `TaskTeleported`");
+}
+
+#[tokio::test]
+async fn an_unknown_event_type_in_the_middle_is_refused() {
+    let dir = TempDir::new("unknown-middle");
+    let unknown = "{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskTeleported\"}\n";
+    written(&dir, 2, format!("{unknown}{}", line_of(&dispatched(4))).as_bytes()).await;
+    assert_corrupt(&dir, 3, "unknown event type");
+}
+
+#[tokio::test]
+async fn a_known_type_with_a_missing_field_is_not_a_record() {
+    let dir = TempDir::new("missing-field");
+    written(&dir, 2, b"{\"seq\":3,\"at\":\"2026-11-22T12:45:03.456Z\",\"run_id\":\"r1\",\"type\":\"TaskSucceeded\"}\n")
+        .await;
+    assert_corrupt(&dir, 3, "not a valid `TaskSucceeded` record");
+}
+
+#[tokio::test]
+async fn json_that_is_not_an_event_record_is_refused_even_last() {
+    let dir = TempDir::new("not-a-record");
+    written(&dir, 2, b"{\"hello\": 1}\n").await;
+    assert_corrupt(&dir, 3, "not an event record");
+    let dir = TempDir::new("array");
+    written(&dir, 2, b"[1, 2]\n").await;
+    assert_corrupt(&dir, 3, "not an event record");
+}
+
+#[tokio::test]
+async fn an_unknown_schema_version_is_refused() {
+    let dir = TempDir::new("schema");
+    let mut first = serde_json::to_value(created()).expect("encodes");
+    first["schema"] = 99.into();
+    std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
+    std::fs::write(dir.log(), format!("{first}\n{}", line_of(&dispatched(2)))).expect("writes");
+    assert_corrupt(&dir, 1, "schema version 99");
+}
+
+#[tokio::test]
+async fn a_record_of_another_run_is_refused() {
+    let dir = TempDir::new("other-run");
+    let mut stranger = dispatched(3);
+    stranger.run_id = "r2".into();
+    written(&dir, 2, line_of(&stranger).as_bytes()).await;
+    assert_corrupt(&dir, 3, "a record of run `r2` in the log of run `r1`");
+}
+
+#[tokio::test]
+async fn a_log_must_start_with_run_created_at_seq_1() {
+    let dir = TempDir::new("no-created");
+    std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
+    std::fs::write(dir.log(), line_of(&dispatched(1))).expect("writes");
+    assert_corrupt(&dir, 1, "not the run's `RunCreated`");
+    std::fs::write(dir.log(), line_of(&record(2, created().event))).expect("writes");
+    assert_corrupt(&dir, 1, "seq 2, not 1");
+    let mut second = created();
+    second.seq = 2;
+    std::fs::write(dir.log(), format!("{}{}", line_of(&created()), line_of(&second))).expect("writes");
+    assert_corrupt(&dir, 2, "a second `RunCreated`");
 }
 
 #[tokio::test]
 async fn create_refuses_an_existing_log() {
     let dir = TempDir::new("exists");
-    let store = JsonlStore::create(&dir.log()).expect("created");
-    store.append(vec![dispatched(1)]).await.expect("durable");
-    drop(store);
+    written(&dir, 1, b"").await;
     match JsonlStore::create(&dir.log()) {
         Err(StoreError::Io { action, .. }) => assert_eq!(action, "create"),
         other => panic!("expected an error, got {:?}", other.map(|_| ())),
     }
-    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, vec![dispatched(1)], "left untouched");
+    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, log_of(1), "left untouched");
+}
+
+/// A staging folder with its log, and the run folder it becomes.
+fn staged(dir: &TempDir) -> (PathBuf, PathBuf) {
+    let staging = dir.0.join("runs").join(".r1.new");
+    std::fs::create_dir_all(&staging).expect("a staging folder");
+    (staging, dir.0.join("runs").join("r1"))
+}
+
+#[tokio::test]
+async fn a_staged_log_appears_in_its_folder_once_its_first_records_are_durable() {
+    let dir = TempDir::new("staged");
+    let (staging, folder) = staged(&dir);
+    std::fs::write(staging.join("lock"), "").expect("a file beside the log");
+    let store = JsonlStore::stage(&staging.join("events.jsonl"), &folder).expect("staged");
+    assert!(!folder.exists(), "no run folder before the first record");
+    store.append(log_of(2)).await.expect("durable");
+    assert!(!staging.exists() && folder.join("lock").exists(), "the staging folder became the run's");
+    store.append(vec![dispatched(3)]).await.expect("durable");
+    drop(store);
+    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, log_of(3));
+}
+
+#[tokio::test]
+async fn a_staged_log_whose_first_append_fails_leaves_no_folder_behind() {
+    let dir = TempDir::new("staged-fails");
+    let (staging, folder) = staged(&dir);
+    let store = JsonlStore::stage(&staging.join("events.jsonl"), &folder).expect("staged");
+    // Another process takes the run id meanwhile: the first append must not replace its run.
+    std::fs::create_dir_all(&folder).expect("a rival folder");
+    std::fs::write(folder.join("events.jsonl"), line_of(&created())).expect("the rival's log");
+    match store.append(log_of(2)).await {
+        Err(StoreError::Io { path, .. }) => assert!(path.ends_with("r1"), "{path}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(!staging.exists(), "the staging folder is removed");
+    assert_eq!(JsonlStore::load(&dir.log()).expect("loads").records, vec![created()], "the rival's log is intact");
+    assert_eq!(store.append(vec![dispatched(3)]).await, Err(StoreError::Closed));
+}
+
+#[tokio::test]
+async fn a_staged_log_dropped_before_any_append_leaves_no_folder_behind() {
+    let dir = TempDir::new("staged-dropped");
+    let (staging, folder) = staged(&dir);
+    drop(JsonlStore::stage(&staging.join("events.jsonl"), &folder).expect("staged"));
+    // The writer thread removes it once it sees the store is gone.
+    for _ in 0..500 {
+        if !staging.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!staging.exists() && !folder.exists());
+}
+
+mod damage {
+    //! Random damage to a valid log: loading never panics, and either refuses the log with
+    //! `store::corrupt`, leaving it untouched, or returns every complete record in it, dropping
+    //! at most a torn last line.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Truncate(usize),
+        Delete(usize, usize),
+        Insert(usize, Vec<u8>),
+        DuplicateLine(usize),
+        SwapLines(usize, usize),
+        ReplaceLine(usize, String),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            any::<usize>().prop_map(Damage::Truncate),
+            (any::<usize>(), 1..40usize).prop_map(|(at, n)| Damage::Delete(at, n)),
+            (any::<usize>(), prop::collection::vec(any::<u8>(), 1..8)).prop_map(|(at, b)| Damage::Insert(at, b)),
+            (any::<usize>(), prop::sample::select(vec![b'\n', b'{', b'}', b'"', b'1', b' ']))
+                .prop_map(|(at, b)| Damage::Insert(at, vec![b])),
+            any::<usize>().prop_map(Damage::DuplicateLine),
+            (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Damage::SwapLines(a, b)),
+            (any::<usize>(), "[ -~]{0,30}").prop_map(|(at, text)| Damage::ReplaceLine(at, text)),
+        ]
+    }
+
+    /// Splits after each newline; a last piece without one is kept.
+    fn split(bytes: &[u8]) -> Vec<Vec<u8>> {
+        bytes.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect()
+    }
+
+    fn apply(bytes: &mut Vec<u8>, damage: &Damage) {
+        let len = bytes.len().max(1);
+        match damage {
+            Damage::Truncate(at) => bytes.truncate(at % len),
+            Damage::Delete(at, n) => {
+                let start = (at % len).min(bytes.len());
+                let end = (start + n).min(bytes.len());
+                bytes.drain(start..end);
+            }
+            Damage::Insert(at, new) => {
+                let at = at % (bytes.len() + 1);
+                bytes.splice(at..at, new.iter().copied());
+            }
+            Damage::DuplicateLine(i) => edit_lines(bytes, *i, |lines, i| lines.insert(i, lines[i].clone())),
+            Damage::SwapLines(i, j) => edit_lines(bytes, *i, |lines, i| {
+                let j = j % lines.len();
+                lines.swap(i, j);
+            }),
+            Damage::ReplaceLine(i, text) => {
+                edit_lines(bytes, *i, |lines, i| lines[i] = format!("{text}\n").into_bytes())
+            }
+        }
+    }
+
+    /// Changes the lines of `bytes` with the line `i` (modulo their count) picked.
+    fn edit_lines(bytes: &mut Vec<u8>, i: usize, edit: impl FnOnce(&mut Vec<Vec<u8>>, usize)) {
+        let mut lines = split(bytes);
+        if lines.is_empty() {
+            return;
+        }
+        let i = i % lines.len();
+        edit(&mut lines, i);
+        *bytes = lines.concat();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn damaged_logs_load_whole_or_are_refused(n in 1..8u64, damages in prop::collection::vec(damage(), 1..4)) {
+            let dir = TempDir::new("damage");
+            std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
+            let mut bytes: Vec<u8> = log_of(n).iter().map(line_of).collect::<String>().into_bytes();
+            for damage in &damages {
+                apply(&mut bytes, damage);
+            }
+            std::fs::write(dir.log(), &bytes).expect("writes");
+            let pieces = split(&bytes);
+            match JsonlStore::open(&dir.log()) {
+                Ok((store, loaded)) => {
+                    drop(store);
+                    let dropped = loaded.warning.is_some();
+                    let kept = if dropped { pieces.len() - 1 } else { pieces.len() };
+                    prop_assert_eq!(loaded.records.len(), kept, "every record is returned");
+                    for (piece, record) in pieces.iter().zip(&loaded.records) {
+                        let parsed: Record = serde_json::from_slice(piece).expect("a kept line is a record");
+                        prop_assert_eq!(&parsed, record);
+                        prop_assert!(piece.ends_with(b"\n"));
+                    }
+                    if dropped {
+                        let last = pieces.last().expect("a line was dropped");
+                        let torn = !last.ends_with(b"\n") || serde_json::from_slice::<serde_json::Value>(last).is_err();
+                        prop_assert!(torn, "only a torn line is dropped: {:?}", String::from_utf8_lossy(last));
+                    }
+                    let seqs: Vec<u64> = loaded.records.iter().map(|r| r.seq).collect();
+                    prop_assert_eq!(seqs, (1..=kept as u64).collect::<Vec<_>>());
+                    prop_assert_eq!(std::fs::read(dir.log()).expect("reads"), pieces[..kept].concat(), "only the torn line is cut");
+                }
+                Err(StoreError::Corrupt { line, .. }) => {
+                    prop_assert!((1..=pieces.len()).contains(&line), "line {} of {}", line, pieces.len());
+                    prop_assert_eq!(std::fs::read(dir.log()).expect("reads"), bytes, "a refused log is left as it was");
+                }
+                Err(other) => prop_assert!(false, "unexpected error {other:?}"),
+            }
+        }
+    }
 }

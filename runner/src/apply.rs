@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use engine::store::JsonlStore;
 use engine::{Command, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
@@ -120,9 +119,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     }
 
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
-    let run = RunDir::create(&run_id)?;
-    let lock = run.lock()?;
-    let store = JsonlStore::create(&run.log())?;
+    let (run, lock, store) = RunDir::create(&run_id)?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let start = Start {

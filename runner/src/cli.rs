@@ -184,14 +184,16 @@ pub enum GraphFormat {
 }
 
 /// The exit code for an error that stopped a command: [`EXIT_IO`] when a file could not be
-/// read or written, [`EXIT_USAGE`] otherwise.
+/// read or written or a run's log is damaged, [`EXIT_USAGE`] otherwise.
 pub fn exit_code_of(error: &anyhow::Error) -> u8 {
     use engine::driver::DriverError;
     use engine::store::StoreError;
+    let store = |error: &StoreError| matches!(error, StoreError::Io { .. } | StoreError::Corrupt { .. });
     let io = error.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some()
-            || matches!(cause.downcast_ref::<StoreError>(), Some(StoreError::Io { .. }))
-            || matches!(cause.downcast_ref::<DriverError>(), Some(DriverError::Store(StoreError::Io { .. })))
+            || cause.downcast_ref::<StoreError>().is_some_and(store)
+            || matches!(cause.downcast_ref::<DriverError>(), Some(DriverError::Store(error)) if store(error))
+            || cause.downcast_ref::<crate::home::LogError>().is_some_and(|log| store(&log.0))
     });
     if io { EXIT_IO } else { EXIT_USAGE }
 }

@@ -61,8 +61,8 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("cannot listen for SIGTERM")?
     };
-    runtime.spawn(watch_sigterm(terminate, halt.clone(), lock.path().to_path_buf()));
-    runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason), lock.path().to_path_buf()));
+    runtime.spawn(watch_sigterm(terminate, halt.clone()));
+    runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason)));
     runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
 
     let interactive = std::io::stdin().is_terminal();
@@ -74,7 +74,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
             None => {
-                let (store, loaded) = JsonlStore::open(&run.log())?;
+                let (store, loaded) = run.open()?;
                 if let Some(warning) = loaded.warning {
                     eprintln!("warning: {warning}");
                 }
@@ -89,7 +89,9 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         state = match runtime.block_on(driver.run(command, cancel.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
-            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
+            Err(engine::driver::DriverError::Store(error)) => {
+                return Err(crate::home::store_error(error).context(format!("run `{}`", run.id)));
+            }
         };
         if state.status.is_final() || halt.is_cancelled() {
             break;
@@ -141,7 +143,7 @@ pub fn check_workdir(workdir: &std::path::Path, run_id: &str) -> anyhow::Result<
 }
 
 /// The first Ctrl-C cancels the run gracefully; a second exits at once.
-async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, lock: std::path::PathBuf) {
+async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
@@ -149,21 +151,19 @@ async fn watch_ctrl_c(cancel: CancellationToken, reason: Arc<OnceLock<String>>, 
     eprintln!("\ncancelling the run (Ctrl-C again exits at once)");
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
-        let _ = std::fs::remove_file(lock);
         std::process::exit(i32::from(EXIT_CANCELLED));
     }
 }
 
 /// SIGTERM, like a first Ctrl-C, stops the agents (their whole process groups) but records
 /// nothing, so the run can be resumed; a second SIGTERM exits at once.
-async fn watch_sigterm(mut terminate: tokio::signal::unix::Signal, halt: CancellationToken, lock: std::path::PathBuf) {
+async fn watch_sigterm(mut terminate: tokio::signal::unix::Signal, halt: CancellationToken) {
     if terminate.recv().await.is_none() {
         return;
     }
     eprintln!("\nstopping the run: SIGTERM (it can be resumed; SIGTERM again exits at once)");
     halt.cancel();
     if terminate.recv().await.is_some() {
-        let _ = std::fs::remove_file(lock);
         std::process::exit(i32::from(EXIT_TERMINATED));
     }
 }

@@ -1,13 +1,15 @@
 //! `RUNNER_HOME` and the run folders under it: `runs/<id>/events.jsonl` (the log), `lock`
-//! (the pid of the process driving the run) and `cancel` (a request from `runner cancel`).
+//! (locked by the process driving the run, which writes its pid in it) and `cancel` (a request
+//! from `runner cancel`).
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use engine::store::JsonlStore;
+use engine::store::{JsonlStore, Loaded, StoreError};
 use engine::{Event, Handler, Record, RunState};
 
 /// The folder that holds every run: `$RUNNER_HOME`, or `.runner` in the current directory.
@@ -39,17 +41,32 @@ impl RunDir {
         Ok(RunDir { id: id.to_owned(), dir: runs_dir().join(id) })
     }
 
-    /// Creates the folder of a new run; an existing id is refused.
-    pub fn create(id: &str) -> anyhow::Result<Self> {
+    /// Starts a new run: its lock and log go into a hidden staging folder beside the run
+    /// folders, which becomes the run's folder once the first records are durable. A run that
+    /// never started thus leaves no folder and its id can be used again. An existing id is
+    /// refused.
+    pub fn create(id: &str) -> anyhow::Result<(Self, Lock, JsonlStore)> {
         let run = RunDir::new(id)?;
         let runs = runs_dir();
         std::fs::create_dir_all(&runs).with_context(|| format!("cannot create {}", runs.display()))?;
-        match std::fs::create_dir(&run.dir) {
-            Ok(()) => Ok(run),
-            Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                bail!("a run `{id}` already exists in {}; choose another --run-id", runs.display())
+        if run.dir.exists() {
+            bail!("a run `{id}` already exists in {}; choose another --run-id", runs.display());
+        }
+        // Run ids never start with a dot, so `runner runs` does not list staging folders. One
+        // of this name can only be left by a dead process that had our pid.
+        let staging = runs.join(format!(".{id}.{}.new", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir(&staging).with_context(|| format!("cannot create {}", staging.display()))?;
+        let started = Lock::take(&staging.join(LOCK), id).and_then(|lock| {
+            let store = JsonlStore::stage(&staging.join(LOG), &run.dir).map_err(store_error)?;
+            Ok((lock, store))
+        });
+        match started {
+            Ok((lock, store)) => Ok((run, lock, store)),
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                Err(error)
             }
-            Err(error) => Err(error).with_context(|| format!("cannot create {}", run.dir.display())),
         }
     }
 
@@ -64,12 +81,12 @@ impl RunDir {
 
     /// The event log.
     pub fn log(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.dir.join(LOG)
     }
 
-    /// The lock file: the pid of the process driving the run.
+    /// The lock file: locked by the process driving the run, which writes its pid in it.
     pub fn lock_path(&self) -> PathBuf {
-        self.dir.join("lock")
+        self.dir.join(LOCK)
     }
 
     /// The file `runner cancel` writes to ask the driving process to stop.
@@ -77,76 +94,129 @@ impl RunDir {
         self.dir.join("cancel")
     }
 
-    /// The pid of the live process that drives the run, if any; a lock left by a dead process
-    /// is stale and ignored.
+    /// The pid of the live process that drives the run (or records into it), if any. Whether
+    /// one does is the OS lock's answer, never the pid's: a lock file left by a dead process
+    /// is free. The pid is the one the holder wrote (0 in the instant before it has).
     pub fn driver_pid(&self) -> Option<u32> {
-        let text = std::fs::read_to_string(self.lock_path()).ok()?;
-        let pid: u32 = text.trim().parse().ok()?;
-        is_alive(pid).then_some(pid)
+        let file = File::open(self.lock_path()).ok()?;
+        match file.try_lock_shared() {
+            Ok(()) => None,
+            Err(TryLockError::WouldBlock) => Some(read_pid(&self.lock_path()).unwrap_or(0)),
+            Err(TryLockError::Error(_)) => None,
+        }
     }
 
-    /// Takes the lock, or says which live process holds it.
+    /// Takes the run's lock, or says which live process holds it.
     pub fn lock(&self) -> anyhow::Result<Lock> {
-        let path = self.lock_path();
-        for _ in 0..3 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    writeln!(file, "{}", std::process::id()).with_context(|| format!("write {}", path.display()))?;
-                    return Ok(Lock { path });
-                }
-                Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                    if let Some(pid) = self.driver_pid() {
-                        bail!("run `{}` is being driven by process {pid} (its lock is {})", self.id, path.display());
-                    }
-                    // Stale: the process that wrote it is gone.
-                    match std::fs::remove_file(&path) {
-                        Ok(()) => {}
-                        Err(error) if error.kind() == ErrorKind::NotFound => {}
-                        Err(error) => return Err(error).with_context(|| format!("remove {}", path.display())),
-                    }
-                }
-                Err(error) => return Err(error).with_context(|| format!("create {}", path.display())),
-            }
-        }
-        bail!("cannot take the lock {}: another process keeps taking it", path.display())
+        Lock::take(&self.lock_path(), &self.id)
     }
 
     /// The records of the log, read-only, with the warning about a torn last line if any.
     pub fn load(&self) -> anyhow::Result<(Vec<Record>, Option<String>)> {
-        let loaded = JsonlStore::load(&self.log())?;
+        let loaded = JsonlStore::load(&self.log()).and_then(|loaded| self.owns(loaded)).map_err(store_error)?;
         Ok((loaded.records, loaded.warning))
+    }
+
+    /// Opens the log for appending, cutting a torn last line; only under the run's lock.
+    pub fn open(&self) -> anyhow::Result<(JsonlStore, Loaded)> {
+        let (store, loaded) = JsonlStore::open(&self.log()).map_err(store_error)?;
+        let loaded = self.owns(loaded).map_err(store_error)?;
+        Ok((store, loaded))
+    }
+
+    /// Refuses a log whose records are of another run (a copied log or a renamed folder):
+    /// records appended under this id would break it.
+    fn owns(&self, loaded: Loaded) -> Result<Loaded, StoreError> {
+        match loaded.records.first() {
+            Some(first) if *first.run_id != *self.id => Err(StoreError::Corrupt {
+                path: self.log().display().to_string(),
+                line: 1,
+                reason: format!("the log is of run `{}`, not `{}`", first.run_id, self.id),
+                hint: "a run's log must stay in the folder named after its run id: move it back",
+            }),
+            _ => Ok(loaded),
+        }
     }
 }
 
-/// A held run lock; dropping it removes the file.
+/// The log's file name in a run folder.
+const LOG: &str = "events.jsonl";
+/// The lock's file name in a run folder.
+const LOCK: &str = "lock";
+/// How many times taking a lock is tried, and the pause between tries: a command that only
+/// looks whether a run is driven holds the lock for an instant.
+const LOCK_TRIES: u32 = 5;
+const LOCK_PAUSE: Duration = Duration::from_millis(20);
+
+/// A held run lock: an OS lock on the run's `lock` file, released when this is dropped or the
+/// process ends, however it ends. The file itself stays: removing it would let a process that
+/// opened it just before lock a file nobody else sees.
 #[derive(Debug)]
 pub struct Lock {
-    path: PathBuf,
+    _file: File,
 }
 
 impl Lock {
-    /// The lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Locks `path` (created if missing) and writes this process's pid in it.
+    fn take(path: &Path, run_id: &str) -> anyhow::Result<Lock> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        for _ in 0..LOCK_TRIES {
+            match file.try_lock() {
+                Ok(()) => {
+                    // Always the same width, so a reader never sees a mix of two pids.
+                    let pid = format!("{:<10}\n", std::process::id());
+                    file.seek(SeekFrom::Start(0))
+                        .and_then(|_| file.write_all(pid.as_bytes()))
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    return Ok(Lock { _file: file });
+                }
+                Err(TryLockError::WouldBlock) => std::thread::sleep(LOCK_PAUSE),
+                Err(TryLockError::Error(error)) => {
+                    return Err(error).with_context(|| format!("cannot lock {}", path.display()));
+                }
+            }
+        }
+        let holder = read_pid(path).map_or_else(|| "another process".to_owned(), |pid| format!("process {pid}"));
+        bail!(
+            "run `{run_id}` is being driven by {holder} (it holds {}); wait for it to end, or stop it with \
+             `runner cancel {run_id}`",
+            path.display()
+        )
     }
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+/// The pid written in a lock file.
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A store error as the command line shows it: its message, then its hint.
+#[derive(Debug)]
+pub struct LogError(pub StoreError);
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use miette::Diagnostic as _;
+        write!(f, "{}", self.0)?;
+        if let Some(help) = self.0.help() {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
     }
 }
 
-/// Whether a process is alive, per `/proc/<pid>` (a zombie counts as dead).
-pub fn is_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name, which is in parentheses and may hold spaces.
-        Ok(stat) => stat.rsplit_once(')').is_none_or(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
+impl std::error::Error for LogError {}
+
+/// Wraps a store error for the command line; the `StoreError` stays reachable through
+/// `downcast_ref::<LogError>()`.
+pub fn store_error(error: StoreError) -> anyhow::Error {
+    anyhow::Error::new(LogError(error))
 }
 
 /// Refuses ids that are not plain, portable file names.
@@ -231,7 +301,7 @@ pub fn fold(records: &[Record]) -> RunState {
 /// Appends records durably to a run's log (for commands that record without driving).
 pub fn append(store: &JsonlStore, records: Vec<Record>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().build().context("start the async runtime")?;
-    runtime.block_on(engine::store::EventStore::append(store, records)).map_err(anyhow::Error::new)
+    runtime.block_on(engine::store::EventStore::append(store, records)).map_err(store_error)
 }
 
 /// Records for events that follow `records`: the next sequence numbers, now, this run.
@@ -251,7 +321,7 @@ pub fn records_after(records: &[Record], run_id: &str, events: Vec<Event>) -> Ve
 /// decide and appends its events. Returns the state after them and the new records.
 pub fn record(run: &RunDir, command: engine::Command) -> anyhow::Result<(RunState, Vec<Record>)> {
     let _lock = run.lock()?;
-    let (store, loaded) = JsonlStore::open(&run.log())?;
+    let (store, loaded) = run.open()?;
     if let Some(warning) = &loaded.warning {
         eprintln!("warning: {warning}");
     }

@@ -30,6 +30,8 @@ pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
         print(&out)?;
         return Ok(0);
     }
+    // A damaged log is refused before following it, as every other command does.
+    run.load()?;
     let mut tail = Tail { offset: 0, partial: Vec::new(), line: 0 };
     let mut state = RunState::new();
     let mut last_chance = false;

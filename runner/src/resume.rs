@@ -2,7 +2,6 @@
 //! run again; attempts that were dispatched but never finished run again as a new attempt.
 
 use engine::Command;
-use engine::store::JsonlStore;
 
 use crate::drive::{Session, drive, exit_code};
 use crate::home::{Created, RunDir, fold};
@@ -13,7 +12,7 @@ use crate::live::say;
 pub fn run(run_id: &str) -> anyhow::Result<u8> {
     let run = RunDir::existing(run_id)?;
     let lock = run.lock()?;
-    let (store, loaded) = JsonlStore::open(&run.log())?;
+    let (store, loaded) = run.open()?;
     if let Some(warning) = &loaded.warning {
         eprintln!("warning: {warning}");
     }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::bail;
-use engine::store::JsonlStore;
 use engine::{Command, Start, TaskStatus};
 
 use crate::drive::{Session, drive};
@@ -51,9 +50,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
 
     crate::drive::check_workdir(&created.workdir(), old_id)?;
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
-    let run = RunDir::create(&new_id)?;
-    let lock = run.lock()?;
-    let store = JsonlStore::create(&run.log())?;
+    let (run, lock, store) = RunDir::create(&new_id)?;
     let workdir = created.workdir();
     say(&format!(
         "run `{new_id}` retries `{old_id}`: reusing {} of {} task outputs; log {}",

@@ -167,7 +167,7 @@ fn sigterm_stops_the_agents_and_leaves_a_run_that_resumes() {
     assert!(stopped, "the agent's grandchild {ticker} still runs after SIGTERM");
     let types = env.types("term");
     assert!(!types.iter().any(|t| t == "RunCancelled"), "{types:?}");
-    assert_eq!(env.status("term")["status"], "running");
+    assert_eq!(env.status("term")["status"], "interrupted", "no process drives it any more");
 
     let resumed = env.runner().args(["resume", "term"]).timeout(PATIENCE).output().expect("runner runs");
     assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));

@@ -2,8 +2,14 @@
 //!
 //! A writer thread owns the file. It takes every batch queued so far, writes them, calls
 //! `fsync` once and then acknowledges them all, so records produced while a sync is in flight
-//! share the next one (group commit). On load, a last line that does not parse (a write cut by
-//! a crash) is dropped with a warning and cut from the file before anything is appended.
+//! share the next one (group commit). A new run's log can be staged in a hidden folder that is
+//! renamed to the run's folder once its first records are durable, so a run folder never
+//! exists without them.
+//!
+//! On load, every record is checked against what the log promises (docs/events.md). A last
+//! line without its newline, or one that is not JSON (a write cut by a crash), is dropped
+//! with a warning and cut from the file before anything is appended; anything else that
+//! breaks the promises is `store::corrupt`, and the file is left as it is.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
@@ -15,7 +21,7 @@ use std::sync::mpsc;
 use tokio::sync::oneshot;
 
 use super::{Durable, EventStore, StoreError};
-use crate::event::Record;
+use crate::event::{Event, Record, SCHEMA_VERSION};
 
 type Batch = (Vec<Record>, oneshot::Sender<Result<(), StoreError>>);
 
@@ -40,13 +46,25 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl Fn(std::io::Error) -> St
 }
 
 impl JsonlStore {
-    /// Creates the log of a new run (its folder too); fails if it exists.
+    /// Creates a new log (and its folder if needed); fails if the log exists.
     pub fn create(path: &Path) -> Result<Self, StoreError> {
         if let Some(folder) = path.parent() {
             std::fs::create_dir_all(folder).map_err(io("create", folder))?;
         }
         let file = OpenOptions::new().create_new(true).append(true).open(path).map_err(io("create", path))?;
-        Ok(Self::spawn(file, path.to_path_buf()))
+        Ok(Self::spawn(file, path.to_path_buf(), None))
+    }
+
+    /// Creates a new log in a staging folder (`path`'s parent, which must exist) and renames
+    /// that folder to `folder` once the first append is durable; the append fails if `folder`
+    /// exists by then. When the first append fails, or the store is dropped before one, the
+    /// staging folder is removed with all it holds. So `folder` never exists without the
+    /// log's first records.
+    pub fn stage(path: &Path, folder: &Path) -> Result<Self, StoreError> {
+        let staging = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file = OpenOptions::new().create_new(true).append(true).open(path).map_err(io("create", path))?;
+        let publish = Publish { staging: staging.to_path_buf(), folder: folder.to_path_buf() };
+        Ok(Self::spawn(file, path.to_path_buf(), Some(publish)))
     }
 
     /// Reads an existing log, cuts a torn last line, and opens it for appending.
@@ -56,7 +74,7 @@ impl JsonlStore {
         file.set_len(good_len).map_err(io("truncate", path))?;
         file.seek(SeekFrom::End(0)).map_err(io("seek", path))?;
         file.sync_all().map_err(io("sync", path))?;
-        Ok((Self::spawn(file, path.to_path_buf()), loaded))
+        Ok((Self::spawn(file, path.to_path_buf(), None), loaded))
     }
 
     /// Reads a log without opening it for writing.
@@ -69,20 +87,55 @@ impl JsonlStore {
         self.syncs.load(Ordering::Relaxed)
     }
 
-    fn spawn(file: File, path: PathBuf) -> Self {
+    fn spawn(file: File, path: PathBuf, publish: Option<Publish>) -> Self {
         let (sender, receiver) = mpsc::channel::<Batch>();
         let syncs = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&syncs);
         // If no thread can be started the receiver is dropped, and every append reports `Closed`.
         let writer = std::thread::Builder::new()
             .name("runner-event-writer".into())
-            .spawn(move || write_loop(file, &path, &receiver, &counter));
+            .spawn(move || write_loop(file, path, publish, &receiver, &counter));
         drop(writer);
         JsonlStore { sender, syncs }
     }
 }
 
-fn write_loop(mut file: File, path: &Path, receiver: &mpsc::Receiver<Batch>, syncs: &AtomicU64) {
+/// A staged log's folder and where it goes once the first records are durable.
+struct Publish {
+    staging: PathBuf,
+    folder: PathBuf,
+}
+
+impl Publish {
+    /// Renames the staging folder into place and makes the rename durable.
+    fn publish(&self) -> Result<(), StoreError> {
+        if self.folder.exists() {
+            return Err(StoreError::Io {
+                action: "create",
+                path: self.folder.display().to_string(),
+                reason: "it exists already (another process created it meanwhile)".into(),
+            });
+        }
+        std::fs::rename(&self.staging, &self.folder).map_err(io("create", &self.folder))?;
+        match self.folder.parent() {
+            Some(parent) => File::open(parent).and_then(|dir| dir.sync_all()).map_err(io("sync", parent)),
+            None => Ok(()),
+        }
+    }
+
+    /// Removes the staging folder of a log whose first records never became durable.
+    fn abandon(&self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+    }
+}
+
+fn write_loop(
+    mut file: File,
+    mut path: PathBuf,
+    mut publish: Option<Publish>,
+    receiver: &mpsc::Receiver<Batch>,
+    syncs: &AtomicU64,
+) {
     let mut buffer = Vec::with_capacity(64 * 1024);
     while let Ok(first) = receiver.recv() {
         let mut batches = vec![first];
@@ -102,8 +155,17 @@ fn write_loop(mut file: File, path: &Path, receiver: &mpsc::Receiver<Batch>, syn
             }
         }
         if result.is_ok() {
-            result = file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(io("write", path));
+            result = file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(io("write", &path));
             syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(staged) = publish.take() {
+            result = result.and_then(|()| staged.publish());
+            match (&result, path.file_name()) {
+                // From now on the log's own path names it in messages.
+                (Ok(()), Some(name)) => path = staged.folder.join(name),
+                (Ok(()), None) => {}
+                (Err(_), _) => staged.abandon(),
+            }
         }
         let failed = result.is_err();
         for (_, ack) in batches {
@@ -112,6 +174,9 @@ fn write_loop(mut file: File, path: &Path, receiver: &mpsc::Receiver<Batch>, syn
         if failed {
             return;
         }
+    }
+    if let Some(staged) = publish {
+        staged.abandon();
     }
 }
 
@@ -125,11 +190,12 @@ impl EventStore for JsonlStore {
     }
 }
 
-/// Parses a log; returns the records and the length of the part that parsed.
+/// Parses a log and checks its promises; returns the records and the length of the part that
+/// holds them (everything but a torn last line).
 fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
     let file = File::open(path).map_err(io("open", path))?;
     let mut reader = BufReader::new(file);
-    let mut records = Vec::new();
+    let mut checker = Checker { path, records: Vec::new() };
     let mut good_len = 0u64;
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -142,17 +208,23 @@ fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
         }
         number += 1;
         if let Some(reason) = torn.take() {
-            // A bad line followed by more lines is damage, not a torn write.
-            return Err(StoreError::Corrupt { path: path.display().to_string(), line: number - 1, reason });
+            // A line that is not JSON followed by more lines is damage, not a torn write.
+            return Err(checker.corrupt(number - 1, reason, DAMAGED));
         }
-        let complete = line.ends_with(b"\n");
+        if !line.ends_with(b"\n") {
+            // `read_until` only stops short of a newline at the end of the file.
+            torn = Some("the line has no end".into());
+            continue;
+        }
         match serde_json::from_slice::<Record>(&line) {
-            Ok(record) if complete => {
-                records.push(record);
+            Ok(record) => {
+                checker.accept(record, number)?;
                 good_len += read as u64;
             }
-            Ok(_) => torn = Some("the line has no end".into()),
-            Err(error) => torn = Some(error.to_string()),
+            Err(error) => match serde_json::from_slice::<serde_json::Value>(&line) {
+                Ok(value) => return Err(checker.not_a_record(&value, &error, number)),
+                Err(error) => torn = Some(format!("not JSON: {error}")),
+            },
         }
     }
     let warning = torn.map(|reason| {
@@ -161,5 +233,101 @@ fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
             path.display()
         )
     });
-    Ok((Loaded { records, warning }, good_len))
+    Ok((Loaded { records: checker.records, warning }, good_len))
+}
+
+/// The hint for a log that was edited or damaged.
+const DAMAGED: &str = "runner drops only a torn last line by itself; this log was changed by hand or damaged: \
+                       restore it from a copy, or keep only the lines before this one to continue from there";
+
+/// The hint for a log written by a newer runner.
+const NEWER: &str = "the log was probably written by a newer runner: read it with that version; this one \
+                     cannot rebuild the run's state from it and will not guess";
+
+/// Checks each record against what the log promises (docs/events.md): it starts with a
+/// `RunCreated` of a known schema at `seq` 1, `seq` grows by one, and every record is of the
+/// same run.
+struct Checker<'a> {
+    path: &'a Path,
+    records: Vec<Record>,
+}
+
+impl Checker<'_> {
+    fn corrupt(&self, line: usize, reason: String, hint: &'static str) -> StoreError {
+        StoreError::Corrupt { path: self.path.display().to_string(), line, reason, hint }
+    }
+
+    fn accept(&mut self, record: Record, line: usize) -> Result<(), StoreError> {
+        let created = matches!(record.event, Event::RunCreated { .. });
+        match self.records.last() {
+            None if record.seq != 1 => {
+                return Err(self.corrupt(line, format!("the first record has seq {}, not 1", record.seq), DAMAGED));
+            }
+            None if !created => {
+                let reason = format!("the first record is a `{}`, not the run's `RunCreated`", name(&record.event));
+                return Err(self.corrupt(line, reason, DAMAGED));
+            }
+            None => {}
+            Some(last) => {
+                // Compared without adding, so no `seq` a damaged line holds can overflow.
+                let reason = match record.seq {
+                    seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
+                    seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
+                    seq if seq - 1 == last.seq => None,
+                    seq => Some(format!(
+                        "seq {seq} after seq {}: records {} to {} are missing",
+                        last.seq,
+                        last.seq + 1,
+                        seq - 1
+                    )),
+                };
+                if let Some(reason) = reason {
+                    return Err(self.corrupt(line, reason, DAMAGED));
+                }
+                if record.run_id != last.run_id {
+                    let reason = format!("a record of run `{}` in the log of run `{}`", record.run_id, last.run_id);
+                    return Err(self.corrupt(line, reason, DAMAGED));
+                }
+                if created {
+                    return Err(self.corrupt(line, "a second `RunCreated`".into(), DAMAGED));
+                }
+            }
+        }
+        if let Event::RunCreated { schema, .. } = &record.event
+            && !(1..=SCHEMA_VERSION).contains(schema)
+        {
+            let reason = format!("event schema version {schema}; this runner reads versions 1 to {SCHEMA_VERSION}");
+            return Err(self.corrupt(line, reason, NEWER));
+        }
+        self.records.push(record);
+        Ok(())
+    }
+
+    /// Says why a line of JSON is not a record: not an object, an unknown event type, or a
+    /// known one with a missing or wrong field.
+    fn not_a_record(&self, value: &serde_json::Value, error: &serde_json::Error, line: usize) -> StoreError {
+        let Some(object) = value.as_object() else {
+            let text: String = value.to_string().chars().take(40).collect();
+            return self.corrupt(line, format!("not an event record: `{text}`"), DAMAGED);
+        };
+        let Some(kind) = object.get("type").and_then(serde_json::Value::as_str) else {
+            return self.corrupt(line, format!("not an event record ({error})"), DAMAGED);
+        };
+        // Only an unknown type fails on the tag alone; a known one then misses its fields.
+        let probe = serde_json::json!({ "type": kind });
+        match serde_json::from_value::<Event>(probe) {
+            Err(probe) if probe.to_string().starts_with("unknown variant") => {
+                self.corrupt(line, format!("unknown event type `{kind}`"), NEWER)
+            }
+            _ => self.corrupt(line, format!("not a valid `{kind}` record ({error})"), DAMAGED),
+        }
+    }
+}
+
+/// An event's type, as written in its `type` field.
+fn name(event: &Event) -> String {
+    serde_json::to_value(event)
+        .ok()
+        .and_then(|value| value.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }

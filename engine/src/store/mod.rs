@@ -29,12 +29,11 @@ pub enum StoreError {
         /// The operating system's reason.
         reason: String,
     },
-    /// A line in the middle of a log is not an event.
-    #[error("{path}:{line}: not an event record ({reason})")]
-    #[diagnostic(
-        code(store::corrupt),
-        help("only a torn last line is dropped on load; this log was changed by hand or damaged")
-    )]
+    /// A log breaks what it promises (docs/events.md): a line in the middle that is not an
+    /// event record, a `seq` out of order, a record of another run, an unknown event type or
+    /// schema version. Only a torn last line is dropped instead.
+    #[error("{path}:{line}: {reason}")]
+    #[diagnostic(code(store::corrupt), help("{hint}"))]
     Corrupt {
         /// The log.
         path: String,
@@ -42,6 +41,8 @@ pub enum StoreError {
         line: usize,
         /// What is wrong.
         reason: String,
+        /// What to do about it.
+        hint: &'static str,
     },
     /// The writer stopped (after an earlier error).
     #[error("the event writer has stopped")]
