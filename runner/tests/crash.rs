@@ -338,7 +338,7 @@ fn every_command_refuses_a_damaged_log_with_its_line_and_a_hint_and_never_hangs(
         for args in commands {
             let output = env.runner().args(args).timeout(Duration::from_secs(60)).output().expect("runner runs");
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(output.status.code().is_some_and(|c| c != 0), "{damage}, {args:?} succeeded: {stderr}");
+            assert_eq!(output.status.code(), Some(6), "{damage}, {args:?}: a damaged log exits 6: {stderr}");
             assert!(stderr.contains("events.jsonl:3: ") && stderr.contains("help: "), "{damage}, {args:?}: {stderr}");
         }
         assert_eq!(std::fs::read_to_string(env.log("bad")).expect("reads"), text, "{damage}: the log is unchanged");
