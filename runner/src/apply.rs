@@ -134,6 +134,16 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
 }
 
+/// Refuses to go on when an API key variable that the plan's `llm` agents need is unset, naming
+/// each one: for `resume` and `retry`, which would otherwise record attempts that cannot work.
+pub(crate) fn refuse_unset_keys(plan: &Plan) -> anyhow::Result<()> {
+    let unset = unset_keys(plan, |name| std::env::var(name).is_ok());
+    if !unset.is_empty() {
+        anyhow::bail!("{}\nnothing was recorded: set the variable(s) and try again", unset.join("\n"));
+    }
+    Ok(())
+}
+
 /// The API key variables that the plan's `llm` agents need and `is_set` says are unset, one
 /// line each, naming the provider and the agents that need it.
 fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {

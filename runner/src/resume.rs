@@ -27,6 +27,7 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
     let workdir = created.workdir();
     crate::survivors::end(&run)?;
     crate::drive::check_workdir(&workdir, run_id)?;
+    crate::apply::refuse_unset_keys(&state.plan)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
     drive(Session { run, lock, workdir, opened: Some((store, loaded.records)) }, Command::Continue)
 }

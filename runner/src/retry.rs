@@ -49,6 +49,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         .collect();
 
     crate::drive::check_workdir(&created.workdir(), old_id)?;
+    crate::apply::refuse_unset_keys(plan)?;
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
     let (run, lock, store) = RunDir::create(&new_id)?;
     let workdir = created.workdir();

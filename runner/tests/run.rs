@@ -530,6 +530,34 @@ fn apply_with_an_unset_key_variable_refuses_before_creating_a_run() {
 }
 
 #[test]
+fn resume_and_retry_refuse_an_unset_key_variable_and_record_nothing() {
+    let env = Env::new();
+    let plan = keyed_plan().replace(
+        "    - {id: draft, agent: writer, input: write}",
+        "    - {id: ok, type: human_review, prompt: \"go?\"}\n    - {id: draft, agent: writer, input: write, depends_on: [ok]}",
+    );
+    env.write("plan.yaml", &plan);
+    let paused = env
+        .runner()
+        .env("RUNNER_TEST_UNSET_KEY", "set")
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "k2"])
+        .output()
+        .expect("runner runs");
+    assert_eq!(paused.status.code(), Some(3), "{}", String::from_utf8_lossy(&paused.stderr));
+    let log = env.home().join("runs").join("k2").join("events.jsonl");
+    let before = std::fs::read(&log).expect("the log exists");
+
+    for args in [&["resume", "k2"][..], &["retry", "k2", "--run-id", "k3"][..]] {
+        let output = env.runner().env_remove("RUNNER_TEST_UNSET_KEY").args(args).output().expect("runner runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("`RUNNER_TEST_UNSET_KEY`") && stderr.contains("`writer`"), "{args:?}: {stderr}");
+    }
+    assert_eq!(std::fs::read(&log).expect("the log exists"), before, "resume recorded nothing");
+    assert!(!env.home().join("runs").join("k3").exists(), "retry created no run");
+}
+
+#[test]
 fn output_prints_a_tasks_whole_output_raw_and_apply_ends_with_it() {
     let env = Env::new();
     env.write("plan.yaml", &three_tasks());
