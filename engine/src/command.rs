@@ -74,6 +74,8 @@ pub enum Command {
         error: String,
         /// Whether trying again could help (a bad template or a refused argv cannot).
         retryable: bool,
+        /// Tokens the attempt used before it failed.
+        tokens: Option<Tokens>,
     },
     /// An agent asked a question instead of answering.
     NeedsClarification {
