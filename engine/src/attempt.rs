@@ -61,7 +61,9 @@ impl Job {
                 let error = compact_error(&error, self.error_limit);
                 return vec![Command::Failed { task, attempt, error, retryable, tokens }];
             }
-            Reply::Question(question) => return vec![Command::NeedsClarification { task, attempt, question }],
+            Reply::Question(question, tokens) => {
+                return vec![Command::NeedsClarification { task, attempt, question, tokens }];
+            }
         };
         let mut commands = Vec::new();
         if let Some(gate) = &self.gate {

@@ -85,6 +85,8 @@ pub enum Command {
         attempt: u32,
         /// The question.
         question: String,
+        /// Tokens used to ask it.
+        tokens: Option<Tokens>,
     },
     /// An attempt's output failed the task's verification.
     VerificationFailed {

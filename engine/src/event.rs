@@ -158,6 +158,9 @@ pub enum Event {
         task: String,
         /// The question.
         question: String,
+        /// Tokens the attempt used to ask it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
     },
     /// Somebody answered; the task runs again with the answer.
     ClarificationProvided {

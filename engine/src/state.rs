@@ -996,12 +996,12 @@ impl Handler for RunState {
                 }
                 self.fail_attempt(i, attempt, error, tokens, retryable, &mut out);
             }
-            Command::NeedsClarification { task, attempt, question } => {
+            Command::NeedsClarification { task, attempt, question, tokens } => {
                 let i = self.task_index(&task)?;
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
-                self.emit(Event::ClarificationRequested { task, question }, &mut out);
+                self.emit(Event::ClarificationRequested { task, question, tokens }, &mut out);
             }
             Command::TimerFired { task } => {
                 let i = self.task_index(&task)?;
@@ -1141,7 +1141,8 @@ impl Handler for RunState {
                 self.set_status(i, TaskStatus::Skipped);
                 self.release_dependents(i);
             }
-            Event::ClarificationRequested { task, question } => {
+            Event::ClarificationRequested { task, question, tokens } => {
+                self.count(*tokens);
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Paused);

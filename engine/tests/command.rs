@@ -89,7 +89,7 @@ async fn a_program_that_never_stops_writing_is_stopped_at_the_cap() {
 async fn a_clarification_object_is_a_question() {
     let dir = TempDir::new("question");
     let reply = run(&["cat"], 1024, r#"{"needs_clarification": "Which year?"}"#, &dir).await;
-    assert_eq!(reply, Reply::Question("Which year?".into()));
+    assert_eq!(reply, Reply::Question("Which year?".into(), None));
     // Anything more is an ordinary output.
     let text = r#"{"needs_clarification": "Which year?", "draft": "x"}"#;
     assert_eq!(run(&["cat"], 1024, text, &dir).await, Reply::Output { text: text.into(), tokens: None });

@@ -256,7 +256,7 @@ async fn ask_user_becomes_a_question() {
     let mut asking = attempt("x", dir.path());
     asking.may_ask = true;
     let reply = run(&Setup::new(&server).runtime(), asking).await;
-    assert_eq!(reply, Reply::Question("Which fiscal year?".to_owned()));
+    assert_eq!(reply, Reply::Question("Which fiscal year?".to_owned(), Some(Tokens { prompt: 10, completion: 5 })));
     let tools = &server.requests()[0].body["tools"];
     assert_eq!(tools[0]["function"]["name"], "ask_user");
     assert_eq!(tools[0]["function"]["parameters"]["required"], json!(["question"]));
@@ -391,7 +391,7 @@ async fn the_api_key_never_appears_in_a_reply() {
     }
     assert!(format!("{:?}", replies[0]).contains("Bearer [redacted]"), "{:?}", replies[0]);
     assert!(format!("{:?}", replies[3]).contains("your key is Bearer [redacted]"), "{:?}", replies[3]);
-    assert!(matches!(&replies[4], Reply::Question(q) if q == "is it Bearer [redacted]?"), "{:?}", replies[4]);
+    assert!(matches!(&replies[4], Reply::Question(q, _) if q == "is it Bearer [redacted]?"), "{:?}", replies[4]);
     assert!(!format!("{:?}", setup.agents()).contains(KEY), "Debug shows no key");
 }
 

@@ -116,6 +116,7 @@ impl Live {
     }
 
     /// The tasks shown as running, each with the time it has been waiting.
+    #[cfg(test)]
     fn waiting(&self) -> Vec<&str> {
         self.waiting.keys().map(String::as_str).collect()
     }

@@ -535,6 +535,27 @@ fn tokens_of_a_failed_attempt_count_in_the_total_and_against_the_budget() {
 }
 
 #[test]
+fn an_attempt_that_runs_out_of_time_still_reports_the_tokens_it_used() {
+    // One turn calls a tool (15 tokens), then the server hangs until the task's timeout.
+    let server = FakeOpenAi::script(vec![Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())]), Step::Hang]);
+    let env = Env::new();
+    let agents = "    w: {runtime: llm, provider: fake, system_prompt: \"ROLE w\", tools: [lookup], max_turns: 3}";
+    let workflow = "    - {id: a, agent: w, input: \"A\", timeout: 1s}";
+    let plan = llm_plan("slow", &server.base_url(), agents, workflow, "").replacen(
+        "  agent_definitions:",
+        "  tools:\n    lookup:\n      description: Looks up\n      command: [cat]\n  agent_definitions:",
+        1,
+    );
+    env.write("plan.yaml", &plan);
+    let applied = runner(&env, &["apply", "plan.yaml", "--yes", "--run-id", "t1"]);
+    assert_eq!(applied.code, Some(1), "{applied}");
+    let failed = events_of(&env, "t1", "TaskFailed");
+    assert!(failed[0]["error"].as_str().unwrap_or_default().contains("timed out after 1s"), "{failed:?}");
+    assert_eq!(failed[0]["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+    assert_eq!(env.status("t1")["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+}
+
+#[test]
 fn another_model_answering_is_warned_about_once_per_run() {
     let server = FakeOpenAi::script(vec![Step::As("tiny-model".to_owned(), Box::new(answer("ok")))]);
     let env = Env::new();

@@ -79,7 +79,7 @@ impl LlmRuntime {
             messages.push(Message::Assistant { content, tool_calls: message.tool_calls });
             for call in calls {
                 match self.toolbox.call(&call, attempt.may_ask, &attempt.workdir).await {
-                    Outcome::Question(question) => return Ok(Reply::Question(question)),
+                    Outcome::Question(question) => return Ok(Reply::Question(question, *used)),
                     Outcome::Result(content) => messages.push(Message::Tool { tool_call_id: call.id, content }),
                 }
             }
@@ -129,6 +129,6 @@ fn redact(reply: Reply, redactor: &super::redact::Redactor) -> Reply {
         Reply::Failure { error, retryable, tokens } => {
             Reply::Failure { error: redactor.apply(&error), retryable, tokens }
         }
-        Reply::Question(question) => Reply::Question(redactor.apply(&question)),
+        Reply::Question(question, tokens) => Reply::Question(redactor.apply(&question), tokens),
     }
 }

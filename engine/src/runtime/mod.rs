@@ -79,8 +79,8 @@ pub enum Reply {
         /// Tokens used before it failed.
         tokens: Option<Tokens>,
     },
-    /// A question for a person instead of an answer.
-    Question(String),
+    /// A question for a person instead of an answer, and the tokens used to ask it.
+    Question(String, Option<Tokens>),
 }
 
 impl Reply {
@@ -97,8 +97,7 @@ impl Reply {
     /// The tokens the attempt used, whatever it came to.
     pub fn tokens(&self) -> Option<Tokens> {
         match self {
-            Reply::Output { tokens, .. } | Reply::Failure { tokens, .. } => *tokens,
-            Reply::Question(_) => None,
+            Reply::Output { tokens, .. } | Reply::Failure { tokens, .. } | Reply::Question(_, tokens) => *tokens,
         }
     }
 }
