@@ -528,8 +528,8 @@ async fn a_server_that_goes_quiet_is_given_up_after_the_idle_timeout() {
     let setup = Setup::new(&server).provider(|p| p.idle_timeout = Some(manifest::Duration::from_millis(200)));
     let (error, retryable) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
     assert!(retryable);
-    assert!(error.contains("sent nothing for 200ms (idle_timeout)") && error.contains("3 tries"), "{error}");
-    assert_eq!(server.requests().len(), 3);
+    assert!(error.contains("sent nothing for 200ms (idle_timeout)"), "{error}");
+    assert_eq!(server.requests().len(), 1, "a hung server is reported after one idle timeout");
 }
 
 #[tokio::test]

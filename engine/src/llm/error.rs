@@ -221,11 +221,11 @@ impl LlmError {
     }
 
     /// Whether the runtime retries the request itself: rate limits, server errors, network
-    /// errors, timeouts and broken streams. A malformed answer is left to the task's retry
-    /// policy.
+    /// errors, timeouts and broken streams. A malformed answer and a server gone quiet are left
+    /// to the task's retry policy: a hung server is reported after one idle timeout, not three.
     pub fn transient(&self) -> bool {
         match self {
-            LlmError::Malformed { .. } | LlmError::Exhausted { .. } => false,
+            LlmError::Malformed { .. } | LlmError::Exhausted { .. } | LlmError::Idle { .. } => false,
             _ => self.retryable(),
         }
     }
