@@ -301,3 +301,32 @@ fn the_triage_example_ends_against_a_real_server_and_keeps_the_protocol() {
     drive(&env, "triage.yaml", "t1");
     assert_protocol(&env, "t1", &proxy, started);
 }
+
+#[test]
+fn a_streamed_answer_from_the_real_server_is_read_to_its_last_event() {
+    let Some(real) = real_server("a_streamed_answer_from_the_real_server_is_read_to_its_last_event") else {
+        return;
+    };
+    let env = Env::new();
+    let plan = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: stream}}\nspec:\n  mission: say hello\n  providers:\n    \
+         local: {{kind: openai, base_url: \"{}\", model: {}, max_tokens: 24, temperature: 0, seed: 42, idle_timeout: 2m}}\n  \
+         agent_definitions:\n    a: {{runtime: llm, provider: local, max_turns: 1}}\n  workflow:\n    \
+         - {{id: hello, agent: a, input: \"Say hello in one word.\", on_failure: skip}}\n",
+        real.url,
+        testkit::JSON_MODEL
+    );
+    env.write("stream.yaml", &plan);
+    let code = run_bounded(&env, &["apply", "stream.yaml", "--yes", "--run-id", "s1"]);
+    assert!(matches!(code, Some(0 | 5)), "the run ends: {code:?}");
+    // The answer either ended (`stop`) or was cut at max_tokens (`length`): either way its last
+    // event was read, which a broken or unread stream would not give.
+    let records = env.records("s1");
+    let ended = records.iter().find(|r| r["type"] == "TaskSucceeded" || r["type"] == "TaskFailed").expect("an end");
+    if ended["type"] == "TaskFailed" {
+        let error = ended["error"].as_str().unwrap_or_default();
+        assert!(error.contains("cut at 24 tokens"), "{error}");
+    } else {
+        assert!(!ended["output"].as_str().unwrap_or_default().trim().is_empty(), "{ended}");
+    }
+}
