@@ -11,10 +11,14 @@ use super::client::Endpoint;
 use super::error::LlmError;
 use super::prompt::user_message;
 use super::protocol::{ChatRequest, Message, Sampling};
+use super::redact::excerpt;
 use super::tools::{Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
 use crate::event::Tokens;
 use crate::runtime::{AgentRuntime, Attempt, Pending, Reply};
+
+/// How much of the model name a server answers with a warning quotes.
+const MODEL_NAME_CHARS: usize = 120;
 
 /// Turns an attempt may take when the agent sets no `max_turns`.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
@@ -60,7 +64,8 @@ impl LlmRuntime {
                 total.completion += usage.completion_tokens.unwrap_or(0);
             }
             if let Some(answered) = &answer.model {
-                self.substitutions.notice(&self.endpoint.name, &self.model, answered);
+                let answered = excerpt(&self.endpoint.redactor.apply(answered), MODEL_NAME_CHARS);
+                self.substitutions.notice(&self.endpoint.name, &self.model, &answered);
             }
             if answer.finish_reason.as_deref() == Some("length") {
                 return Err(LlmError::Length { max_tokens: self.sampling.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) });

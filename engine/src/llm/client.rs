@@ -104,7 +104,7 @@ impl Endpoint {
 
     /// One answer for an agent: streamed unless the provider sets `stream: false`, so that
     /// a live server is waited for as long as it sends events and a silent one is given up
-    /// after `idle_timeout`. Retries as [`complete`](Self::complete) does.
+    /// after `idle_timeout`. Retries as [`complete_with`](Self::complete_with) does.
     pub async fn answer(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<Answer, LlmError> {
         if self.stream {
             return self.stream_answer(request, sampling, None).await;
@@ -119,13 +119,9 @@ impl Endpoint {
         Ok(Answer { message: choice.message, finish_reason: choice.finish_reason, usage, model })
     }
 
-    /// Sends a request, retrying rate limits, server errors, network errors and timeouts
-    /// (twice, backing off exponentially from 500 ms or as `Retry-After` says).
-    pub async fn complete(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        self.complete_with(request, Sampling::default()).await
-    }
-
-    /// [`complete`](Self::complete) with sampling settings such as the temperature.
+    /// Sends an unstreamed request with sampling settings such as the temperature, retrying
+    /// rate limits, server errors, network errors and timeouts (twice, backing off
+    /// exponentially from 500 ms or as `Retry-After` says).
     pub async fn complete_with(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<ChatResponse, LlmError> {
         let body = self.encode(&Body { request, sampling, stream: false, stream_options: None })?;
         let tries = AtomicU32::new(0);
@@ -148,7 +144,7 @@ impl Endpoint {
     /// Sends a request with `stream: true` and reads the server-sent events, handing each piece
     /// of the answer's text to `on_text` as it arrives; returns the whole text and the usage
     /// when the server reports it. Failures before the first piece are retried as
-    /// [`complete`](Self::complete) retries them; once text has been handed on, a failure
+    /// [`complete_with`](Self::complete_with) retries them; once text has been handed on, a failure
     /// ends the call. A server that ignores `stream` and answers with one JSON completion
     /// is read as well. The provider's `idle_timeout` bounds each wait for an event, its
     /// `timeout` (if set) the whole answer. Texts are not redacted.

@@ -189,19 +189,48 @@ pub struct Substitutions(Arc<Mutex<BTreeSet<(String, String, String)>>>);
 impl Substitutions {
     /// Notes that `provider` answered a request for `requested` with `answered`; warns the
     /// first time. A dated or tagged name of the model asked for (`gpt-4o-2024-08-06` for
-    /// `gpt-4o`, `qwen3:latest` for `qwen3`) is the same model.
+    /// `gpt-4o`, `qwen3:latest` for `qwen3`) is the same model; `gpt-4o-mini` is not.
     pub fn notice(&self, provider: &str, requested: &str, answered: &str) {
-        if answered == requested
-            || answered.strip_prefix(requested).is_some_and(|rest| rest.starts_with(['-', ':', '@']))
+        if answered.trim().is_empty()
+            || answered == requested
+            || answered.strip_prefix(requested).is_some_and(|rest| {
+                rest.starts_with([':', '@'])
+                    || rest.strip_prefix('-').is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+            })
         {
             return;
         }
         let key = (provider.to_owned(), requested.to_owned(), answered.to_owned());
         if self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key) {
+            let answered = answered.escape_debug();
             eprintln!(
                 "warning: provider `{provider}` answered a request for model `{requested}` with model `{answered}`; \
                  check that the server serves `{requested}` (the provider's or agent's `model`)"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_another_model_is_a_substitution_and_each_is_kept_once() {
+        let seen = Substitutions::default();
+        for (requested, answered) in [
+            ("gpt-4o", "gpt-4o"),
+            ("gpt-4o", "gpt-4o-2024-08-06"),
+            ("qwen3", "qwen3:latest"),
+            ("m", ""),
+            ("qwen3:8b", "smollm2"),
+            ("qwen3:8b", "smollm2"),
+            ("gpt-4o", "gpt-4o-mini"),
+        ] {
+            seen.notice("p", requested, answered);
+        }
+        let kept: Vec<(String, String, String)> = seen.0.lock().expect("not poisoned").iter().cloned().collect();
+        let pair = |r: &str, a: &str| ("p".to_owned(), r.to_owned(), a.to_owned());
+        assert_eq!(kept, [pair("gpt-4o", "gpt-4o-mini"), pair("qwen3:8b", "smollm2")]);
     }
 }
