@@ -16,6 +16,9 @@ use crate::event::{Scope, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 use crate::verify::{self, Verdict};
 
+/// How long an agent cancelled at its time limit has to report the tokens it used.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// Everything one attempt needs, owned, so it can run on its own task.
 pub struct Job {
     /// The agent's runtime.
@@ -54,11 +57,13 @@ impl Job {
         let reply = self.ask(self.request.clone(), &cancel).await;
         let (mut text, mut tokens) = match reply {
             Reply::Output { text, tokens } => (text, tokens),
-            Reply::Failure { error, retryable } => {
+            Reply::Failure { error, retryable, tokens } => {
                 let error = compact_error(&error, self.error_limit);
-                return vec![Command::Failed { task, attempt, error, retryable }];
+                return vec![Command::Failed { task, attempt, error, retryable, tokens }];
             }
-            Reply::Question(question) => return vec![Command::NeedsClarification { task, attempt, question }],
+            Reply::Question(question, tokens) => {
+                return vec![Command::NeedsClarification { task, attempt, question, tokens }];
+            }
         };
         let mut commands = Vec::new();
         if let Some(gate) = &self.gate {
@@ -86,15 +91,17 @@ impl Job {
         commands
     }
 
-    /// Runs the agent once under the time limit.
+    /// Runs the agent once under the time limit. An agent that runs out of time is cancelled
+    /// and given [`CANCEL_GRACE`] to say how many tokens it used.
     async fn ask(&self, request: Attempt, cancel: &CancellationToken) -> Reply {
-        let work = self.runtime.run(request, cancel.clone());
+        let mut work = self.runtime.run(request, cancel.clone());
         match self.timeout {
-            Some(limit) => match tokio::time::timeout(limit, work).await {
+            Some(limit) => match tokio::time::timeout(limit, &mut work).await {
                 Ok(reply) => reply,
                 Err(_) => {
                     cancel.cancel();
-                    Reply::failed(format!("timed out after {}", describe(limit)))
+                    let tokens = tokio::time::timeout(CANCEL_GRACE, work).await.ok().and_then(|reply| reply.tokens());
+                    Reply::Failure { error: format!("timed out after {}", describe(limit)), retryable: true, tokens }
                 }
             },
             None => work.await,
@@ -127,8 +134,9 @@ impl Job {
                 may_ask: false,
                 ..self.request.clone()
             };
-            if let Reply::Output { text: shorter, tokens } = self.ask(request, cancel).await {
-                used = tokens;
+            let reply = self.ask(request, cancel).await;
+            used = reply.tokens();
+            if let Reply::Output { text: shorter, .. } = reply {
                 text = shorter;
                 by.clone_from(agent);
             }

@@ -74,6 +74,8 @@ pub enum Command {
         error: String,
         /// Whether trying again could help (a bad template or a refused argv cannot).
         retryable: bool,
+        /// Tokens the attempt used before it failed.
+        tokens: Option<Tokens>,
     },
     /// An agent asked a question instead of answering.
     NeedsClarification {
@@ -83,6 +85,8 @@ pub enum Command {
         attempt: u32,
         /// The question.
         question: String,
+        /// Tokens used to ask it.
+        tokens: Option<Tokens>,
     },
     /// An attempt's output failed the task's verification.
     VerificationFailed {

@@ -127,6 +127,9 @@ pub enum Event {
         attempt: u32,
         /// What went wrong, compacted.
         error: String,
+        /// Tokens the attempt used before it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
     },
     /// The task will run again after a delay.
     RetryScheduled {
@@ -155,6 +158,9 @@ pub enum Event {
         task: String,
         /// The question.
         question: String,
+        /// Tokens the attempt used to ask it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
     },
     /// Somebody answered; the task runs again with the answer.
     ClarificationProvided {

@@ -74,9 +74,12 @@ impl Replan {
                     tokens = add(tokens, used);
                     text
                 }
-                Reply::Failure { error, .. } => return self.failed(format!("the planner failed: {error}"), tokens),
-                Reply::Question(question) => {
-                    return self.failed(format!("the planner asked a question instead: {question}"), tokens);
+                Reply::Failure { error, tokens: used, .. } => {
+                    return self.failed(format!("the planner failed: {error}"), add(tokens, used));
+                }
+                Reply::Question(question, used) => {
+                    let reason = format!("the planner asked a question instead: {question}");
+                    return self.failed(reason, add(tokens, used));
                 }
             };
             let spliced = splice(&self.plan, &removed, &self.task, &answer);

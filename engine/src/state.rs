@@ -359,9 +359,18 @@ impl RunState {
     }
 
     /// What the failure of attempt `attempt` of task `i` leads to.
-    fn fail_attempt(&mut self, i: usize, attempt: u32, error: String, retryable: bool, out: &mut Vec<Event>) {
+    /// `tokens` are those the attempt used before it failed.
+    fn fail_attempt(
+        &mut self,
+        i: usize,
+        attempt: u32,
+        error: String,
+        tokens: Option<Tokens>,
+        retryable: bool,
+        out: &mut Vec<Event>,
+    ) {
         let task = self.id(i).to_owned();
-        self.emit(Event::TaskFailed { task: task.clone(), attempt, error: error.clone() }, out);
+        self.emit(Event::TaskFailed { task: task.clone(), attempt, error: error.clone(), tokens }, out);
         let policy = self.plan.tasks[i].on_failure.value;
         let failures = self.tasks[i].failures;
         let next = if policy.action == Action::Retry && retryable && failures < policy.max_attempts {
@@ -452,7 +461,7 @@ impl RunState {
         let in_flight: Vec<usize> = (0..self.tasks.len()).filter(|&i| self.tasks[i].in_flight).collect();
         for i in in_flight {
             let (task, attempt) = (self.id(i).to_owned(), self.tasks[i].attempts);
-            self.emit(Event::TaskFailed { task, attempt, error: reason.to_owned() }, out);
+            self.emit(Event::TaskFailed { task, attempt, error: reason.to_owned(), tokens: None }, out);
         }
     }
 
@@ -602,7 +611,7 @@ impl RunState {
             Err(error) => {
                 // The attempt never reaches an agent, but it is recorded, so it counts.
                 self.emit(Event::TaskDispatched { task, attempt, input: String::new() }, out);
-                self.fail_attempt(i, attempt, format!("cannot render the input: {error}"), false, out);
+                self.fail_attempt(i, attempt, format!("cannot render the input: {error}"), None, false, out);
             }
         }
     }
@@ -947,7 +956,7 @@ impl Handler for RunState {
                 let empty = output.trim().is_empty();
                 if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {
                     let error = "the output was empty (replan_on_empty_result)".to_owned();
-                    self.emit(Event::TaskFailed { task, attempt, error: error.clone() }, &mut out);
+                    self.emit(Event::TaskFailed { task, attempt, error: error.clone(), tokens }, &mut out);
                     self.request_replan(i, error, &mut out);
                 } else {
                     let merge = (self.summary == Summary::Extractive).then(|| self.merge_summary(&task, &output));
@@ -964,7 +973,7 @@ impl Handler for RunState {
                 }
                 let error = format!("verification failed: {reason}");
                 self.emit(Event::VerificationFailed { task, attempt, reason, tokens }, &mut out);
-                self.fail_attempt(i, attempt, error, true, &mut out);
+                self.fail_attempt(i, attempt, error, None, true, &mut out);
             }
             Command::Compacted { task, scope, by, tokens_before, tokens_after, summary, tokens } => {
                 self.task_index(&task)?;
@@ -993,19 +1002,19 @@ impl Handler for RunState {
                 self.emit(Event::ReplanFailed { task, reason: reason.clone(), tokens }, &mut out);
                 self.give_up(i, Action::Fail, &format!("{error}; replanning failed: {reason}"), &mut out);
             }
-            Command::Failed { task, attempt, error, retryable } => {
+            Command::Failed { task, attempt, error, retryable, tokens } => {
                 let i = self.task_index(&task)?;
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
-                self.fail_attempt(i, attempt, error, retryable, &mut out);
+                self.fail_attempt(i, attempt, error, tokens, retryable, &mut out);
             }
-            Command::NeedsClarification { task, attempt, question } => {
+            Command::NeedsClarification { task, attempt, question, tokens } => {
                 let i = self.task_index(&task)?;
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
-                self.emit(Event::ClarificationRequested { task, question }, &mut out);
+                self.emit(Event::ClarificationRequested { task, question, tokens }, &mut out);
             }
             Command::TimerFired { task } => {
                 let i = self.task_index(&task)?;
@@ -1041,7 +1050,7 @@ impl Handler for RunState {
                 self.emit(Event::ReviewDecided { task: task.clone(), approved, comment: comment.clone() }, &mut out);
                 if !approved {
                     let reason = comment.map_or_else(|| "rejected".to_owned(), |c| format!("rejected: {c}"));
-                    self.fail_attempt(i, 1, reason, false, &mut out);
+                    self.fail_attempt(i, 1, reason, None, false, &mut out);
                 }
                 if self.status == RunStatus::Paused {
                     return Ok(out);
@@ -1118,7 +1127,8 @@ impl Handler for RunState {
                 self.tasks[i].error = None;
                 self.release_dependents(i);
             }
-            Event::TaskFailed { task, error, .. } => {
+            Event::TaskFailed { task, error, tokens, .. } => {
+                self.count(*tokens);
                 let Some(i) = self.index_of(task) else { return };
                 self.tasks[i].failures += 1;
                 self.end_attempt(i);
@@ -1144,7 +1154,8 @@ impl Handler for RunState {
                 self.set_status(i, TaskStatus::Skipped);
                 self.release_dependents(i);
             }
-            Event::ClarificationRequested { task, question } => {
+            Event::ClarificationRequested { task, question, tokens } => {
+                self.count(*tokens);
                 let Some(i) = self.index_of(task) else { return };
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Paused);

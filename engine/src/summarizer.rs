@@ -78,9 +78,11 @@ impl Summarizer {
                                 let text = extract::compact(text.trim(), budget, Tokenizer::O200k).text;
                                 (text, compactor.name.clone(), tokens)
                             }
-                            // A compactor that fails leaves the job to the extractive merge.
-                            _ => {
-                                (summary::merge(&current, &task, &output, budget, Tokenizer::O200k), extractive(), None)
+                            // A compactor that fails leaves the job to the extractive merge; the
+                            // tokens it used still count.
+                            failed => {
+                                let merged = summary::merge(&current, &task, &output, budget, Tokenizer::O200k);
+                                (merged, extractive(), failed.tokens())
                             }
                         }
                     }

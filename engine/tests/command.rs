@@ -54,7 +54,7 @@ async fn a_nonzero_exit_is_a_retryable_failure_with_stderr() {
     let dir = TempDir::new("exit");
     let script = "import sys; sys.stderr.write('disk on fire'); sys.exit(3)";
     match run(&["python3", "-c", script], 1024, "", &dir).await {
-        Reply::Failure { error, retryable } => {
+        Reply::Failure { error, retryable, .. } => {
             assert!(retryable);
             assert!(error.contains("disk on fire"), "{error}");
             assert!(error.contains("exit code 3"), "{error}");
@@ -89,7 +89,7 @@ async fn a_program_that_never_stops_writing_is_stopped_at_the_cap() {
 async fn a_clarification_object_is_a_question() {
     let dir = TempDir::new("question");
     let reply = run(&["cat"], 1024, r#"{"needs_clarification": "Which year?"}"#, &dir).await;
-    assert_eq!(reply, Reply::Question("Which year?".into()));
+    assert_eq!(reply, Reply::Question("Which year?".into(), None));
     // Anything more is an ordinary output.
     let text = r#"{"needs_clarification": "Which year?", "draft": "x"}"#;
     assert_eq!(run(&["cat"], 1024, text, &dir).await, Reply::Output { text: text.into(), tokens: None });
@@ -99,7 +99,7 @@ async fn a_clarification_object_is_a_question() {
 async fn a_missing_program_is_not_retryable() {
     let dir = TempDir::new("missing");
     match run(&["no-such-program-for-runner-tests"], 1024, "", &dir).await {
-        Reply::Failure { error, retryable } => {
+        Reply::Failure { error, retryable, .. } => {
             assert!(!retryable);
             assert!(error.contains("no-such-program-for-runner-tests"), "{error}");
         }

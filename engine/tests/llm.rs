@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use engine::Tokens;
 use engine::llm::LlmAgents;
 use engine::runtime::{AgentRuntime, Attempt, Reply};
-use manifest::plan::{Agent, At, Attachment, Provider, Runtime, Tool};
+use manifest::plan::{Agent, At, Attachment, Generation, Provider, Runtime, Tool, ToolChoice};
 use manifest::{Loc, Plan};
 use serde_json::{Value, json};
 use testkit::{FakeOpenAi, Step};
@@ -35,11 +35,7 @@ impl Setup {
         );
         plan.agents.insert(
             "a".to_owned(),
-            Agent {
-                runtime: Runtime::Llm { provider: Some(at("local")), model: None, tools: Vec::new(), max_turns: None },
-                system_prompt: Some("You are terse.".to_owned()),
-                ..Agent::default()
-            },
+            Agent { runtime: llm_on("local"), system_prompt: Some("You are terse.".to_owned()), ..Agent::default() },
         );
         Setup { plan }
     }
@@ -72,6 +68,15 @@ impl Setup {
         self
     }
 
+    fn agent(mut self, change: impl FnOnce(&mut Option<ToolChoice>, &mut Generation)) -> Self {
+        if let Runtime::Llm { tool_choice, generation, .. } =
+            &mut self.plan.agents.get_mut("a").expect("the agent").runtime
+        {
+            change(tool_choice, generation);
+        }
+        self
+    }
+
     fn agents(&self) -> LlmAgents {
         LlmAgents::with_env(&self.plan, |name| (name == "TEST_KEY").then(|| KEY.to_owned()))
     }
@@ -79,6 +84,15 @@ impl Setup {
     fn runtime(&self) -> Arc<dyn AgentRuntime> {
         self.agents().runtime("a")
     }
+}
+
+/// An llm agent's runtime on `provider`, everything else left out.
+fn llm_on(provider: &str) -> Runtime {
+    let mut runtime = Runtime::default();
+    if let Runtime::Llm { provider: named, .. } = &mut runtime {
+        *named = Some(at(provider));
+    }
+    runtime
 }
 
 fn at(text: &str) -> At<String> {
@@ -102,7 +116,7 @@ fn messages(body: &Value) -> &Vec<Value> {
 
 fn failure(reply: Reply) -> (String, bool) {
     match reply {
-        Reply::Failure { error, retryable } => (error, retryable),
+        Reply::Failure { error, retryable, .. } => (error, retryable),
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -242,7 +256,7 @@ async fn ask_user_becomes_a_question() {
     let mut asking = attempt("x", dir.path());
     asking.may_ask = true;
     let reply = run(&Setup::new(&server).runtime(), asking).await;
-    assert_eq!(reply, Reply::Question("Which fiscal year?".to_owned()));
+    assert_eq!(reply, Reply::Question("Which fiscal year?".to_owned(), Some(Tokens { prompt: 10, completion: 5 })));
     let tools = &server.requests()[0].body["tools"];
     assert_eq!(tools[0]["function"]["name"], "ask_user");
     assert_eq!(tools[0]["function"]["parameters"]["required"], json!(["question"]));
@@ -377,7 +391,7 @@ async fn the_api_key_never_appears_in_a_reply() {
     }
     assert!(format!("{:?}", replies[0]).contains("Bearer [redacted]"), "{:?}", replies[0]);
     assert!(format!("{:?}", replies[3]).contains("your key is Bearer [redacted]"), "{:?}", replies[3]);
-    assert!(matches!(&replies[4], Reply::Question(q) if q == "is it Bearer [redacted]?"), "{:?}", replies[4]);
+    assert!(matches!(&replies[4], Reply::Question(q, _) if q == "is it Bearer [redacted]?"), "{:?}", replies[4]);
     assert!(!format!("{:?}", setup.agents()).contains(KEY), "Debug shows no key");
 }
 
@@ -392,8 +406,7 @@ async fn misconfigured_agents_refuse_naming_the_problem() {
 
     let mut unknown = Setup::new(&server);
     if let Some(agent) = unknown.plan.agents.get_mut("a") {
-        agent.runtime =
-            Runtime::Llm { provider: Some(at("elsewhere")), model: None, tools: Vec::new(), max_turns: None };
+        agent.runtime = llm_on("elsewhere");
     }
     let (error, retryable) = failure(run(&unknown.runtime(), attempt("x", dir.path())).await);
     assert!(!retryable);
@@ -424,4 +437,147 @@ async fn max_concurrency_holds_requests_in_flight() {
     let (unbounded, requests) = most_in_flight(4).await;
     assert!(unbounded > 1, "the measure sees overlap without the limit");
     assert_eq!(requests, 4);
+}
+
+#[tokio::test]
+async fn tools_go_with_tool_choice_and_generation_settings_with_every_request() {
+    let server = FakeOpenAi::script(vec![
+        Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())]),
+        Step::Answer("done".to_owned()),
+    ]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup::new(&server)
+        .provider(|p| p.generation = Generation { max_tokens: Some(300), temperature: Some(0.5), seed: Some(7) })
+        .tool("lookup", &["cat"], None)
+        .agent(|tool_choice, generation| {
+            *tool_choice = Some(ToolChoice::Required);
+            generation.temperature = Some(0.0);
+        });
+    let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
+    assert!(matches!(&reply, Reply::Output { text, .. } if text == "done"), "{reply:?}");
+    for request in server.requests() {
+        let body = &request.body;
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!((&body["max_tokens"], &body["temperature"], &body["seed"]), (&json!(300), &json!(0.0), &json!(7)));
+    }
+    // Without tools there is no tool_choice; without settings the default output limit is sent.
+    let server = FakeOpenAi::script(vec![Step::Answer("ok".to_owned())]);
+    run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await;
+    let body = &server.requests()[0].body;
+    assert!(body.get("tool_choice").is_none() && body.get("temperature").is_none() && body.get("seed").is_none());
+    assert_eq!(body["max_tokens"], engine::llm::DEFAULT_MAX_TOKENS);
+    // An agent that sets no tool_choice lets the model decide.
+    let server = FakeOpenAi::script(vec![Step::Answer("ok".to_owned())]);
+    run(&Setup::new(&server).tool("lookup", &["cat"], None).runtime(), attempt("x", dir.path())).await;
+    assert_eq!(server.requests()[0].body["tool_choice"], "auto");
+}
+
+#[tokio::test]
+async fn a_tool_call_message_is_sent_back_with_an_empty_text_not_null() {
+    for calls in [
+        Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())]),
+        Step::StreamToolCalls(vec![("lookup".to_owned(), r#"{"query": "rust"}"#.to_owned())]),
+    ] {
+        let server = FakeOpenAi::script(vec![calls, Step::Answer("done".to_owned())]);
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let setup = Setup::new(&server).tool("lookup", &["cat"], None);
+        let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
+        assert!(matches!(&reply, Reply::Output { text, .. } if text == "done"), "{reply:?}");
+        let second = messages(&server.requests()[1].body).clone();
+        assert_eq!(second[2]["content"], "", "{second:?}");
+        assert_eq!(second[2]["tool_calls"][0]["function"]["name"], "lookup");
+        assert_eq!(second[3]["tool_call_id"], second[2]["tool_calls"][0]["id"]);
+    }
+}
+
+#[tokio::test]
+async fn tokens_of_a_failed_attempt_are_reported_with_the_failure() {
+    let server = FakeOpenAi::script(vec![Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())])]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup::new(&server).tool("lookup", &["cat"], None).max_turns(3);
+    let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
+    assert_eq!(reply.tokens(), Some(Tokens { prompt: 30, completion: 15 }), "{reply:?}");
+    assert!(matches!(reply, Reply::Failure { .. }));
+    // An error after a turn keeps the turn's tokens.
+    let server = FakeOpenAi::script(vec![
+        Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())]),
+        Step::Status { code: 400, body: "bad request".to_owned(), retry_after: None },
+    ]);
+    let reply = run(&Setup::new(&server).tool("lookup", &["cat"], None).runtime(), attempt("x", dir.path())).await;
+    assert_eq!(reply.tokens(), Some(Tokens { prompt: 10, completion: 5 }), "{reply:?}");
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_max_tokens_is_its_own_error() {
+    let server = FakeOpenAi::script(vec![Step::Truncated("{\"half\": ".to_owned())]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup::new(&server).agent(|_, generation| generation.max_tokens = Some(64));
+    let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
+    assert_eq!(reply.tokens(), Some(Tokens { prompt: 10, completion: 5 }));
+    let (error, retryable) = failure(reply);
+    assert!(!retryable);
+    assert_eq!(error, "the answer was cut at 64 tokens (finish_reason `length`), so it is incomplete");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_goes_quiet_is_given_up_after_the_idle_timeout() {
+    let server = FakeOpenAi::script(vec![Step::Hang]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // No overall `timeout`: only the idle timeout can end the wait.
+    let setup = Setup::new(&server).provider(|p| p.idle_timeout = Some(manifest::Duration::from_millis(200)));
+    let (error, retryable) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
+    assert!(retryable);
+    assert!(error.contains("sent nothing for 200ms (idle_timeout)"), "{error}");
+    assert_eq!(server.requests().len(), 1, "a hung server is reported after one idle timeout");
+}
+
+#[tokio::test]
+async fn a_slow_but_live_stream_is_read_to_its_end() {
+    // Twenty pieces 50 ms apart take a second in all, five times the idle timeout of 200 ms:
+    // the wait starts again with every event.
+    let pieces: Vec<String> = (0..20).map(|i| format!("{i} ")).collect();
+    let server = FakeOpenAi::script(vec![Step::SlowStream(pieces.clone(), Duration::from_millis(50))]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup::new(&server).provider(|p| p.idle_timeout = Some(manifest::Duration::from_millis(200)));
+    let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
+    assert_eq!(reply, Reply::Output { text: pieces.concat(), tokens: Some(Tokens { prompt: 10, completion: 5 }) });
+    assert_eq!(server.requests()[0].body["stream"], true);
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_is_the_servers_failure_and_is_retried() {
+    for broken in [Step::BrokenStream(Vec::new()), Step::BrokenStream(vec!["half an ans".to_owned()])] {
+        let server = FakeOpenAi::script(vec![broken.clone(), Step::Answer("whole".to_owned())]);
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let reply = run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await;
+        assert!(matches!(&reply, Reply::Output { text, .. } if text == "whole"), "{broken:?}: {reply:?}");
+        let server = FakeOpenAi::script(vec![broken.clone()]);
+        let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
+        assert!(retryable);
+        assert!(error.starts_with("provider `local` failed while streaming its answer"), "{error}");
+        assert_eq!(server.requests().len(), 3);
+    }
+}
+
+#[tokio::test]
+async fn a_provider_with_stream_false_sends_unstreamed_requests() {
+    let server = FakeOpenAi::script(vec![Step::Answer("ok".to_owned())]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let reply =
+        run(&Setup::new(&server).provider(|p| p.stream = Some(false)).runtime(), attempt("x", dir.path())).await;
+    assert!(matches!(&reply, Reply::Output { text, .. } if text == "ok"), "{reply:?}");
+    assert!(server.requests()[0].body.get("stream").is_none());
+}
+
+#[tokio::test]
+async fn another_model_answering_is_noticed_once_per_pair() {
+    let server = FakeOpenAi::script(vec![Step::As("tiny".to_owned(), Box::new(Step::Answer("ok".to_owned())))]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agents = Setup::new(&server).agents();
+    for _ in 0..2 {
+        let reply = run(&agents.runtime("a"), attempt("x", dir.path())).await;
+        assert!(matches!(&reply, Reply::Output { text, .. } if text == "ok"), "{reply:?}");
+    }
+    assert_eq!(agents.substitutions(), vec![("local".to_owned(), "m".to_owned(), "tiny".to_owned())]);
 }

@@ -118,7 +118,8 @@ async fn fail_fails_the_run_and_cancels_running_siblings() {
     let command =
         Command::Succeeded { task: "b".into(), attempt: 1, output: "late".into(), tokens: None, duration_ms: 1 };
     assert_eq!(late.process(command), Ok(vec![]));
-    let command = Command::Failed { task: "b".into(), attempt: 1, error: "cancelled".into(), retryable: false };
+    let command =
+        Command::Failed { task: "b".into(), attempt: 1, error: "cancelled".into(), retryable: false, tokens: None };
     assert_eq!(late.process(command), Ok(vec![]));
     assert_eq!(late, state);
 }

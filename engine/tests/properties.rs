@@ -202,7 +202,9 @@ impl Spec {
             (true, _) => {
                 Command::Succeeded { task: task.into(), attempt, output: format!("o{i}"), tokens: None, duration_ms: 0 }
             }
-            (false, false) => Command::Failed { task: task.into(), attempt, error: format!("f{i}"), retryable: true },
+            (false, false) => {
+                Command::Failed { task: task.into(), attempt, error: format!("f{i}"), retryable: true, tokens: None }
+            }
             (false, true) => {
                 Command::VerificationFailed { task: task.into(), attempt, reason: format!("v{i}"), tokens: None }
             }

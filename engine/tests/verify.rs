@@ -236,7 +236,7 @@ async fn a_reviewer_that_fails_fails_the_review() {
 
 #[tokio::test]
 async fn a_reviewer_cannot_ask_questions() {
-    let verified = review(&Reviewer::new(Reply::Question("Which fiscal year?".to_owned())), None).await;
+    let verified = review(&Reviewer::new(Reply::Question("Which fiscal year?".to_owned(), None)), None).await;
     let reason = reason(verified.verdict);
     assert!(
         reason.starts_with("the review could not be completed: the reviewer `critic` asked a question"),

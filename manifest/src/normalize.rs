@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::plan::{
     Action, Agent, At, Attachment, Complexity, ControlLogic, DEFAULT_AGENT, DEFAULT_MAX_OUTPUT_BYTES, FailurePolicy,
-    Form, GroupLimit, MissionAnalysis, MockResponse, Plan, Provider, Runtime, Strategy, Task, TaskKind, Tool,
-    Verification,
+    Form, Generation, GroupLimit, MissionAnalysis, MockResponse, Plan, Provider, Runtime, Strategy, Task, TaskKind,
+    Tool, ToolChoice, Verification,
 };
 use crate::read::{Entry, Field, Fields, Foreign, Reader, aliased, bare, field, scalar_text};
 use crate::source::{Loc, join_index, join_key};
@@ -51,6 +51,11 @@ const PROVIDER: &[Field] = &[
     field("requests_per_minute"),
     field("tokenizer"),
     field("timeout"),
+    field("idle_timeout"),
+    field("stream"),
+    field("max_tokens"),
+    field("temperature"),
+    field("seed"),
 ];
 const TOOL: &[Field] =
     &[field("description"), field("command"), field("input_schema"), field("timeout"), field("destructive")];
@@ -62,6 +67,10 @@ const AGENT: &[Field] = &[
     aliased("tools", &["capabilities"]),
     field("reliability_weight"),
     field("max_turns"),
+    field("tool_choice"),
+    field("max_tokens"),
+    field("temperature"),
+    field("seed"),
     field("timeout"),
     field("command"),
     field("max_output_bytes"),
@@ -320,8 +329,14 @@ pub(crate) fn add_built_in_agent(plan: &mut Plan) {
     if !plan.agents.contains_key(DEFAULT_AGENT) {
         let uses_default = plan.tasks.iter().any(|t| plan.agent_of(t) == Some(DEFAULT_AGENT));
         if uses_default {
-            let runtime =
-                Runtime::Llm { provider: None, model: None, tools: Vec::new(), max_turns: Some(BUILT_IN_MAX_TURNS) };
+            let runtime = Runtime::Llm {
+                provider: None,
+                model: None,
+                tools: Vec::new(),
+                max_turns: Some(BUILT_IN_MAX_TURNS),
+                tool_choice: None,
+                generation: Generation::default(),
+            };
             plan.agents.insert(DEFAULT_AGENT.into(), Agent { runtime, ..Agent::default() });
         }
     }
@@ -394,7 +409,25 @@ fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>
     if let Some((entry, path)) = fields.get("timeout") {
         provider.timeout = reader.duration(entry, path, "timeout");
     }
+    if let Some((entry, path)) = fields.get("idle_timeout") {
+        provider.idle_timeout = reader.duration(entry, path, "idle_timeout");
+    }
+    if let Some((entry, path)) = fields.get("stream") {
+        provider.stream = reader.boolean(entry, path, "stream");
+    }
+    provider.generation = read_generation(reader, &fields);
     Some(provider)
+}
+
+/// The generation settings a provider or an llm agent sets.
+fn read_generation(reader: &mut Reader, fields: &Fields<'_>) -> Generation {
+    Generation {
+        max_tokens: fields.get("max_tokens").and_then(|(entry, path)| reader.count(entry, path, "max_tokens", 1)),
+        temperature: fields
+            .get("temperature")
+            .and_then(|(entry, path)| reader.number(entry, path, "temperature", 0.0, 2.0)),
+        seed: fields.get("seed").and_then(|(entry, path)| reader.integer(entry, path, "seed", 0, u64::MAX >> 1)),
+    }
 }
 
 fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Tool> {
@@ -426,6 +459,10 @@ const RUNTIME_FIELDS: &[(&str, &str)] = &[
     ("system_prompt", "llm"),
     ("tools", "llm"),
     ("max_turns", "llm"),
+    ("tool_choice", "llm"),
+    ("max_tokens", "llm"),
+    ("temperature", "llm"),
+    ("seed", "llm"),
     ("command", "command"),
     ("max_output_bytes", "command"),
     ("latency", "mock"),
@@ -502,6 +539,12 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
                 .map(|(entry, path)| reader.strings(entry, path, "a tool name"))
                 .unwrap_or_default(),
             max_turns: fields.get("max_turns").and_then(|(entry, path)| reader.count(entry, path, "max_turns", 1)),
+            tool_choice: fields.get("tool_choice").and_then(|(entry, path)| {
+                let words =
+                    [("auto", ToolChoice::Auto), ("required", ToolChoice::Required), ("none", ToolChoice::None)];
+                reader.word(entry, path, "tool_choice", &words, &[])
+            }),
+            generation: read_generation(reader, &fields),
         },
     };
     Some(agent)

@@ -111,6 +111,13 @@ pub struct Provider {
     pub tokenizer: Option<String>,
     /// How long one request may take.
     pub timeout: Option<Duration>,
+    /// How long a streamed answer may go without a new event.
+    pub idle_timeout: Option<Duration>,
+    /// Whether agents' requests are streamed (`true` when not set).
+    pub stream: Option<bool>,
+    /// The generation settings of every agent on this provider, unless the agent sets its own.
+    #[serde(default, skip_serializing_if = "Generation::is_unset")]
+    pub generation: Generation,
     /// Where the provider was defined.
     #[serde(skip)]
     pub loc: Loc,
@@ -164,6 +171,12 @@ pub enum Runtime {
         tools: Vec<At<String>>,
         /// The most model turns one attempt may take.
         max_turns: Option<u32>,
+        /// Whether the model may, must or must not call the tools offered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_choice: Option<ToolChoice>,
+        /// Generation settings, overriding the provider's.
+        #[serde(default, skip_serializing_if = "Generation::is_unset")]
+        generation: Generation,
     },
     /// A process: the task input on stdin, the output from stdout.
     Command {
@@ -185,7 +198,68 @@ pub enum Runtime {
 
 impl Default for Runtime {
     fn default() -> Self {
-        Runtime::Llm { provider: None, model: None, tools: Vec::new(), max_turns: None }
+        Runtime::Llm {
+            provider: None,
+            model: None,
+            tools: Vec::new(),
+            max_turns: None,
+            tool_choice: None,
+            generation: Generation::default(),
+        }
+    }
+}
+
+/// Settings of how a model generates an answer, sent with each request when set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    /// The most tokens one answer may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// The sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The sampling seed, for repeatable answers where the server supports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+impl Generation {
+    /// Whether nothing is set.
+    pub fn is_unset(&self) -> bool {
+        *self == Generation::default()
+    }
+
+    /// These settings, with `fallback`'s where these set none.
+    pub fn or(self, fallback: Generation) -> Generation {
+        Generation {
+            max_tokens: self.max_tokens.or(fallback.max_tokens),
+            temperature: self.temperature.or(fallback.temperature),
+            seed: self.seed.or(fallback.seed),
+        }
+    }
+}
+
+/// Whether an llm agent's model may call the tools it is offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+}
+
+impl ToolChoice {
+    /// The word sent as `tool_choice`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        }
     }
 }
 

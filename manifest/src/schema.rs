@@ -146,8 +146,30 @@ struct Provider {
     /// The tokenizer used to count tokens (`o200k_base` by default).
     #[schemars(extend("enum" = crate::normalize::TOKENIZERS))]
     tokenizer: Option<String>,
-    /// How long one request may take.
+    /// How long one request may take: 120 s when not given, except for agents' streamed requests, which have no overall limit unless one is given.
     timeout: Option<Duration>,
+    /// How long a streamed answer may go without a new event before the request is given up (60 s when not given).
+    idle_timeout: Option<Duration>,
+    /// Whether agents' requests are streamed (`true` when not given); set `false` for a server that cannot stream tool calls.
+    stream: Option<bool>,
+    /// The most tokens one answer may have, for agents that set none (4096 when neither sets it).
+    #[schemars(range(min = 1))]
+    max_tokens: Option<u32>,
+    /// The sampling temperature, for agents that set none (the server's default when neither sets it).
+    #[schemars(range(min = 0.0, max = 2.0))]
+    temperature: Option<f64>,
+    /// The sampling seed, for agents that set none (sent only when set).
+    #[schemars(range(min = 0))]
+    seed: Option<u64>,
+}
+
+/// Whether an llm agent's model may call the tools it is offered.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ToolChoiceWord {
+    Auto,
+    Required,
+    None,
 }
 
 /// The API dialect of a provider.
@@ -193,6 +215,17 @@ struct Agent {
     /// The most model turns one attempt may take (llm agents).
     #[schemars(range(min = 1))]
     max_turns: Option<u32>,
+    /// Whether the model may (`auto`, the default), must (`required`) or must not (`none`) call the tools offered (llm agents).
+    tool_choice: Option<ToolChoiceWord>,
+    /// The most tokens one answer may have, overriding the provider's (llm agents; 4096 when neither sets it).
+    #[schemars(range(min = 1))]
+    max_tokens: Option<u32>,
+    /// The sampling temperature, overriding the provider's (llm agents).
+    #[schemars(range(min = 0.0, max = 2.0))]
+    temperature: Option<f64>,
+    /// The sampling seed, overriding the provider's (llm agents).
+    #[schemars(range(min = 0))]
+    seed: Option<u64>,
     /// How long one attempt may take.
     timeout: Option<Duration>,
     /// The argv to run, with the task input on stdin and the output from stdout (command agents).

@@ -19,3 +19,50 @@ fn a_tokenizer_the_engine_cannot_count_with_is_an_error_at_its_value() {
         assert!(manifest::load_str("t.yaml", "t", &plan(name), &|_| true).is_valid(), "{name}");
     }
 }
+
+/// A plan whose provider `local` has these extra settings and whose llm agent `a` has these.
+fn with_settings(provider: &str, agent: &str) -> String {
+    format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: t}}\nspec:\n  providers:\n    local:\n      kind: openai\n      \
+         base_url: http://localhost:11434/v1\n      model: m\n{provider}\n  agent_definitions:\n    \
+         a: {{runtime: llm, provider: local{agent}}}\n  workflow:\n    - {{id: t, agent: a, input: x}}\n"
+    )
+}
+
+#[test]
+fn generation_settings_streaming_and_tool_choice_are_read_from_providers_and_agents() {
+    use manifest::plan::{Generation, Runtime, ToolChoice};
+    let text = with_settings(
+        "      max_tokens: 512\n      temperature: 0.7\n      seed: 42\n      stream: false\n      idle_timeout: 90s",
+        ", max_tokens: 64, temperature: 0, tool_choice: required",
+    );
+    let loaded = manifest::load_str("t.yaml", "t", &text, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let plan = loaded.plan.expect("the plan loads");
+    let provider = &plan.providers["local"];
+    assert_eq!(provider.generation, Generation { max_tokens: Some(512), temperature: Some(0.7), seed: Some(42) });
+    assert_eq!(provider.stream, Some(false));
+    assert_eq!(provider.idle_timeout.map(|d| d.to_std()), Some(std::time::Duration::from_secs(90)));
+    let Runtime::Llm { tool_choice, generation, .. } = &plan.agents["a"].runtime else { panic!("an llm agent") };
+    assert_eq!(*tool_choice, Some(ToolChoice::Required));
+    assert_eq!(
+        generation.or(provider.generation),
+        Generation { max_tokens: Some(64), temperature: Some(0.0), seed: Some(42) }
+    );
+}
+
+#[test]
+fn bad_generation_settings_are_errors_at_their_values() {
+    for (provider, agent, path) in [
+        ("      max_tokens: 0", "", "spec.providers.local.max_tokens"),
+        ("      temperature: 3", "", "spec.providers.local.temperature"),
+        ("      stream: sometimes", "", "spec.providers.local.stream"),
+        ("", ", tool_choice: always", "spec.agent_definitions.a.tool_choice"),
+        ("", ", seed: -1", "spec.agent_definitions.a.seed"),
+    ] {
+        let loaded = manifest::load_str("t.yaml", "t", &with_settings(provider, agent), &|_| true);
+        let error = loaded.errors().next().unwrap_or_else(|| panic!("`{provider}{agent}` is an error"));
+        assert_eq!(error.loc.path, path, "{error}");
+    }
+}

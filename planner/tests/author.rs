@@ -334,6 +334,19 @@ async fn streamed_repair_also_streams() {
 }
 
 #[tokio::test]
+async fn a_stream_that_breaks_off_is_a_failed_request_not_a_parse_failure() {
+    let server = FakeOpenAi::script(vec![Step::BrokenStream(Vec::new())]);
+    let mut request = request(&["model-a"]);
+    request.stream = true;
+    let authored = author(&request, &endpoint(&server), &mut |_| {}).await;
+    let Outcome::Failed(error) = &authored.attempts[0].outcome else {
+        panic!("expected a failed request, got {:?}", authored.attempts[0].outcome)
+    };
+    assert!(error.contains("failed while streaming"), "{error}");
+    assert_eq!(server.requests().len(), 3, "a broken stream is retried like a server error");
+}
+
+#[tokio::test]
 async fn the_key_never_appears_in_any_record() {
     let echoing = manifest(
         json!([{"id": "a", "agent": "worker", "input": format!("Use {AUTHORIZATION_ECHO}"), "on_failure": "retry"}]),

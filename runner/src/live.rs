@@ -2,13 +2,16 @@
 //! running), otherwise one plain line per event, `HH:MM:SS.mmm TYPE task details`. `runner
 //! logs` prints the same plain lines.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use engine::driver::Observer;
 use engine::{Event, Record, RunState, Scope, TaskStatus};
-use indicatif::{ProgressBar, ProgressStyle};
+#[cfg(test)]
+use indicatif::ProgressDrawTarget;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 /// How much of an input, output or error a line shows.
 const PREVIEW: usize = 80;
@@ -94,12 +97,51 @@ pub struct Live {
     /// A progress display when on a terminal; plain lines when `None` and not `fancy`.
     bar: Option<ProgressBar>,
     fancy: bool,
+    /// The display's lines: the progress bar, then one line per running task.
+    multi: MultiProgress,
+    /// One line per running task, showing how long it has been waiting.
+    waiting: BTreeMap<String, ProgressBar>,
 }
 
 impl Live {
     /// A live view: `fancy` draws a progress display (on a terminal), otherwise plain lines.
     pub fn new(fancy: bool) -> Self {
-        Live { bar: None, fancy }
+        Live { bar: None, fancy, multi: MultiProgress::new(), waiting: BTreeMap::new() }
+    }
+
+    /// A live view that draws nowhere, to test what it would show.
+    #[cfg(test)]
+    fn hidden() -> Self {
+        Live { multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()), ..Live::new(true) }
+    }
+
+    /// The tasks shown as running, each with the time it has been waiting.
+    #[cfg(test)]
+    fn waiting(&self) -> Vec<&str> {
+        self.waiting.keys().map(String::as_str).collect()
+    }
+
+    /// One line per running task: a task that starts gets one, counting the time from now; a
+    /// task that stops loses its line.
+    fn track(&mut self, running: &[&str]) {
+        self.waiting.retain(|task, line| {
+            let keep = running.contains(&task.as_str());
+            if !keep {
+                line.finish_and_clear();
+            }
+            keep
+        });
+        for task in running {
+            if !self.waiting.contains_key(*task) {
+                let line = self.multi.add(ProgressBar::new_spinner());
+                if let Ok(style) = ProgressStyle::with_template("  {spinner} {prefix} waiting {elapsed}") {
+                    line.set_style(style);
+                }
+                line.set_prefix((*task).to_owned());
+                line.enable_steady_tick(Duration::from_millis(250));
+                self.waiting.insert((*task).to_owned(), line);
+            }
+        }
     }
 
     /// Shows one durable record.
@@ -109,7 +151,8 @@ impl Live {
             return;
         }
         let total = state.tasks.len() as u64;
-        let bar = self.bar.get_or_insert_with(|| new_bar(total));
+        let multi = self.multi.clone();
+        let bar = self.bar.get_or_insert_with(|| multi.add(new_bar(total)));
         let done = state.tasks.iter().filter(|t| t.status.is_final()).count() as u64;
         let running: Vec<&str> = state
             .tasks
@@ -121,6 +164,8 @@ impl Live {
         bar.set_length(total);
         bar.set_position(done);
         bar.set_message(if running.is_empty() { String::new() } else { format!("running: {}", running.join(", ")) });
+        let bar = bar.clone();
+        self.track(&running);
         let event = &record.event;
         let note = match event {
             Event::TaskSucceeded { task, duration_ms, .. } => Some(format!("✓ {task} ({duration_ms} ms)")),
@@ -151,6 +196,7 @@ impl Live {
 
     /// Removes the progress display (before a prompt or the summary).
     pub fn clear(&mut self) {
+        self.track(&[]);
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
@@ -170,4 +216,37 @@ fn new_bar(total: u64) -> ProgressBar {
 pub fn observer(live: &Arc<Mutex<Live>>) -> Observer {
     let live = Arc::clone(live);
     Box::new(move |record, state| live.lock().unwrap_or_else(PoisonError::into_inner).show(record, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use engine::{Command, Handler, Start};
+
+    use super::*;
+
+    fn record(event: Event) -> Record {
+        Record { seq: 1, at: "2026-11-23T12:00:00.000Z".into(), run_id: "r".into(), event }
+    }
+
+    #[test]
+    fn a_running_task_has_a_waiting_line_until_it_ends() {
+        let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  mission: test\n  \
+                    agent_definitions:\n    m: {runtime: mock}\n  workflow:\n    - {id: a, agent: m, input: go}\n";
+        let loaded = manifest::load_str("t.yaml", "t", yaml, &|_| true);
+        let plan = Arc::new(loaded.plan.expect("the plan loads"));
+        let mut state = RunState::new();
+        let mut live = Live::hidden();
+        for event in state.process(Command::Start(Start::plan(plan))).expect("it starts") {
+            live.show(&record(event), &state);
+        }
+        assert_eq!(live.waiting(), ["a"]);
+        let done =
+            Command::Succeeded { task: "a".into(), attempt: 1, output: "ok".into(), tokens: None, duration_ms: 5 };
+        for event in state.process(done).expect("it succeeds") {
+            live.show(&record(event), &state);
+        }
+        assert!(live.waiting().is_empty());
+    }
 }

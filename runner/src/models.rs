@@ -46,9 +46,11 @@ impl Record {
         self.parse_failures + self.validation_failures + self.request_failures + self.successes
     }
 
-    /// Successes over attempts; 0.5 for a model never tried, so it is neither first nor last.
+    /// Successes over the answers received; 0.5 for a model with none, so it is neither first
+    /// nor last. A failed request (a server or network fault, such as a stream that broke off)
+    /// says nothing about the model and is left out.
     pub fn success_rate(&self) -> f64 {
-        match self.attempts() {
+        match self.attempts() - self.request_failures {
             0 => 0.5,
             attempts => self.successes as f64 / attempts as f64,
         }
@@ -209,5 +211,18 @@ mod tests {
         assert_eq!(models.best_first(&given), ["quick", "steady"], "equal rates: the faster first");
         let table = models.table();
         assert!(table.contains("flaky") && table.contains("100 ms") && table.contains("900 ms"), "{table}");
+    }
+
+    #[test]
+    fn failed_requests_do_not_count_against_a_model() {
+        let mut models = Models::default();
+        models.count("behind_a_broken_server", Attempted::Success, false, Some(100));
+        for _ in 0..5 {
+            models.count("behind_a_broken_server", Attempted::RequestFailure, false, None);
+        }
+        models.count("sloppy", Attempted::Success, false, Some(100));
+        models.count("sloppy", Attempted::ParseFailure, false, Some(100));
+        let given = ["sloppy".to_owned(), "behind_a_broken_server".to_owned()];
+        assert_eq!(models.best_first(&given), ["behind_a_broken_server", "sloppy"]);
     }
 }

@@ -196,6 +196,10 @@ fn human(report: &Report) -> String {
     out
 }
 
+/// The longest answer a probe asks for: a tool call or a small JSON object fits, and a model
+/// that rambles instead is cut short rather than left to fill its window.
+const PROBE_MAX_TOKENS: u32 = 96;
+
 /// Asks `model` to call a tool and says whether it did.
 async fn tools(endpoint: &Endpoint, model: &str) -> Verdict {
     let tool = ToolDefinition {
@@ -207,7 +211,13 @@ async fn tools(endpoint: &Endpoint, model: &str) -> Verdict {
         },
     };
     let messages = [Message::User { content: format!("Call the {TOOL} tool with the number 7.") }];
-    let request = ChatRequest { model, messages: &messages, tools: std::slice::from_ref(&tool), response_format: None };
+    let request = ChatRequest {
+        model,
+        messages: &messages,
+        tools: std::slice::from_ref(&tool),
+        tool_choice: Some(manifest::plan::ToolChoice::Auto.as_str()),
+        response_format: None,
+    };
     let response = match ask(endpoint, &request).await {
         Ok(response) => response,
         Err(failed) => return failed,
@@ -250,8 +260,13 @@ async fn json_mode(endpoint: &Endpoint, model: &str) -> Verdict {
             content: "Give a JSON object with the key \"answer\" and the number 7 as its value.".to_owned(),
         },
     ];
-    let request =
-        ChatRequest { model, messages: &messages, tools: &[], response_format: Some(json!({"type": "json_object"})) };
+    let request = ChatRequest {
+        model,
+        messages: &messages,
+        tools: &[],
+        tool_choice: None,
+        response_format: Some(json!({"type": "json_object"})),
+    };
     let response = match ask(endpoint, &request).await {
         Ok(response) => response,
         Err(failed) => return failed,
@@ -263,9 +278,10 @@ async fn json_mode(endpoint: &Endpoint, model: &str) -> Verdict {
     }
 }
 
-/// One request at temperature 0; a failed one is a verdict saying why.
+/// One request at temperature 0 with a short answer; a failed one is a verdict saying why.
 async fn ask(endpoint: &Endpoint, request: &ChatRequest<'_>) -> Result<ChatResponse, Verdict> {
-    endpoint.complete_with(request, Sampling { temperature: Some(0.0) }).await.map_err(|error| Verdict {
+    let sampling = Sampling { temperature: Some(0.0), max_tokens: Some(PROBE_MAX_TOKENS), seed: None };
+    endpoint.complete_with(request, sampling).await.map_err(|error| Verdict {
         works: false,
         detail: format!("the request failed: {}", endpoint.redactor.apply(&error.to_string())),
     })

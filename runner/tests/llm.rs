@@ -510,6 +510,64 @@ fn the_token_budget_stopping_only_non_critical_work_makes_the_run_partial() {
     assert_exhausted(&env, &server, "partial");
 }
 
+#[test]
+fn tokens_of_a_failed_attempt_count_in_the_total_and_against_the_budget() {
+    // `a` fails (its answer is cut at max_tokens, which no retry mends) after using 15 tokens;
+    // `b`'s input fits a budget of 50 on its own, but not on top of them.
+    let server = FakeOpenAi::script(vec![Step::Truncated("cut".to_owned())]);
+    let env = Env::new();
+    let padding = " alpha".repeat(38);
+    let workflow = format!(
+        "    - {{id: a, agent: w, input: \"A: go\", on_failure: skip}}\n    - {{id: b, agent: w, input: \"B: {padding}\", depends_on: [a]}}"
+    );
+    env.write("plan.yaml", &llm_plan("budget", &server.base_url(), &llm_agent("w"), &workflow, "    token_budget: 50"));
+    let applied = runner(&env, &["apply", "plan.yaml", "--yes", "--run-id", "b1"]);
+    assert_eq!(applied.code, Some(5), "{applied}");
+    assert_eq!(server.requests().len(), 1, "b is never sent");
+    let failed = events_of(&env, "b1", "TaskFailed");
+    assert_eq!(failed[0]["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+    assert!(failed[0]["error"].as_str().unwrap_or_default().contains("cut at 4096 tokens"), "{failed:?}");
+    assert_eq!(events_of(&env, "b1", "BudgetExhausted").len(), 1, "{:#?}", env.records("b1"));
+    let status = env.status("b1");
+    assert_eq!(status["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+    let human = runner(&env, &["status", "b1"]);
+    let total = (PROMPT_TOKENS + COMPLETION_TOKENS).to_string();
+    assert!(human.stdout.contains(&total), "{human}");
+}
+
+#[test]
+fn an_attempt_that_runs_out_of_time_still_reports_the_tokens_it_used() {
+    // One turn calls a tool (15 tokens), then the server hangs until the task's timeout.
+    let server = FakeOpenAi::script(vec![Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())]), Step::Hang]);
+    let env = Env::new();
+    let agents = "    w: {runtime: llm, provider: fake, system_prompt: \"ROLE w\", tools: [lookup], max_turns: 3}";
+    let workflow = "    - {id: a, agent: w, input: \"A\", timeout: 1s}";
+    let plan = llm_plan("slow", &server.base_url(), agents, workflow, "").replacen(
+        "  agent_definitions:",
+        "  tools:\n    lookup:\n      description: Looks up\n      command: [cat]\n  agent_definitions:",
+        1,
+    );
+    env.write("plan.yaml", &plan);
+    let applied = runner(&env, &["apply", "plan.yaml", "--yes", "--run-id", "t1"]);
+    assert_eq!(applied.code, Some(1), "{applied}");
+    let failed = events_of(&env, "t1", "TaskFailed");
+    assert!(failed[0]["error"].as_str().unwrap_or_default().contains("timed out after 1s"), "{failed:?}");
+    assert_eq!(failed[0]["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+    assert_eq!(env.status("t1")["tokens"], json!({"prompt": PROMPT_TOKENS, "completion": COMPLETION_TOKENS}));
+}
+
+#[test]
+fn another_model_answering_is_warned_about_once_per_run() {
+    let server = FakeOpenAi::script(vec![Step::As("tiny-model".to_owned(), Box::new(answer("ok")))]);
+    let env = Env::new();
+    let workflow = "    - {id: a, agent: w, input: \"A\"}\n    - {id: b, agent: w, input: \"B\", depends_on: [a]}";
+    env.write("plan.yaml", &llm_plan("swap", &server.base_url(), &llm_agent("w"), workflow, ""));
+    let applied = runner(&env, &["apply", "plan.yaml", "--yes", "--run-id", "s1"]);
+    assert_eq!(applied.code, Some(0), "{applied}");
+    let warning = "provider `fake` answered a request for model `fake-model` with model `tiny-model`";
+    assert_eq!(applied.stderr.matches(warning).count(), 1, "{applied}");
+}
+
 // --- 8. the API key -----------------------------------------------------------------------------
 
 const CANARY: &str = "sk-test-LEAKCANARY-12345";

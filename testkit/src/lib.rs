@@ -58,6 +58,21 @@ pub enum Step {
     /// (`choices[0].delta.content`), a last chunk with `usage`, then `data: [DONE]`. The whole
     /// stream is sent at once.
     Stream(Vec<String>),
+    /// A streamed answer whose events are sent one by one, `gap` apart: the first event
+    /// (the role) at once, then one per piece, the last one, the usage and `[DONE]`.
+    SlowStream(Vec<String>, Duration),
+    /// A stream that breaks off: `200 OK` and `text/event-stream`, one event per piece, then
+    /// the body ends with no finish reason and no `[DONE]` (no pieces: an empty body, which is
+    /// how llama-cpp-python answers when it fails after sending its headers).
+    BrokenStream(Vec<String>),
+    /// A streamed answer calling tools, each call's arguments split in two pieces, with the
+    /// same `usage` as an answer.
+    StreamToolCalls(Vec<(String, String)>),
+    /// A final answer cut at the token limit: `finish_reason: "length"`, with `usage`.
+    Truncated(String),
+    /// Answers with the inner step, naming this model in the response instead of the one
+    /// asked for.
+    As(String, Box<Step>),
     /// Never answers.
     Hang,
     /// Waits, then answers with the inner step.
@@ -240,6 +255,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     };
     shared.arrived.notify_waiters();
     let mut step = (shared.responder)(&body, number);
+    let mut model = body.get("model").cloned().unwrap_or(Value::Null);
     let step = loop {
         step = match step {
             Step::Delay(pause, inner) => {
@@ -250,8 +266,12 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 wait_for_arrivals(&shared, count).await;
                 *inner
             }
-            step => break step,
-        };
+            Step::As(name, inner) => {
+                model = Value::String(name);
+                *inner
+            }
+            other => break other,
+        }
     };
     let echo = |text: String| text.replace(AUTHORIZATION_ECHO, authorization.as_deref().unwrap_or(""));
     let usage = json!({
@@ -259,7 +279,6 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         "completion_tokens": COMPLETION_TOKENS,
         "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
     });
-    let model = body.get("model").cloned().unwrap_or(Value::Null);
     let completion = |message: Value, finish: &str| {
         axum::Json(json!({
             "id": format!("chatcmpl-{number}"),
@@ -272,6 +291,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     };
     match step {
         Step::Answer(content) => completion(json!({"role": "assistant", "content": echo(content)}), "stop"),
+        Step::Truncated(content) => completion(json!({"role": "assistant", "content": echo(content)}), "length"),
         Step::ToolCalls(calls) => {
             let calls: Vec<Value> = calls
                 .into_iter()
@@ -295,30 +315,83 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             response
         }
         Step::Stream(pieces) => {
-            let chunk = |delta: Value, finish: Value, usage: Value| {
-                let mut chunk = json!({
-                    "id": format!("chatcmpl-{number}"),
-                    "object": "chat.completion.chunk",
-                    "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                });
-                if !usage.is_null() {
-                    chunk["choices"] = json!([]);
-                    chunk["usage"] = usage;
-                }
-                format!("data: {chunk}\n\n")
-            };
-            let mut events = chunk(json!({"role": "assistant", "content": ""}), Value::Null, Value::Null);
-            for piece in pieces {
-                events.push_str(&chunk(json!({"content": echo(piece)}), Value::Null, Value::Null));
+            let mut events = vec![chunk(&model, number, json!({"role": "assistant", "content": ""}), Value::Null)];
+            events.extend(
+                pieces.into_iter().map(|piece| chunk(&model, number, json!({"content": echo(piece)}), Value::Null)),
+            );
+            events.extend(ending(&model, number, "stop", &usage));
+            event_stream(events.concat(), Vec::new(), Duration::ZERO)
+        }
+        Step::SlowStream(pieces, gap) => {
+            let first = chunk(&model, number, json!({"role": "assistant", "content": ""}), Value::Null);
+            let mut rest: Vec<String> = pieces
+                .into_iter()
+                .map(|piece| chunk(&model, number, json!({"content": echo(piece)}), Value::Null))
+                .collect();
+            rest.push(ending(&model, number, "stop", &usage).concat());
+            event_stream(first, rest, gap)
+        }
+        Step::BrokenStream(pieces) => {
+            let events =
+                pieces.into_iter().map(|piece| chunk(&model, number, json!({"content": echo(piece)}), Value::Null));
+            event_stream(events.collect::<Vec<_>>().concat(), Vec::new(), Duration::ZERO)
+        }
+        Step::StreamToolCalls(calls) => {
+            let mut events = vec![chunk(&model, number, json!({"role": "assistant", "content": null}), Value::Null)];
+            for (i, (name, arguments)) in calls.into_iter().enumerate() {
+                let arguments = echo(arguments);
+                let (head, tail) = arguments.split_at(arguments.len() / 2);
+                let first = json!({"tool_calls": [{"index": i, "id": format!("call_{number}_{i}"), "type": "function",
+                    "function": {"name": name, "arguments": head}}]});
+                events.push(chunk(&model, number, first, Value::Null));
+                let second = json!({"tool_calls": [{"index": i, "function": {"arguments": tail}}]});
+                events.push(chunk(&model, number, second, Value::Null));
             }
-            events.push_str(&chunk(json!({}), json!("stop"), Value::Null));
-            events.push_str(&chunk(Value::Null, Value::Null, usage.clone()));
-            events.push_str("data: [DONE]\n\n");
-            ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], events).into_response()
+            events.extend(ending(&model, number, "tool_calls", &usage));
+            event_stream(events.concat(), Vec::new(), Duration::ZERO)
         }
         Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
         Step::Hang => std::future::pending().await,
-        Step::Delay(..) | Step::Together(..) => unreachable!("waits are unwrapped above"),
+        Step::Delay(..) | Step::Together(..) | Step::As(..) => {
+            unreachable!("waits and renamings are unwrapped above")
+        }
     }
+}
+
+/// One `data:` event of a streamed completion.
+fn chunk(model: &Value, number: usize, delta: Value, finish: Value) -> String {
+    let chunk = json!({
+        "id": format!("chatcmpl-{number}"),
+        "object": "chat.completion.chunk",
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+/// The last events of a stream: the finish reason, the usage, `[DONE]`.
+fn ending(model: &Value, number: usize, finish: &str, usage: &Value) -> [String; 3] {
+    let mut last = json!({"id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "model": model});
+    last["choices"] = json!([]);
+    last["usage"] = usage.clone();
+    [chunk(model, number, json!({}), json!(finish)), format!("data: {last}\n\n"), "data: [DONE]\n\n".to_owned()]
+}
+
+/// A `text/event-stream` response: `first` at once, then each of `rest` after `gap`.
+fn event_stream(first: String, rest: Vec<String>, gap: Duration) -> Response {
+    let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        if writer.write_all(first.as_bytes()).await.is_err() {
+            return;
+        }
+        for event in rest {
+            tokio::time::sleep(gap).await;
+            if writer.write_all(event.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(reader));
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }

@@ -10,7 +10,9 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 
 use super::error::LlmError;
 use super::limiter::Limiter;
-use super::protocol::{Body, ChatRequest, ChatResponse, Sampling, StreamChunk, Usage};
+use super::protocol::{
+    AssistantMessage, Body, ChatRequest, ChatResponse, FunctionCall, Sampling, StreamChunk, ToolCall, Usage,
+};
 use super::redact::{Redactor, excerpt};
 
 /// How much of a server's body an error quotes.
@@ -31,7 +33,14 @@ pub struct Endpoint {
     pub name: String,
     url: String,
     key: Option<String>,
+    /// The limit of an unstreamed request.
     timeout: Duration,
+    /// The limit of a whole streamed request, when the provider sets `timeout`.
+    stream_timeout: Option<Duration>,
+    /// The longest wait for the answer to begin or for its next event.
+    idle_timeout: Duration,
+    /// Whether agents' requests are streamed.
+    stream: bool,
     limiter: Limiter,
     http: reqwest::Client,
     /// Redacts the provider's API key.
@@ -45,28 +54,40 @@ impl std::fmt::Debug for Endpoint {
             .field("url", &self.url)
             .field("key", &self.key.as_ref().map(|_| "[redacted]"))
             .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("stream", &self.stream)
             .field("limiter", &self.limiter)
             .finish_non_exhaustive()
     }
 }
 
+/// One answer of the model, streamed or not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// What the model said.
+    pub message: AssistantMessage,
+    /// Why it stopped, when the server says.
+    pub finish_reason: Option<String>,
+    /// Tokens used, when the server reports them.
+    pub usage: Option<Usage>,
+    /// The model that answered, when the server says.
+    pub model: Option<String>,
+}
+
 impl Endpoint {
-    /// An endpoint at `{base_url}/chat/completions`.
-    pub fn new(
-        name: &str,
-        base_url: &str,
-        key: Option<String>,
-        timeout: Duration,
-        limiter: Limiter,
-        http: reqwest::Client,
-    ) -> Self {
+    /// The endpoint of the plan's provider `name` at `{base_url}/chat/completions`, sharing
+    /// `http`.
+    pub fn new(name: &str, provider: &Provider, key: Option<String>, http: reqwest::Client) -> Self {
         Endpoint {
             name: name.to_owned(),
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            url: format!("{}/chat/completions", provider.base_url.trim_end_matches('/')),
             redactor: Redactor::new(key.as_deref()),
             key,
-            timeout,
-            limiter,
+            timeout: provider.timeout.map_or(super::DEFAULT_TIMEOUT, |t| t.to_std()),
+            stream_timeout: provider.timeout.map(|t| t.to_std()),
+            idle_timeout: provider.idle_timeout.map_or(super::DEFAULT_IDLE_TIMEOUT, |t| t.to_std()),
+            stream: provider.stream.unwrap_or(true),
+            limiter: Limiter::new(provider.max_concurrency, provider.requests_per_minute),
             http,
         }
     }
@@ -78,23 +99,29 @@ impl Endpoint {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|error| LlmError::Client(error.to_string()))?;
-        Ok(Endpoint::new(
-            name,
-            &provider.base_url,
-            key,
-            provider.timeout.map_or(super::DEFAULT_TIMEOUT, |t| t.to_std()),
-            Limiter::new(provider.max_concurrency, provider.requests_per_minute),
-            http,
-        ))
+        Ok(Endpoint::new(name, provider, key, http))
     }
 
-    /// Sends a request, retrying rate limits, server errors, network errors and timeouts
-    /// (twice, backing off exponentially from 500 ms or as `Retry-After` says).
-    pub async fn complete(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        self.complete_with(request, Sampling::default()).await
+    /// One answer for an agent: streamed unless the provider sets `stream: false`, so that
+    /// a live server is waited for as long as it sends events and a silent one is given up
+    /// after `idle_timeout`. Retries as [`complete_with`](Self::complete_with) does.
+    pub async fn answer(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<Answer, LlmError> {
+        if self.stream {
+            return self.stream_answer(request, sampling, None).await;
+        }
+        let response = self.complete_with(request, sampling).await?;
+        let (model, usage) = (response.model, response.usage);
+        let choice = response.choices.into_iter().next().ok_or_else(|| LlmError::Malformed {
+            provider: self.name.clone(),
+            reason: "no choices".to_owned(),
+            body: String::new(),
+        })?;
+        Ok(Answer { message: choice.message, finish_reason: choice.finish_reason, usage, model })
     }
 
-    /// [`complete`](Self::complete) with sampling settings such as the temperature.
+    /// Sends an unstreamed request with sampling settings such as the temperature, retrying
+    /// rate limits, server errors, network errors and timeouts (twice, backing off
+    /// exponentially from 500 ms or as `Retry-After` says).
     pub async fn complete_with(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<ChatResponse, LlmError> {
         let body = self.encode(&Body { request, sampling, stream: false, stream_options: None })?;
         let tries = AtomicU32::new(0);
@@ -117,15 +144,27 @@ impl Endpoint {
     /// Sends a request with `stream: true` and reads the server-sent events, handing each piece
     /// of the answer's text to `on_text` as it arrives; returns the whole text and the usage
     /// when the server reports it. Failures before the first piece are retried as
-    /// [`complete`](Self::complete) retries them; once text has been handed on, a failure
+    /// [`complete_with`](Self::complete_with) retries them; once text has been handed on, a failure
     /// ends the call. A server that ignores `stream` and answers with one JSON completion
-    /// is read as well. The timeout covers the whole answer. Texts are not redacted.
+    /// is read as well. The provider's `idle_timeout` bounds each wait for an event, its
+    /// `timeout` (if set) the whole answer. Texts are not redacted.
     pub async fn complete_streaming(
         &self,
         request: &ChatRequest<'_>,
         sampling: Sampling,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<(String, Option<Usage>), LlmError> {
+        let answer = self.stream_answer(request, sampling, Some(on_text)).await?;
+        Ok((answer.message.content.unwrap_or_default(), answer.usage))
+    }
+
+    /// A streamed answer, retried while nothing has been handed to `on_text`.
+    async fn stream_answer(
+        &self,
+        request: &ChatRequest<'_>,
+        sampling: Sampling,
+        mut on_text: Option<&mut (dyn FnMut(&str) + Send)>,
+    ) -> Result<Answer, LlmError> {
         let stream_options = Some(serde_json::json!({"include_usage": true}));
         let body = self.encode(&Body { request, sampling, stream: true, stream_options })?;
         let mut tries: u32 = 0;
@@ -136,12 +175,17 @@ impl Endpoint {
             let result = {
                 let _permit = self.limiter.acquire().await;
                 let mut forward = |piece: &str| {
-                    delivered = true;
-                    on_text(piece);
+                    if let Some(on_text) = on_text.as_mut() {
+                        delivered = true;
+                        on_text(piece);
+                    }
                 };
-                match tokio::time::timeout(self.timeout, self.exchange_streaming(&body, &mut forward)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(LlmError::Timeout { provider: self.name.clone(), after: self.timeout }),
+                let exchange = self.exchange_streaming(&body, &mut forward);
+                match self.stream_timeout {
+                    Some(limit) => tokio::time::timeout(limit, exchange)
+                        .await
+                        .unwrap_or_else(|_| Err(LlmError::Timeout { provider: self.name.clone(), after: limit })),
+                    None => exchange.await,
                 }
             };
             match result {
@@ -229,40 +273,82 @@ impl Endpoint {
     }
 
     /// One streamed exchange: the events of a `text/event-stream` answer, or a whole
-    /// completion when the server did not stream.
+    /// completion when the server did not stream. Every wait (for the headers, for the next
+    /// event) is bounded by the idle timeout; a stream that ends before its last event is the
+    /// server's failure.
     async fn exchange_streaming(
         &self,
         body: &[u8],
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<(String, Option<Usage>), LlmError> {
-        let mut response = self.post(body).await?;
+    ) -> Result<Answer, LlmError> {
+        let idle = || LlmError::Idle { provider: self.name.clone(), after: self.idle_timeout };
+        let mut response = tokio::time::timeout(self.idle_timeout, self.post(body)).await.map_err(|_| idle())??;
         let is_stream = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
         if !response.status().is_success() || !is_stream {
-            let parsed = self.parse(&self.read_body(response).await?)?;
-            let text = parsed.choices.into_iter().next().and_then(|choice| choice.message.content).unwrap_or_default();
-            if !text.is_empty() {
-                on_text(&text);
+            let bytes =
+                tokio::time::timeout(self.idle_timeout, self.read_body(response)).await.map_err(|_| idle())??;
+            let parsed = self.parse(&bytes)?;
+            let (model, usage) = (parsed.model, parsed.usage);
+            let Some(choice) = parsed.choices.into_iter().next() else {
+                return Err(self.malformed_event("no choices", ""));
+            };
+            if let Some(text) = choice.message.content.as_deref().filter(|text| !text.is_empty()) {
+                on_text(text);
             }
-            return Ok((text, parsed.usage));
+            return Ok(Answer { message: choice.message, finish_reason: choice.finish_reason, usage, model });
         }
         let mut events = EventStream::default();
         let mut read = 0;
-        while let Some(chunk) = response.chunk().await.map_err(|error| self.network_error(&error))? {
+        let mut deadline = tokio::time::Instant::now() + self.idle_timeout;
+        loop {
+            let chunk = tokio::time::timeout_at(deadline, response.chunk()).await.map_err(|_| idle())?;
+            let Some(chunk) = chunk.map_err(|error| self.network_error(&error))? else { break };
             read += chunk.len();
             if read > BODY_CAP {
                 return Err(self.too_large(events.text.as_bytes()));
             }
             events.buffer.extend_from_slice(&chunk);
-            if events.drain(false, on_text).map_err(|(reason, line)| self.malformed_event(&reason, &line))? {
-                return Ok((events.text, events.usage));
+            let before = events.events;
+            if self.drain(&mut events, false, on_text)? {
+                return Ok(events.into_answer());
+            }
+            if events.events > before {
+                deadline = tokio::time::Instant::now() + self.idle_timeout;
             }
         }
-        events.drain(true, on_text).map_err(|(reason, line)| self.malformed_event(&reason, &line))?;
-        Ok((events.text, events.usage))
+        self.drain(&mut events, true, on_text)?;
+        if events.events == 0 {
+            return Err(self.broken_stream("the server sent a success status, then closed the stream without an event"));
+        }
+        if events.finish_reason.is_none() {
+            return Err(self.broken_stream("the stream ended before the answer was complete"));
+        }
+        Ok(events.into_answer())
+    }
+
+    /// Reads the complete events in the buffer; an error event is the server's failure, an
+    /// unreadable one a malformed answer.
+    fn drain(
+        &self,
+        events: &mut EventStream,
+        end: bool,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, LlmError> {
+        events.drain(end, on_text).map_err(|problem| match problem {
+            Problem::Reported(line) => LlmError::Stream {
+                provider: self.name.clone(),
+                reason: format!("it reported an error: {}", self.quote(line.as_bytes())),
+            },
+            Problem::Unreadable(reason, line) => self.malformed_event(&reason, &line),
+        })
+    }
+
+    fn broken_stream(&self, reason: &str) -> LlmError {
+        LlmError::Stream { provider: self.name.clone(), reason: reason.to_owned() }
     }
 
     fn too_large(&self, bytes: &[u8]) -> LlmError {
@@ -298,18 +384,36 @@ impl Endpoint {
     }
 }
 
-/// The server-sent events read so far: the bytes of an unfinished line, the text and usage.
+/// The most tool calls one streamed message may make.
+const MAX_STREAMED_CALLS: usize = 128;
+
+/// What is wrong with an event of a stream.
+#[derive(Debug, PartialEq)]
+enum Problem {
+    /// The server reported an error in the stream; the event's data.
+    Reported(String),
+    /// The event cannot be read: why, and its data.
+    Unreadable(String, String),
+}
+
+/// The server-sent events read so far: the bytes of an unfinished line, and the message they
+/// build.
 #[derive(Default)]
 struct EventStream {
     buffer: Vec<u8>,
+    /// `data:` events read.
+    events: usize,
     text: String,
+    calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
     usage: Option<Usage>,
+    model: Option<String>,
 }
 
 impl EventStream {
     /// Handles every complete line in the buffer (and, at `end`, the unfinished one too).
-    /// Returns whether `data: [DONE]` was seen; a bad event gives its reason and line.
-    fn drain(&mut self, end: bool, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<bool, (String, String)> {
+    /// Returns whether `data: [DONE]` was seen.
+    fn drain(&mut self, end: bool, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<bool, Problem> {
         loop {
             let line = match self.buffer.iter().position(|byte| *byte == b'\n') {
                 Some(newline) => self.buffer.drain(..=newline).collect::<Vec<_>>(),
@@ -319,25 +423,62 @@ impl EventStream {
             let line = String::from_utf8_lossy(&line);
             let Some(data) = line.trim_end_matches(['\r', '\n']).strip_prefix("data:") else { continue };
             let data = data.trim();
-            if data == "[DONE]" {
-                return Ok(true);
-            }
             if data.is_empty() {
                 continue;
             }
+            self.events += 1;
+            if data == "[DONE]" {
+                return Ok(true);
+            }
             let chunk: StreamChunk =
-                serde_json::from_str(data).map_err(|error| (error.to_string(), data.to_owned()))?;
+                serde_json::from_str(data).map_err(|error| Problem::Unreadable(error.to_string(), data.to_owned()))?;
             if chunk.error.is_some() {
-                return Err(("the stream reported an error".to_owned(), data.to_owned()));
+                return Err(Problem::Reported(data.to_owned()));
             }
             if chunk.usage.is_some() {
                 self.usage = chunk.usage;
             }
-            let piece = chunk.choices.into_iter().next().and_then(|choice| choice.delta.content).unwrap_or_default();
-            if !piece.is_empty() {
-                self.text.push_str(&piece);
-                on_text(&piece);
+            if chunk.model.is_some() {
+                self.model = chunk.model;
             }
+            let Some(choice) = chunk.choices.into_iter().next() else { continue };
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+            for piece in choice.delta.tool_calls {
+                if piece.index >= MAX_STREAMED_CALLS {
+                    let reason = format!("a tool call index above {MAX_STREAMED_CALLS}");
+                    return Err(Problem::Unreadable(reason, data.to_owned()));
+                }
+                while self.calls.len() <= piece.index {
+                    let function = FunctionCall { name: String::new(), arguments: String::new() };
+                    self.calls.push(ToolCall { id: String::new(), kind: "function".to_owned(), function });
+                }
+                let call = &mut self.calls[piece.index];
+                if let Some(id) = piece.id {
+                    call.id = id;
+                }
+                if let Some(name) = piece.function.name {
+                    call.function.name.push_str(&name);
+                }
+                call.function.arguments.push_str(&piece.function.arguments);
+            }
+            let text = choice.delta.content.unwrap_or_default();
+            if !text.is_empty() {
+                self.text.push_str(&text);
+                on_text(&text);
+            }
+        }
+    }
+
+    /// The message the events built.
+    fn into_answer(self) -> Answer {
+        let content = (!self.text.is_empty()).then_some(self.text);
+        Answer {
+            message: AssistantMessage { content, tool_calls: self.calls },
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            model: self.model,
         }
     }
 }
@@ -364,12 +505,7 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
 
-    fn feed(
-        events: &mut EventStream,
-        bytes: &[u8],
-        end: bool,
-        seen: &mut Vec<String>,
-    ) -> Result<bool, (String, String)> {
+    fn feed(events: &mut EventStream, bytes: &[u8], end: bool, seen: &mut Vec<String>) -> Result<bool, Problem> {
         events.buffer.extend_from_slice(bytes);
         events.drain(end, &mut |piece: &str| seen.push(piece.to_owned()))
     }
@@ -408,12 +544,38 @@ mod tests {
     #[test]
     fn bad_or_error_events_are_reported() {
         let mut seen = Vec::new();
-        let (reason, _) = feed(&mut EventStream::default(), b"data: {nope\n", false, &mut seen).unwrap_err();
-        assert!(reason.contains("key must be a string"), "{reason}");
-        let (reason, line) =
+        let problem = feed(&mut EventStream::default(), b"data: {nope\n", false, &mut seen).unwrap_err();
+        assert!(matches!(&problem, Problem::Unreadable(reason, _) if reason.contains("key must be a string")));
+        let problem =
             feed(&mut EventStream::default(), b"data: {\"error\":{\"message\":\"overloaded\"}}\n", false, &mut seen)
                 .unwrap_err();
-        assert_eq!(reason, "the stream reported an error");
-        assert!(line.contains("overloaded"));
+        assert!(matches!(&problem, Problem::Reported(line) if line.contains("overloaded")), "{problem:?}");
+    }
+
+    #[test]
+    fn tool_calls_are_built_from_their_pieces() {
+        let stream = "data: {\"model\":\"m2\",\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":null,\
+                      \"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\
+                      \"function\":{\"name\":\"lookup\",\"arguments\":\"\"}}]}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}},\
+                      {\"index\":1,\"id\":\"c2\",\"function\":{\"name\":\"other\",\"arguments\":\"{}\"}}]}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+        let mut events = EventStream::default();
+        let mut seen = Vec::new();
+        let done = feed(&mut events, stream.as_bytes(), false, &mut seen).unwrap();
+        assert!(!done && seen.is_empty());
+        assert_eq!(events.events, 4);
+        let answer = events.into_answer();
+        assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(answer.model.as_deref(), Some("m2"));
+        assert_eq!(answer.message.content, None);
+        let calls: Vec<(&str, &str, &str)> = answer
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.function.name.as_str(), c.function.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("c1", "lookup", "{\"q\":1}"), ("c2", "other", "{}")]);
     }
 }

@@ -121,6 +121,50 @@ pub enum LlmError {
         after: Duration,
     },
 
+    /// A streamed answer went quiet for longer than the provider's `idle_timeout`.
+    #[error(
+        "provider `{provider}` sent nothing for {after:?} (idle_timeout); the server may be hung or busy with another request"
+    )]
+    #[diagnostic(
+        code(llm::idle),
+        help(
+            "check that the server is alive; if it is only slow (long prompts, a busy single-slot server), raise the provider's `idle_timeout`"
+        )
+    )]
+    Idle {
+        /// The provider.
+        provider: String,
+        /// The idle timeout.
+        after: Duration,
+    },
+
+    /// The server failed while streaming its answer: a success status, then an empty, cut-off
+    /// or error stream. The server is at fault, not the model.
+    #[error("provider `{provider}` failed while streaming its answer: {reason}")]
+    #[diagnostic(
+        code(llm::stream),
+        help(
+            "the server's log says why; a server that cannot stream this request (llama-cpp-python cannot stream tool calls) needs `stream: false` on its provider"
+        )
+    )]
+    Stream {
+        /// The provider.
+        provider: String,
+        /// What was wrong with the stream.
+        reason: String,
+    },
+
+    /// The answer was cut because it reached `max_tokens`.
+    #[error("the answer was cut at {max_tokens} tokens (finish_reason `length`), so it is incomplete")]
+    #[diagnostic(
+        code(llm::length),
+        help("raise `max_tokens` on the agent or its provider, or ask for a shorter answer in the task")
+    )]
+    Length {
+        /// The limit sent.
+        max_tokens: u32,
+    },
+
     /// A `200 OK` whose body is not a chat completion.
     #[error("malformed response from `{provider}`: {reason}; body: {body}")]
     #[diagnostic(code(llm::malformed))]
@@ -157,7 +201,11 @@ impl LlmError {
     pub fn retryable(&self) -> bool {
         match self {
             LlmError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-            LlmError::Connect { .. } | LlmError::Timeout { .. } | LlmError::Malformed { .. } => true,
+            LlmError::Connect { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::Idle { .. }
+            | LlmError::Stream { .. }
+            | LlmError::Malformed { .. } => true,
             LlmError::Request { retryable, .. } => *retryable,
             LlmError::Exhausted { last, .. } => last.retryable(),
             LlmError::UnknownProvider { .. }
@@ -167,15 +215,17 @@ impl LlmError {
             | LlmError::NoModel { .. }
             | LlmError::Client(_)
             | LlmError::Attachment { .. }
-            | LlmError::MaxTurns { .. } => false,
+            | LlmError::MaxTurns { .. }
+            | LlmError::Length { .. } => false,
         }
     }
 
     /// Whether the runtime retries the request itself: rate limits, server errors, network
-    /// errors and timeouts. A malformed answer is left to the task's retry policy.
+    /// errors, timeouts and broken streams. A malformed answer and a server gone quiet are left
+    /// to the task's retry policy: a hung server is reported after one idle timeout, not three.
     pub fn transient(&self) -> bool {
         match self {
-            LlmError::Malformed { .. } | LlmError::Exhausted { .. } => false,
+            LlmError::Malformed { .. } | LlmError::Exhausted { .. } | LlmError::Idle { .. } => false,
             _ => self.retryable(),
         }
     }

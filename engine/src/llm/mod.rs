@@ -20,20 +20,27 @@ pub mod tools;
 pub use agent::{DEFAULT_MAX_TURNS, LlmRuntime, Misconfigured};
 pub use error::LlmError;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use manifest::Plan;
-use manifest::plan::Runtime;
+use manifest::plan::{Generation, Runtime};
 
 use crate::runtime::AgentRuntime;
 use client::Endpoint;
-use limiter::Limiter;
+use protocol::Sampling;
 use tools::{Tool, Toolbox};
 
-/// How long one request may take when the provider sets no `timeout`.
+/// How long one unstreamed request may take when the provider sets no `timeout`. Streamed
+/// requests have no overall limit unless the provider sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a streamed answer may go without an event when the provider sets no
+/// `idle_timeout`; it covers the wait for the answer to begin as well.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most tokens one answer may have when neither the agent nor its provider sets
+/// `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The provider an agent without one uses.
 pub const DEFAULT_PROVIDER: &str = "default";
 
@@ -44,8 +51,10 @@ pub struct LlmAgents {
     agents: BTreeMap<String, manifest::plan::Agent>,
     endpoints: BTreeMap<String, Result<Arc<Endpoint>, LlmError>>,
     models: BTreeMap<String, Option<String>>,
+    generation: BTreeMap<String, Generation>,
     tools: BTreeMap<String, Result<Arc<Tool>, String>>,
     hidden: Arc<[String]>,
+    substitutions: Substitutions,
 }
 
 impl LlmAgents {
@@ -77,14 +86,7 @@ impl LlmAgents {
                         },
                         None => None,
                     };
-                    Ok(Arc::new(Endpoint::new(
-                        name,
-                        &provider.base_url,
-                        key,
-                        provider.timeout.map_or(DEFAULT_TIMEOUT, |t| t.to_std()),
-                        Limiter::new(provider.max_concurrency, provider.requests_per_minute),
-                        http,
-                    )))
+                    Ok(Arc::new(Endpoint::new(name, provider, key, http)))
                 });
                 (name.clone(), endpoint)
             })
@@ -92,7 +94,16 @@ impl LlmAgents {
         let tools = plan.tools.iter().map(|(name, tool)| (name.clone(), Tool::new(name, tool).map(Arc::new))).collect();
         let hidden = plan.secret_variables().into();
         let models = plan.providers.iter().map(|(name, p)| (name.clone(), p.model.clone())).collect();
-        LlmAgents { agents: plan.agents.clone(), endpoints, models, tools, hidden }
+        let generation = plan.providers.iter().map(|(name, p)| (name.clone(), p.generation)).collect();
+        LlmAgents {
+            agents: plan.agents.clone(),
+            endpoints,
+            models,
+            generation,
+            tools,
+            hidden,
+            substitutions: Substitutions::default(),
+        }
     }
 
     /// The runtime of the `llm` agent `agent`. A misconfigured agent (unknown provider or tool,
@@ -107,7 +118,9 @@ impl LlmAgents {
     fn build(&self, name: &str) -> Result<LlmRuntime, LlmError> {
         let not_llm = || LlmError::NotLlm { agent: name.to_owned() };
         let agent = self.agents.get(name).ok_or_else(not_llm)?;
-        let Runtime::Llm { provider, model, tools, max_turns } = &agent.runtime else { return Err(not_llm()) };
+        let Runtime::Llm { provider, model, tools, max_turns, tool_choice, generation } = &agent.runtime else {
+            return Err(not_llm());
+        };
         let provider = provider.as_ref().map_or(DEFAULT_PROVIDER, |p| p.value.as_str());
         let endpoint = match self.endpoints.get(provider) {
             Some(Ok(endpoint)) => Arc::clone(endpoint),
@@ -141,16 +154,84 @@ impl LlmAgents {
                 }
             }
         }
-        Ok(LlmRuntime::new(
+        let generation = generation.or(self.generation.get(provider).copied().unwrap_or_default());
+        let sampling = Sampling {
+            temperature: generation.temperature.map(|t| t as f32),
+            max_tokens: Some(generation.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+            seed: generation.seed,
+        };
+        Ok(LlmRuntime {
             endpoint,
             model,
-            agent.system_prompt.clone(),
-            Toolbox::new(offered, Arc::clone(&self.hidden)),
-            max_turns.unwrap_or(DEFAULT_MAX_TURNS),
-        ))
+            system_prompt: agent.system_prompt.clone(),
+            toolbox: Toolbox::new(offered, Arc::clone(&self.hidden)),
+            max_turns: max_turns.unwrap_or(DEFAULT_MAX_TURNS).max(1),
+            tool_choice: tool_choice.unwrap_or_default(),
+            sampling,
+            substitutions: self.substitutions.clone(),
+        })
+    }
+
+    /// The substitutions warned about so far: provider, model asked for, model that answered.
+    pub fn substitutions(&self) -> Vec<(String, String, String)> {
+        self.substitutions.0.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
     }
 
     fn provider_model(&self, provider: &str) -> Option<String> {
         self.models.get(provider).cloned().flatten()
+    }
+}
+
+/// The models servers answered with in place of the one asked for, each warned about once
+/// per run on stderr.
+#[derive(Debug, Clone, Default)]
+pub struct Substitutions(Arc<Mutex<BTreeSet<(String, String, String)>>>);
+
+impl Substitutions {
+    /// Notes that `provider` answered a request for `requested` with `answered`; warns the
+    /// first time. A dated or tagged name of the model asked for (`gpt-4o-2024-08-06` for
+    /// `gpt-4o`, `qwen3:latest` for `qwen3`) is the same model; `gpt-4o-mini` is not.
+    pub fn notice(&self, provider: &str, requested: &str, answered: &str) {
+        if answered.trim().is_empty()
+            || answered == requested
+            || answered.strip_prefix(requested).is_some_and(|rest| {
+                rest.starts_with([':', '@'])
+                    || rest.strip_prefix('-').is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        {
+            return;
+        }
+        let key = (provider.to_owned(), requested.to_owned(), answered.to_owned());
+        if self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key) {
+            let answered = answered.escape_debug();
+            eprintln!(
+                "warning: provider `{provider}` answered a request for model `{requested}` with model `{answered}`; \
+                 check that the server serves `{requested}` (the provider's or agent's `model`)"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_another_model_is_a_substitution_and_each_is_kept_once() {
+        let seen = Substitutions::default();
+        for (requested, answered) in [
+            ("gpt-4o", "gpt-4o"),
+            ("gpt-4o", "gpt-4o-2024-08-06"),
+            ("qwen3", "qwen3:latest"),
+            ("m", ""),
+            ("qwen3:8b", "smollm2"),
+            ("qwen3:8b", "smollm2"),
+            ("gpt-4o", "gpt-4o-mini"),
+        ] {
+            seen.notice("p", requested, answered);
+        }
+        let kept: Vec<(String, String, String)> = seen.0.lock().expect("not poisoned").iter().cloned().collect();
+        let pair = |r: &str, a: &str| ("p".to_owned(), r.to_owned(), a.to_owned());
+        assert_eq!(kept, [pair("gpt-4o", "gpt-4o-mini"), pair("qwen3:8b", "smollm2")]);
     }
 }

@@ -19,8 +19,9 @@ pub enum Message {
     },
     /// What the model said, sent back so it sees its own tool calls.
     Assistant {
-        /// The text, if any.
-        content: Option<String>,
+        /// The text, empty when the model only called tools: some servers refuse a `null`
+        /// content, and every server accepts an empty one.
+        content: String,
         /// The tools it called.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
@@ -100,6 +101,9 @@ pub struct ChatRequest<'a> {
     /// The tools offered.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub tools: &'a [ToolDefinition],
+    /// `auto`, `required` or `none`, sent with the tools: some servers ignore tools without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
     /// `{"type": "json_object"}` when the answer must be JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<Value>,
@@ -113,6 +117,9 @@ pub struct ChatResponse {
     /// Tokens used, when the server reports them.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// The model that answered, as the server names it.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// One choice of a completion.
@@ -120,6 +127,9 @@ pub struct ChatResponse {
 pub struct Choice {
     /// The assistant's message.
     pub message: AssistantMessage,
+    /// Why the model stopped: `stop`, `tool_calls`, `length` (cut at `max_tokens`)...
+    #[serde(default)]
+    pub finish_reason: Option<String>,
 }
 
 /// What the model said.
@@ -155,6 +165,12 @@ pub struct Sampling {
     /// The sampling temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// The most tokens the answer may have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// The sampling seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// The body actually sent: the request, its sampling settings and, for a streamed answer,
@@ -183,14 +199,20 @@ pub struct StreamChunk {
     /// An error the server reports in the middle of a stream.
     #[serde(default)]
     pub error: Option<Value>,
+    /// The model that answers, as the server names it.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// One choice of a streamed chunk.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct StreamChoice {
     /// What the chunk adds to the message.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub delta: Delta,
+    /// Why the model stopped, in the last chunk.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
 }
 
 /// The piece of the message a chunk adds.
@@ -199,6 +221,35 @@ pub struct Delta {
     /// The text added, if any.
     #[serde(default)]
     pub content: Option<String>,
+    /// Pieces of tool calls: the first piece of a call has its id and name, the arguments'
+    /// text arrives in pieces.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+/// A piece of a streamed tool call.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which call of the message the piece belongs to.
+    #[serde(default)]
+    pub index: usize,
+    /// The call's id, in its first piece.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The function's name and a piece of its arguments.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub function: FunctionDelta,
+}
+
+/// A piece of a streamed function call.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct FunctionDelta {
+    /// The function's name, in the first piece.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A piece of the arguments' text.
+    #[serde(default, deserialize_with = "text_or_json")]
+    pub arguments: String,
 }
 
 fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {

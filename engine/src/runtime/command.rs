@@ -96,7 +96,7 @@ async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[Str
     }
     let text = String::from_utf8_lossy(&stdout).trim_end().to_owned();
     if let Some(question) = clarification(&text) {
-        return Reply::Question(question);
+        return Reply::Question(question, None);
     }
     Reply::Output { text, tokens: None }
 }

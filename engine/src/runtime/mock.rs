@@ -30,7 +30,7 @@ impl MockRuntime {
         match response {
             Some(MockResponse::Output(text)) => Reply::Output { text: text.clone(), tokens: None },
             Some(MockResponse::Fail(error)) => Reply::failed(error.clone()),
-            Some(MockResponse::Clarify(question)) => Reply::Question(question.clone()),
+            Some(MockResponse::Clarify(question)) => Reply::Question(question.clone(), None),
             None if self.default == "echo" => Reply::Output { text: attempt.input.to_string(), tokens: None },
             None => Reply::Output { text: self.default.clone(), tokens: None },
         }

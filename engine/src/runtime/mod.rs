@@ -76,20 +76,29 @@ pub enum Reply {
         error: String,
         /// Whether trying again could help.
         retryable: bool,
+        /// Tokens used before it failed.
+        tokens: Option<Tokens>,
     },
-    /// A question for a person instead of an answer.
-    Question(String),
+    /// A question for a person instead of an answer, and the tokens used to ask it.
+    Question(String, Option<Tokens>),
 }
 
 impl Reply {
     /// A failure that a retry may fix.
     pub fn failed(error: impl Into<String>) -> Self {
-        Reply::Failure { error: error.into(), retryable: true }
+        Reply::Failure { error: error.into(), retryable: true, tokens: None }
     }
 
     /// A failure that no retry can fix.
     pub fn refused(error: impl Into<String>) -> Self {
-        Reply::Failure { error: error.into(), retryable: false }
+        Reply::Failure { error: error.into(), retryable: false, tokens: None }
+    }
+
+    /// The tokens the attempt used, whatever it came to.
+    pub fn tokens(&self) -> Option<Tokens> {
+        match self {
+            Reply::Output { tokens, .. } | Reply::Failure { tokens, .. } | Reply::Question(_, tokens) => *tokens,
+        }
     }
 }
 

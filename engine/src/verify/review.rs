@@ -120,13 +120,16 @@ pub(super) async fn check(
                 ..incomplete(format!("the reviewer `{agent}` answered {:?}: {why}", excerpt(&text, MAX_QUOTE)))
             },
         },
-        Reply::Failure { error, .. } => {
-            incomplete(format!("the reviewer `{agent}` failed: {}", excerpt(&error, MAX_QUOTE)))
+        Reply::Failure { error, tokens, .. } => {
+            Verified { tokens, ..incomplete(format!("the reviewer `{agent}` failed: {}", excerpt(&error, MAX_QUOTE))) }
         }
-        Reply::Question(question) => incomplete(format!(
-            "the reviewer `{agent}` asked a question instead of answering, and reviewers cannot ask: {:?}",
-            excerpt(&question, MAX_QUOTE)
-        )),
+        Reply::Question(question, tokens) => Verified {
+            tokens,
+            ..incomplete(format!(
+                "the reviewer `{agent}` asked a question instead of answering, and reviewers cannot ask: {:?}",
+                excerpt(&question, MAX_QUOTE)
+            ))
+        },
     }
 }
 

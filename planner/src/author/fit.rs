@@ -68,7 +68,7 @@ pub fn estimate(messages: &[Message], tokenizer: Tokenizer) -> u64 {
                 Message::System { content } | Message::User { content } | Message::Tool { content, .. } => {
                     content.as_str()
                 }
-                Message::Assistant { content, .. } => content.as_deref().unwrap_or(""),
+                Message::Assistant { content, .. } => content.as_str(),
             };
             count(text, tokenizer) as u64 + PER_MESSAGE
         })

@@ -286,7 +286,7 @@ impl Author<'_> {
                 break;
             }
             let tail = [
-                Message::Assistant { content: Some(raw), tool_calls: Vec::new() },
+                Message::Assistant { content: raw, tool_calls: Vec::new() },
                 Message::User { content: prompt::repair(&problems) },
             ];
             (messages, parts) = match self.fit(model, &tail) {
@@ -308,8 +308,14 @@ impl Author<'_> {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> (AttemptRecord, Step) {
         let redactor = &self.endpoint.redactor;
-        let chat = ChatRequest { model, messages, tools: &[], response_format: Some(json!({"type": "json_object"})) };
-        let sampling = Sampling { temperature: Some(self.request.temperature) };
+        let chat = ChatRequest {
+            model,
+            messages,
+            tools: &[],
+            tool_choice: None,
+            response_format: Some(json!({"type": "json_object"})),
+        };
+        let sampling = Sampling { temperature: Some(self.request.temperature), ..Sampling::default() };
         let started = Instant::now();
         let answer = if self.request.stream {
             let mut forward = |piece: &str| on_text(&redactor.apply(piece));
@@ -389,7 +395,7 @@ fn render(messages: &[Message]) -> String {
         .map(|message| match message {
             Message::System { content } => format!("[system]\n{content}"),
             Message::User { content } => format!("[user]\n{content}"),
-            Message::Assistant { content, .. } => format!("[assistant]\n{}", content.as_deref().unwrap_or("")),
+            Message::Assistant { content, .. } => format!("[assistant]\n{content}"),
             Message::Tool { content, .. } => format!("[tool]\n{content}"),
         })
         .collect();

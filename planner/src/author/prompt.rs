@@ -190,7 +190,7 @@ pub(crate) fn available_spec(plan: &Plan) -> Value {
             let mut out = Map::new();
             out.insert("runtime".into(), json!(a.runtime.name()));
             match &a.runtime {
-                Runtime::Llm { provider, model, tools, max_turns } => {
+                Runtime::Llm { provider, model, tools, max_turns, .. } => {
                     insert(&mut out, "provider", provider.as_ref().map(|p| json!(p.value)));
                     insert(&mut out, "model", model.as_ref().map(|m| json!(m)));
                     if !tools.is_empty() {
