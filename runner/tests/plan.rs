@@ -455,6 +455,8 @@ fn prompts_are_fitted_to_the_window_the_server_reports_and_the_repair_leaves_out
             .map(|text| engine::context::tokens::count(text, engine::context::tokens::Tokenizer::O200k))
             .sum();
         assert!(tokens < 7000 - 875, "{tokens} tokens leave the answer its room");
+        let limit = request.body["max_tokens"].as_u64().expect("max_tokens is sent");
+        assert!(limit >= 875 && tokens as u64 + limit <= 7000, "prompt {tokens} + answer {limit} fit the window");
     }
     let record = provenance(&only_plan(&env));
     assert_eq!(record["context_windows"]["small"], json!({"tokens": 7000, "from": "the server's max_model_len"}));

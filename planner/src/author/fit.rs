@@ -59,6 +59,13 @@ pub fn answer_room(window: u64) -> u64 {
     (window / 8).clamp(512, 4096)
 }
 
+/// The most tokens the answer to `messages` may have: what `model`'s window leaves after the
+/// prompt's estimate, sent as `max_tokens` so that prompt and answer together never overflow
+/// the window (a fitted prompt leaves at least [`answer_room`]).
+pub fn answer_limit(model: &str, windows: &Windows, messages: &[Message]) -> u64 {
+    windows.of(model).tokens.saturating_sub(estimate(messages, windows.tokenizer))
+}
+
 /// The estimated tokens of `messages` as the model will count them.
 pub fn estimate(messages: &[Message], tokenizer: Tokenizer) -> u64 {
     let counted: u64 = messages

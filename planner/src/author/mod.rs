@@ -315,7 +315,12 @@ impl Author<'_> {
             tool_choice: None,
             response_format: Some(json!({"type": "json_object"})),
         };
-        let sampling = Sampling { temperature: Some(self.request.temperature), ..Sampling::default() };
+        let limit = fit::answer_limit(model, self.windows, messages);
+        let sampling = Sampling {
+            temperature: Some(self.request.temperature),
+            max_tokens: Some(u32::try_from(limit).unwrap_or(u32::MAX)),
+            seed: None,
+        };
         let started = Instant::now();
         let answer = if self.request.stream {
             let mut forward = |piece: &str| on_text(&redactor.apply(piece));
