@@ -5,6 +5,7 @@
 # running server and only prints the address.
 #
 #   scripts/llama-server.sh          install if needed, start if not running, print the base URL
+#   scripts/llama-server.sh status   exit 0 when the server answers, 1 otherwise
 #   scripts/llama-server.sh stop     stop the server this script started
 #
 # RUNNER_LLAMA_CACHE (default ~/.cache/runner-llama) and RUNNER_LLAMA_PORT (default 8089)
@@ -21,14 +22,32 @@ log="$cache/server.log"
 
 up() { curl -sf --max-time 2 "$base/models" >/dev/null 2>&1; }
 
+if [[ "${1:-}" == "status" ]]; then
+  up
+  exit
+fi
+
 if [[ "${1:-}" == "stop" ]]; then
-  if [[ -f "$pidfile" ]]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+  if [[ -f "$pidfile" ]]; then
+    pid="$(cat "$pidfile")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidfile"
+  fi
   exit 0
 fi
 
+if up; then echo "$base"; exit 0; fi
+
+# One install or start at a time; the server itself must not inherit this lock (9>&- below),
+# or it would hold it for as long as it runs.
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
-flock 9
+if ! flock -w 900 9; then
+  echo "another scripts/llama-server.sh has held $cache/.lock for 15 minutes; is it stuck?" >&2
+  exit 1
+fi
 
 if up; then echo "$base"; exit 0; fi
 
@@ -73,7 +92,7 @@ cat >"$cache/config.json" <<JSON
 JSON
 
 echo "starting the server on $base (log: $log)" >&2
-nohup "$venv/bin/python" -m llama_cpp.server --config_file "$cache/config.json" >"$log" 2>&1 &
+nohup "$venv/bin/python" -m llama_cpp.server --config_file "$cache/config.json" >"$log" 2>&1 9>&- &
 echo $! >"$pidfile"
 for _ in $(seq 1 120); do
   if up; then echo "$base"; exit 0; fi

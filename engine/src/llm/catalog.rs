@@ -89,7 +89,7 @@ pub async fn list(provider: &str, base_url: &str, key: Option<&str>, timeout: Du
         request = request.header(AUTHORIZATION, format!("Bearer {key}"));
     }
     let network = |error: reqwest::Error| {
-        let reason = redactor.apply(&chain(&error));
+        let reason = redactor.apply(&super::client::error_chain(&error));
         if error.is_timeout() {
             LlmError::Timeout { provider: provider.to_owned(), after: timeout }
         } else if error.is_connect() {
@@ -121,18 +121,6 @@ pub async fn list(provider: &str, base_url: &str, key: Option<&str>, timeout: Du
         reason: redactor.apply(&reason),
         body: quote(),
     })
-}
-
-/// An error and its sources, where reqwest keeps the useful part.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -490,7 +490,7 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 }
 
 /// An error and its sources, which is where reqwest keeps the useful part.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
