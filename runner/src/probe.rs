@@ -188,8 +188,8 @@ fn human(report: &Report) -> String {
             ),
         };
         out.push_str(&format!("  context window: {window}\n"));
-        for (what, verdict) in [("tool calls", &tried.tool_calls), ("JSON mode", &tried.json_mode)] {
-            let works = if verdict.works { "work" } else { "do not work" };
+        for (what, verdict) in [("tool calls work", &tried.tool_calls), ("JSON mode works", &tried.json_mode)] {
+            let works = if verdict.works { "yes" } else { "NO" };
             out.push_str(&format!("  {what}: {works}: {}\n", verdict.detail));
         }
     }

@@ -562,7 +562,7 @@ fn probe_reports_the_models_served_their_windows_and_that_tools_and_json_mode_wo
     assert!(requests.iter().all(|r| r.body["temperature"] == 0.0), "the probes are repeatable");
     let human = runner(&env, &["probe", &base, "--model", "m"]);
     assert_eq!(human.code, Some(0), "{human}");
-    for words in ["serves: m, n", "context window: 4096 tokens", "tool calls: work", "JSON mode: work"] {
+    for words in ["serves: m, n", "context window: 4096 tokens", "tool calls work: yes", "JSON mode works: yes"] {
         assert!(human.stdout.contains(words), "`{words}` in {human}");
     }
 }
@@ -582,7 +582,7 @@ fn probe_finds_a_server_that_drops_tools_and_a_json_mode_that_answers_prose() {
     assert_eq!(m["json_mode"]["works"], false);
     assert!(m["json_mode"]["detail"].as_str().is_some_and(|d| d.contains("not a JSON object")), "{m}");
     let human = runner(&env, &["probe", &base, "--model", "m"]);
-    for words in ["context window: unknown", "tool calls: do not work", "JSON mode: do not work"] {
+    for words in ["context window: unknown", "tool calls work: NO", "JSON mode works: NO"] {
         assert!(human.stdout.contains(words), "`{words}` in {human}");
     }
     server.serve_models(json!({"data": [{"id": "only"}]}));
