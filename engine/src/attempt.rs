@@ -3,6 +3,7 @@
 //! What the attempt comes to is the list of commands that report it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use manifest::plan::Verification;
@@ -12,7 +13,7 @@ use crate::command::Command;
 use crate::context::errors::compact_error;
 use crate::context::extract;
 use crate::context::tokens::{Tokenizer, count};
-use crate::event::{Scope, Tokens};
+use crate::event::{ErrorClass, Scope, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 use crate::verify::{self, Verdict};
 
@@ -57,9 +58,9 @@ impl Job {
         let reply = self.ask(self.request.clone(), &cancel).await;
         let (mut text, mut tokens) = match reply {
             Reply::Output { text, tokens } => (text, tokens),
-            Reply::Failure { error, retryable, tokens } => {
+            Reply::Failure { error, class, tokens } => {
                 let error = compact_error(&error, self.error_limit);
-                return vec![Command::Failed { task, attempt, error, retryable, tokens }];
+                return vec![Command::Failed { task, attempt, error, class, tokens, jitter: jitter() }];
             }
             Reply::Question(question, tokens) => {
                 return vec![Command::NeedsClarification { task, attempt, question, tokens }];
@@ -82,7 +83,7 @@ impl Job {
             tokens = add(tokens, outcome.tokens);
             if let Verdict::Fail(reason) = outcome.verdict {
                 let reason = compact_error(&reason, self.error_limit);
-                commands.push(Command::VerificationFailed { task, attempt, reason, tokens });
+                commands.push(Command::VerificationFailed { task, attempt, reason, tokens, jitter: jitter() });
                 return commands;
             }
         }
@@ -101,7 +102,8 @@ impl Job {
                 Err(_) => {
                     cancel.cancel();
                     let tokens = tokio::time::timeout(CANCEL_GRACE, work).await.ok().and_then(|reply| reply.tokens());
-                    Reply::Failure { error: format!("timed out after {}", describe(limit)), retryable: true, tokens }
+                    let error = format!("timed out after {}", describe(limit));
+                    Reply::Failure { error, class: ErrorClass::Timeout, tokens }
                 }
             },
             None => work.await,
@@ -167,6 +169,20 @@ pub fn add(a: Option<Tokens>, b: Option<Tokens>) -> Option<Tokens> {
         (Some(a), Some(b)) => Some(Tokens { prompt: a.prompt + b.prompt, completion: a.completion + b.completion }),
         (a, b) => a.or(b),
     }
+}
+
+/// A number in `[0, 1)` for the jitter of a retry's backoff, different for each call, so
+/// retries of tasks that failed together do not hit a service together again. Not for
+/// anything secret: it mixes the clock with a counter.
+fn jitter() -> f64 {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let mut x = (nanos as u64) ^ CALLS.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64's finaliser spreads the bits of nearby inputs.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn describe(limit: Duration) -> String {

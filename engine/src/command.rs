@@ -6,7 +6,7 @@ use std::sync::Arc;
 use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
-use crate::event::{Scope, Tokens};
+use crate::event::{ErrorClass, Scope, Tokens};
 
 /// What starting a run needs.
 #[derive(Debug, Clone, Default)]
@@ -72,10 +72,14 @@ pub enum Command {
         attempt: u32,
         /// What went wrong.
         error: String,
-        /// Whether trying again could help (a bad template or a refused argv cannot).
-        retryable: bool,
+        /// What kind of failure it was; with the task's `retry_on` it decides whether a retry
+        /// could help (a bad template or a refused argv cannot).
+        class: ErrorClass,
         /// Tokens the attempt used before it failed.
         tokens: Option<Tokens>,
+        /// A number in `[0, 1)` drawn at random by the driver: the share of the backoff's
+        /// second half cut from the wait before a retry (0 waits the whole backoff).
+        jitter: f64,
     },
     /// An agent asked a question instead of answering.
     NeedsClarification {
@@ -98,6 +102,8 @@ pub enum Command {
         reason: String,
         /// Tokens the attempt and its check used.
         tokens: Option<Tokens>,
+        /// As for `Failed`: the random share of the backoff's second half cut before a retry.
+        jitter: f64,
     },
     /// Text was compacted: the context summary after a task, or a gate's output.
     Compacted {

@@ -348,7 +348,8 @@ impl<S: EventStore> Driver<S> {
             let sender = sender.clone();
             let stop = stop.clone();
             attempts.spawn(async move {
-                let delay = Duration::from_millis(jitter(delay_ms, &task));
+                // The delay is jittered already: the attempt drew the jitter and the state machine applied it.
+                let delay = Duration::from_millis(delay_ms);
                 tokio::select! {
                     () = tokio::time::sleep(delay) => { let _ = sender.send(Command::TimerFired { task }); }
                     () = stop.cancelled() => {}
@@ -357,17 +358,4 @@ impl<S: EventStore> Driver<S> {
         }
         Ok(())
     }
-}
-
-/// A delay between half and all of `delay_ms` ("equal jitter"), so retries of many tasks that
-/// failed together do not hit a service together again.
-fn jitter(delay_ms: u64, salt: &str) -> u64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
-    let mut x = u64::from(nanos)
-        ^ salt.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    let half = delay_ms / 2;
-    half + if half == 0 { 0 } else { x % (delay_ms - half + 1) }
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use manifest::Plan;
 use serde::{Deserialize, Serialize};
 
-/// The version of the event schema written in `RunCreated`.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the event schema written in `RunCreated`. Version 2 links results to their
+/// `TaskDispatched`, classes failures and records the jittered retry delay.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +42,38 @@ pub enum Scope {
     Summary,
     /// A synthesis gate's output, under its `max_output_tokens`.
     Gate,
+}
+
+/// What kind of failure ended an attempt, which decides whether `retry_on` retries it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The attempt ran out of time: the task's `timeout`, or the provider's.
+    Timeout,
+    /// The service failed, not the work: 408, 429, 5xx, a connection error, a broken stream.
+    Transient,
+    /// The agent failed in a way another try may not repeat: a command's non-zero exit, a
+    /// malformed answer (the class of version-1 failures, which recorded none).
+    #[default]
+    Agent,
+    /// The output failed the task's verification (or was empty under `replan_on_empty_result`).
+    Verification,
+    /// No retry can fix it: an input that cannot render, a refused argv, a missing key, a
+    /// rejected review.
+    Permanent,
+    /// The run ended while the attempt ran.
+    Cancelled,
+}
+
+impl ErrorClass {
+    /// Whether a retry could fix such a failure under `retry_on`.
+    pub fn retryable(self, retry_on: manifest::plan::RetryOn) -> bool {
+        match self {
+            ErrorClass::Timeout | ErrorClass::Transient => true,
+            ErrorClass::Agent | ErrorClass::Verification => retry_on == manifest::plan::RetryOn::Any,
+            ErrorClass::Permanent | ErrorClass::Cancelled => false,
+        }
+    }
 }
 
 /// How a finished run ended.
@@ -111,6 +144,11 @@ pub enum Event {
         task: String,
         /// The attempt.
         attempt: u32,
+        /// The `seq` of the attempt's `TaskDispatched` (absent in version-1 logs, and for a
+        /// review, which is never dispatched).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dispatched_seq: Option<u64>,
+
         /// The output.
         output: String,
         /// Tokens used, for llm agents.
@@ -127,6 +165,18 @@ pub enum Event {
         attempt: u32,
         /// What went wrong, compacted.
         error: String,
+        /// The `seq` of the attempt's `TaskDispatched` (absent in version-1 logs, and for a
+        /// review, which is never dispatched).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dispatched_seq: Option<u64>,
+        /// What kind of failure it was (`agent` in version-1 logs).
+        #[serde(default)]
+        class: ErrorClass,
+        /// Whether the task's policy could retry this class of failure (`retry_on`); a retry
+        /// follows when the policy is `retry` and attempts are left.
+        #[serde(default)]
+        retryable: bool,
+
         /// Tokens the attempt used before it failed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<Tokens>,
@@ -137,8 +187,11 @@ pub enum Event {
         task: String,
         /// The attempt that will run.
         attempt: u32,
-        /// The backoff before it, before jitter.
+        /// The wait before it, jitter included (version 1 recorded the backoff before jitter).
         delay_ms: u64,
+        /// The backoff before jitter (absent in version-1 logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backoff_ms: Option<u64>,
     },
     /// A retry's backoff has passed; the task is ready to run again.
     RetryDue {
@@ -195,6 +248,11 @@ pub enum Event {
         task: String,
         /// The attempt.
         attempt: u32,
+        /// The `seq` of the attempt's `TaskDispatched` (absent in version-1 logs, and for a
+        /// review, which is never dispatched).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dispatched_seq: Option<u64>,
+
         /// Why the check failed.
         reason: String,
         /// Tokens the attempt and its check used.

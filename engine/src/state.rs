@@ -16,7 +16,7 @@ use crate::command::{Command, Start};
 use crate::context;
 use crate::context::tokens::{Tokenizer, count};
 use crate::error::EngineError;
-use crate::event::{Event, Outcome, SCHEMA_VERSION, Scope, Tokens};
+use crate::event::{ErrorClass, Event, Outcome, SCHEMA_VERSION, Scope, Tokens};
 use crate::handler::Handler;
 use crate::summarizer;
 use crate::template::Renderer;
@@ -107,6 +107,8 @@ pub struct TaskState {
     pub error: Option<String>,
     /// The input of the latest attempt.
     pub input: Option<String>,
+    /// The `seq` of the latest attempt's `TaskDispatched`, which its result refers to.
+    pub dispatched_seq: Option<u64>,
     /// The open question, while paused for a clarification.
     pub question: Option<String>,
     /// Answers given so far, appended to the input of later attempts.
@@ -132,6 +134,7 @@ impl TaskState {
             output: None,
             error: None,
             input: None,
+            dispatched_seq: None,
             question: None,
             answers: Vec::new(),
             feedback: None,
@@ -168,6 +171,9 @@ pub struct RunState {
     pub replanning: BTreeSet<String>,
     /// Why dispatching stopped, once a budget ran out.
     pub exhausted: Option<String>,
+    /// The `seq` of the last event applied: events are numbered from 1 in the order they
+    /// happen, so counting them gives each one's `seq` without the log.
+    pub seq: u64,
     /// How the context summary is kept, if a task reads it.
     summary: Summary,
     /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
@@ -228,6 +234,7 @@ impl PartialEq for RunState {
             && self.replans == other.replans
             && self.replanning == other.replanning
             && self.exhausted == other.exhausted
+            && self.seq == other.seq
             && self.summary_pending == other.summary_pending
             && self.running == other.running
             && self.group_running == other.group_running
@@ -252,6 +259,7 @@ impl RunState {
             replans: 0,
             replanning: BTreeSet::new(),
             exhausted: None,
+            seq: 0,
             summary: Summary::Unused,
             summary_pending: 0,
             held: Vec::new(),
@@ -358,26 +366,36 @@ impl RunState {
         Ok(())
     }
 
-    /// What the failure of attempt `attempt` of task `i` leads to.
-    /// `tokens` are those the attempt used before it failed.
-    fn fail_attempt(
-        &mut self,
-        i: usize,
-        attempt: u32,
-        error: String,
-        tokens: Option<Tokens>,
-        retryable: bool,
-        out: &mut Vec<Event>,
-    ) {
+    /// What the failure of attempt `attempt` of task `i` leads to: a retry after a jittered
+    /// backoff when its policy covers the failure's class and attempts are left, else the fallback.
+    fn fail_attempt(&mut self, i: usize, attempt: u32, failure: Failure, out: &mut Vec<Event>) {
+        let Failure { error, class, tokens, jitter } = failure;
         let task = self.id(i).to_owned();
-        self.emit(Event::TaskFailed { task: task.clone(), attempt, error: error.clone(), tokens }, out);
         let policy = self.plan.tasks[i].on_failure.value;
+        let retryable = class.retryable(policy.retry_on);
+        let dispatched_seq = self.tasks[i].dispatched_seq;
+        let failed = Event::TaskFailed {
+            task: task.clone(),
+            attempt,
+            dispatched_seq,
+            error: error.clone(),
+            class,
+            retryable,
+            tokens,
+        };
+        self.emit(failed, out);
         let failures = self.tasks[i].failures;
         let next = if policy.action == Action::Retry && retryable && failures < policy.max_attempts {
             let exponent = failures.saturating_sub(1).min(30);
             let delay = policy.backoff.as_millis().saturating_mul(u64::from(policy.factor).saturating_pow(exponent));
-            let delay_ms = delay.min(policy.max_backoff.as_millis());
-            self.emit(Event::RetryScheduled { task, attempt: attempt + 1, delay_ms }, out);
+            let backoff_ms = delay.min(policy.max_backoff.as_millis());
+            // "Equal jitter": between half and all of the backoff.
+            let cut = ((backoff_ms / 2) as f64 * jitter.clamp(0.0, 1.0)) as u64;
+            let delay_ms = backoff_ms - cut.min(backoff_ms / 2);
+            self.emit(
+                Event::RetryScheduled { task, attempt: attempt + 1, delay_ms, backoff_ms: Some(backoff_ms) },
+                out,
+            );
             return;
         } else if policy.action == Action::Retry {
             policy.then
@@ -461,7 +479,16 @@ impl RunState {
         let in_flight: Vec<usize> = (0..self.tasks.len()).filter(|&i| self.tasks[i].in_flight).collect();
         for i in in_flight {
             let (task, attempt) = (self.id(i).to_owned(), self.tasks[i].attempts);
-            self.emit(Event::TaskFailed { task, attempt, error: reason.to_owned(), tokens: None }, out);
+            let event = Event::TaskFailed {
+                task,
+                attempt,
+                dispatched_seq: self.tasks[i].dispatched_seq,
+                error: reason.to_owned(),
+                class: ErrorClass::Cancelled,
+                retryable: false,
+                tokens: None,
+            };
+            self.emit(event, out);
         }
     }
 
@@ -611,7 +638,8 @@ impl RunState {
             Err(error) => {
                 // The attempt never reaches an agent, but it is recorded, so it counts.
                 self.emit(Event::TaskDispatched { task, attempt, input: String::new() }, out);
-                self.fail_attempt(i, attempt, format!("cannot render the input: {error}"), None, false, out);
+                let error = format!("cannot render the input: {error}");
+                self.fail_attempt(i, attempt, Failure::new(error, ErrorClass::Permanent), out);
             }
         }
     }
@@ -894,6 +922,24 @@ impl RunState {
     }
 }
 
+/// A failed attempt, as `fail_attempt` takes it.
+struct Failure {
+    error: String,
+    class: ErrorClass,
+    /// Tokens the attempt used before it failed.
+    tokens: Option<Tokens>,
+    /// The share of the backoff's second half cut from the wait before a retry, in `[0, 1)`,
+    /// drawn by the driver so that this module stays free of randomness.
+    jitter: f64,
+}
+
+impl Failure {
+    /// A failure that used no tokens, retried (if it is) without jitter.
+    fn new(error: String, class: ErrorClass) -> Self {
+        Failure { error, class, tokens: None, jitter: 0.0 }
+    }
+}
+
 /// How a run keeps its context summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Summary {
@@ -954,26 +1000,39 @@ impl Handler for RunState {
                     return Ok(out);
                 }
                 let empty = output.trim().is_empty();
+                let dispatched_seq = self.tasks[i].dispatched_seq;
                 if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {
                     let error = "the output was empty (replan_on_empty_result)".to_owned();
-                    self.emit(Event::TaskFailed { task, attempt, error: error.clone(), tokens }, &mut out);
+                    let event = Event::TaskFailed {
+                        task,
+                        attempt,
+                        dispatched_seq,
+                        error: error.clone(),
+                        class: ErrorClass::Verification,
+                        retryable: false,
+                        tokens,
+                    };
+                    self.emit(event, &mut out);
                     self.request_replan(i, error, &mut out);
                 } else {
                     let merge = (self.summary == Summary::Extractive).then(|| self.merge_summary(&task, &output));
-                    self.emit(Event::TaskSucceeded { task, attempt, output, tokens, duration_ms }, &mut out);
+                    let event = Event::TaskSucceeded { task, attempt, dispatched_seq, output, tokens, duration_ms };
+                    self.emit(event, &mut out);
                     if let Some(event) = merge {
                         self.emit(event, &mut out);
                     }
                 }
             }
-            Command::VerificationFailed { task, attempt, reason, tokens } => {
+            Command::VerificationFailed { task, attempt, reason, tokens, jitter } => {
                 let i = self.task_index(&task)?;
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
                 let error = format!("verification failed: {reason}");
-                self.emit(Event::VerificationFailed { task, attempt, reason, tokens }, &mut out);
-                self.fail_attempt(i, attempt, error, None, true, &mut out);
+                let dispatched_seq = self.tasks[i].dispatched_seq;
+                self.emit(Event::VerificationFailed { task, attempt, dispatched_seq, reason, tokens }, &mut out);
+                let failure = Failure { jitter, ..Failure::new(error, ErrorClass::Verification) };
+                self.fail_attempt(i, attempt, failure, &mut out);
             }
             Command::Compacted { task, scope, by, tokens_before, tokens_after, summary, tokens } => {
                 self.task_index(&task)?;
@@ -1002,12 +1061,12 @@ impl Handler for RunState {
                 self.emit(Event::ReplanFailed { task, reason: reason.clone(), tokens }, &mut out);
                 self.give_up(i, Action::Fail, &format!("{error}; replanning failed: {reason}"), &mut out);
             }
-            Command::Failed { task, attempt, error, retryable, tokens } => {
+            Command::Failed { task, attempt, error, class, tokens, jitter } => {
                 let i = self.task_index(&task)?;
                 if self.status.is_final() || !self.is_current(i, attempt) {
                     return Ok(out);
                 }
-                self.fail_attempt(i, attempt, error, tokens, retryable, &mut out);
+                self.fail_attempt(i, attempt, Failure { error, class, tokens, jitter }, &mut out);
             }
             Command::NeedsClarification { task, attempt, question, tokens } => {
                 let i = self.task_index(&task)?;
@@ -1050,7 +1109,7 @@ impl Handler for RunState {
                 self.emit(Event::ReviewDecided { task: task.clone(), approved, comment: comment.clone() }, &mut out);
                 if !approved {
                     let reason = comment.map_or_else(|| "rejected".to_owned(), |c| format!("rejected: {c}"));
-                    self.fail_attempt(i, 1, reason, None, false, &mut out);
+                    self.fail_attempt(i, 1, Failure::new(reason, ErrorClass::Permanent), &mut out);
                 }
                 if self.status == RunStatus::Paused {
                     return Ok(out);
@@ -1075,6 +1134,7 @@ impl Handler for RunState {
     }
 
     fn apply(&mut self, event: &Event) {
+        self.seq += 1;
         match event {
             Event::RunCreated { plan, vars, strategy, .. } => {
                 let graph = self.prebuilt.take().unwrap_or_else(|| {
@@ -1104,6 +1164,7 @@ impl Handler for RunState {
                 let state = &mut self.tasks[i];
                 state.attempts = *attempt;
                 state.input = Some(input.clone());
+                state.dispatched_seq = Some(self.seq);
                 // Told to this attempt in its input; later ones are not.
                 state.feedback = None;
                 state.in_flight = true;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use engine::event::ErrorClass;
 use engine::runtime::{AgentRuntime, Attempt, CommandRuntime, Reply};
 use tokio_util::sync::CancellationToken;
 
@@ -54,8 +55,8 @@ async fn a_nonzero_exit_is_a_retryable_failure_with_stderr() {
     let dir = TempDir::new("exit");
     let script = "import sys; sys.stderr.write('disk on fire'); sys.exit(3)";
     match run(&["python3", "-c", script], 1024, "", &dir).await {
-        Reply::Failure { error, retryable, .. } => {
-            assert!(retryable);
+        Reply::Failure { error, class, .. } => {
+            assert_eq!(class, ErrorClass::Agent);
             assert!(error.contains("disk on fire"), "{error}");
             assert!(error.contains("exit code 3"), "{error}");
         }
@@ -99,8 +100,8 @@ async fn a_clarification_object_is_a_question() {
 async fn a_missing_program_is_not_retryable() {
     let dir = TempDir::new("missing");
     match run(&["no-such-program-for-runner-tests"], 1024, "", &dir).await {
-        Reply::Failure { error, retryable, .. } => {
-            assert!(!retryable);
+        Reply::Failure { error, class, .. } => {
+            assert_eq!(class, ErrorClass::Permanent);
             assert!(error.contains("no-such-program-for-runner-tests"), "{error}");
         }
         other => panic!("expected a failure, got {other:?}"),
@@ -120,7 +121,7 @@ async fn cancel_stops_a_long_process_promptly() {
     let (reply, ()) = tokio::time::timeout(Duration::from_secs(5), async { tokio::join!(work, trigger) })
         .await
         .expect("cancel ends the attempt well within the 30 s sleep");
-    assert!(matches!(reply, Reply::Failure { retryable: false, .. }), "{reply:?}");
+    assert!(matches!(reply, Reply::Failure { class: ErrorClass::Permanent, .. }), "{reply:?}");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::Tokens;
+use engine::event::ErrorClass;
 use engine::llm::LlmAgents;
 use engine::runtime::{AgentRuntime, Attempt, Reply};
 use manifest::plan::{Agent, At, Attachment, Generation, Provider, Runtime, Tool, ToolChoice};
@@ -114,9 +115,9 @@ fn messages(body: &Value) -> &Vec<Value> {
     body["messages"].as_array().expect("messages")
 }
 
-fn failure(reply: Reply) -> (String, bool) {
+fn failure(reply: Reply) -> (String, ErrorClass) {
     match reply {
-        Reply::Failure { error, retryable, .. } => (error, retryable),
+        Reply::Failure { error, class, .. } => (error, class),
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -169,8 +170,8 @@ async fn an_unreadable_attachment_fails_without_a_request() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mut attempt = attempt("x", dir.path());
     attempt.attachments = vec![Attachment::File("missing.md".to_owned())];
-    let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt).await);
-    assert!(!retryable);
+    let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt).await);
+    assert_eq!(class, ErrorClass::Permanent);
     assert!(error.contains("`missing.md`"), "{error}");
     assert!(server.requests().is_empty());
 }
@@ -281,9 +282,9 @@ async fn a_model_that_never_stops_calling_tools_fails_at_max_turns() {
     let server = FakeOpenAi::script(vec![Step::ToolCalls(vec![("lookup".to_owned(), "{}".to_owned())])]);
     let dir = tempfile::tempdir().expect("a temp dir");
     let setup = Setup::new(&server).tool("lookup", &["cat"], None).max_turns(3);
-    let (error, retryable) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
+    let (error, class) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
     assert_eq!(error, "the agent used all 3 turns without a final answer");
-    assert!(!retryable);
+    assert_eq!(class, ErrorClass::Permanent);
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -306,8 +307,8 @@ async fn server_errors_are_retried_then_fail_retryably() {
     let server =
         FakeOpenAi::script(vec![Step::Status { code: 500, body: "upstream broke".to_owned(), retry_after: None }]);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
-    assert!(retryable);
+    let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Transient);
     assert!(error.contains("HTTP 500") && error.contains("upstream broke") && error.contains("3 tries"), "{error}");
     assert_eq!(server.requests().len(), 3);
 }
@@ -317,8 +318,8 @@ async fn a_client_error_is_not_retried_and_quotes_an_excerpt() {
     let body = format!("model not found {}", "y".repeat(2000));
     let server = FakeOpenAi::script(vec![Step::Status { code: 400, body, retry_after: None }]);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
-    assert!(!retryable);
+    let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Permanent);
     assert!(error.contains("HTTP 400") && error.contains("model not found"), "{error}");
     assert!(error.len() < 700, "the body is an excerpt: {} bytes", error.len());
     assert_eq!(server.requests().len(), 1);
@@ -328,8 +329,8 @@ async fn a_client_error_is_not_retried_and_quotes_an_excerpt() {
 async fn a_malformed_body_fails_quoting_it() {
     let server = FakeOpenAi::script(vec![Step::Raw(r#"{"choices": "nope"}"#.to_owned())]);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
-    assert!(retryable);
+    let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Agent);
     assert!(error.starts_with("malformed response from `local`"), "{error}");
     assert!(error.contains(r#"{"choices": "nope"}"#), "{error}");
 }
@@ -339,8 +340,8 @@ async fn a_server_that_hangs_times_out_retryably() {
     let server = FakeOpenAi::script(vec![Step::Hang]);
     let dir = tempfile::tempdir().expect("a temp dir");
     let setup = Setup::new(&server).provider(|p| p.timeout = Some(manifest::Duration::from_millis(300)));
-    let (error, retryable) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
-    assert!(retryable);
+    let (error, class) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Timeout);
     assert!(error.contains("did not answer within 300ms"), "{error}");
     assert_eq!(server.requests().len(), 3);
 }
@@ -400,16 +401,16 @@ async fn misconfigured_agents_refuse_naming_the_problem() {
     let server = FakeOpenAi::script(vec![Step::Answer("ok".to_owned())]);
     let dir = tempfile::tempdir().expect("a temp dir");
     let unset = Setup::new(&server).provider(|p| p.api_key_env = Some(at("UNSET_VARIABLE")));
-    let (error, retryable) = failure(run(&unset.runtime(), attempt("x", dir.path())).await);
-    assert!(!retryable);
+    let (error, class) = failure(run(&unset.runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Permanent);
     assert!(error.contains("`UNSET_VARIABLE`") && error.contains("not set"), "{error}");
 
     let mut unknown = Setup::new(&server);
     if let Some(agent) = unknown.plan.agents.get_mut("a") {
         agent.runtime = llm_on("elsewhere");
     }
-    let (error, retryable) = failure(run(&unknown.runtime(), attempt("x", dir.path())).await);
-    assert!(!retryable);
+    let (error, class) = failure(run(&unknown.runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Permanent);
     assert!(error.contains("`elsewhere`"), "{error}");
     assert!(server.requests().is_empty());
 }
@@ -514,8 +515,8 @@ async fn an_answer_cut_at_max_tokens_is_its_own_error() {
     let setup = Setup::new(&server).agent(|_, generation| generation.max_tokens = Some(64));
     let reply = run(&setup.runtime(), attempt("x", dir.path())).await;
     assert_eq!(reply.tokens(), Some(Tokens { prompt: 10, completion: 5 }));
-    let (error, retryable) = failure(reply);
-    assert!(!retryable);
+    let (error, class) = failure(reply);
+    assert_eq!(class, ErrorClass::Permanent);
     assert_eq!(error, "the answer was cut at 64 tokens (finish_reason `length`), so it is incomplete");
     assert_eq!(server.requests().len(), 1);
 }
@@ -526,8 +527,8 @@ async fn a_server_that_goes_quiet_is_given_up_after_the_idle_timeout() {
     let dir = tempfile::tempdir().expect("a temp dir");
     // No overall `timeout`: only the idle timeout can end the wait.
     let setup = Setup::new(&server).provider(|p| p.idle_timeout = Some(manifest::Duration::from_millis(200)));
-    let (error, retryable) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
-    assert!(retryable);
+    let (error, class) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
+    assert_eq!(class, ErrorClass::Timeout);
     assert!(error.contains("sent nothing for 200ms (idle_timeout)"), "{error}");
     assert_eq!(server.requests().len(), 1, "a hung server is reported after one idle timeout");
 }
@@ -553,8 +554,8 @@ async fn a_stream_that_breaks_is_the_servers_failure_and_is_retried() {
         let reply = run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await;
         assert!(matches!(&reply, Reply::Output { text, .. } if text == "whole"), "{broken:?}: {reply:?}");
         let server = FakeOpenAi::script(vec![broken.clone()]);
-        let (error, retryable) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
-        assert!(retryable);
+        let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
+        assert_eq!(class, ErrorClass::Transient);
         assert!(error.starts_with("provider `local` failed while streaming its answer"), "{error}");
         assert_eq!(server.requests().len(), 3);
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::driver::{Driver, DriverError};
+use engine::event::ErrorClass;
 use engine::store::MemoryStore;
 use engine::{Command, EngineError, Event, Handler, Outcome, Record, RunState, RunStatus, Scope, Start, TaskStatus};
 use tokio_util::sync::CancellationToken;
@@ -38,8 +39,9 @@ fn trace(events: &[Event]) -> Vec<String> {
             Event::TaskDispatched { task, attempt, .. } => format!("TaskDispatched {task}#{attempt}"),
             Event::TaskSucceeded { task, attempt, .. } => format!("TaskSucceeded {task}#{attempt}"),
             Event::TaskFailed { task, attempt, .. } => format!("TaskFailed {task}#{attempt}"),
-            Event::RetryScheduled { task, attempt, delay_ms } => {
-                format!("RetryScheduled {task}#{attempt} {delay_ms}ms")
+            // The backoff, not the delay: the jitter is random.
+            Event::RetryScheduled { task, attempt, backoff_ms: Some(backoff), .. } => {
+                format!("RetryScheduled {task}#{attempt} {backoff}ms")
             }
             Event::ReviewDecided { task, approved, .. } => format!("ReviewDecided {task} {approved}"),
             Event::RunCompleted { status, .. } => format!("RunCompleted {}", status.as_str()),
@@ -118,8 +120,14 @@ async fn fail_fails_the_run_and_cancels_running_siblings() {
     let command =
         Command::Succeeded { task: "b".into(), attempt: 1, output: "late".into(), tokens: None, duration_ms: 1 };
     assert_eq!(late.process(command), Ok(vec![]));
-    let command =
-        Command::Failed { task: "b".into(), attempt: 1, error: "cancelled".into(), retryable: false, tokens: None };
+    let command = Command::Failed {
+        task: "b".into(),
+        attempt: 1,
+        error: "late".into(),
+        class: ErrorClass::Agent,
+        tokens: None,
+        jitter: 0.0,
+    };
     assert_eq!(late.process(command), Ok(vec![]));
     assert_eq!(late, state);
 }
@@ -192,14 +200,20 @@ async fn retry_delays_double_up_to_max_backoff() {
     );
     let store = MemoryStore::new();
     let state = start(&store, &plan).await;
-    let delays: Vec<(u32, u64)> = events(&store)
+    let delays: Vec<(u32, u64, Option<u64>)> = events(&store)
         .iter()
         .filter_map(|e| match e {
-            Event::RetryScheduled { attempt, delay_ms, .. } => Some((*attempt, *delay_ms)),
+            Event::RetryScheduled { attempt, delay_ms, backoff_ms, .. } => Some((*attempt, *delay_ms, *backoff_ms)),
             _ => None,
         })
         .collect();
-    assert_eq!(delays, [(2, 100), (3, 200), (4, 250)]);
+    let backoffs: Vec<(u32, Option<u64>)> = delays.iter().map(|&(attempt, _, backoff)| (attempt, backoff)).collect();
+    assert_eq!(backoffs, [(2, Some(100)), (3, Some(200)), (4, Some(250))]);
+    // "Equal jitter": each wait is between half and all of its backoff.
+    for (_, delay, backoff) in delays {
+        let backoff = backoff.expect("a version-2 RetryScheduled records its backoff");
+        assert!((backoff - backoff / 2..=backoff).contains(&delay), "{delay} ms for a backoff of {backoff} ms");
+    }
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(state.tasks[0].attempts, 4);
 }
@@ -887,5 +901,89 @@ async fn an_answered_question_does_not_use_up_a_retry() {
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
     assert_eq!((state.tasks[0].attempts, state.tasks[0].failures), (3, 1));
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_on_transient_sends_an_agents_failure_straight_to_then() {
+    let plan = mock_plan(
+        "{a: [{fail: wrong}, {output: fine}]}",
+        "    - {id: a, agent: m, input: x, on_failure: {action: retry, max_attempts: 3, backoff: 1ms, then: skip, \
+         retry_on: transient}}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(
+        trace(&log),
+        ["RunCreated", "TaskDispatched a#1", "TaskFailed a#1", "TaskSkipped a", "RunCompleted partial"],
+        "a failure of the agent itself is not transient, so it is not retried"
+    );
+    assert!(matches!(&log[2], Event::TaskFailed { class: ErrorClass::Agent, retryable: false, .. }), "{:?}", log[2]);
+    assert_eq!(state.tasks[0].attempts, 1);
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_on_transient_retries_a_timeout() {
+    let plan = mock_plan(
+        "{}",
+        "    - {id: a, agent: slow, input: x, timeout: 1s, on_failure: {action: retry, max_attempts: 2, backoff: 1ms, \
+         then: skip, retry_on: transient}}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(
+        trace(&log),
+        [
+            "RunCreated",
+            "TaskDispatched a#1",
+            "TaskFailed a#1",
+            "RetryScheduled a#2 1ms",
+            "RetryDue a",
+            "TaskDispatched a#2",
+            "TaskFailed a#2",
+            "TaskSkipped a",
+            "RunCompleted partial"
+        ]
+    );
+    assert!(matches!(&log[2], Event::TaskFailed { class: ErrorClass::Timeout, retryable: true, .. }), "{:?}", log[2]);
+    assert_folds(&store, &state);
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_result_names_the_seq_of_its_dispatch() {
+    let plan = mock_plan(
+        "{a: [{fail: flaky}, {output: fine}]}",
+        "    - {id: a, agent: m, input: x, on_failure: {action: retry, max_attempts: 2, backoff: 1ms}}\n    \
+         - {id: b, agent: m, input: z, depends_on: [a]}",
+        "{}",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let records = store.records();
+    let links: Vec<(String, Option<u64>)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::TaskSucceeded { dispatched_seq, .. } | Event::TaskFailed { dispatched_seq, .. } => {
+                Some((trace(std::slice::from_ref(&r.event)).remove(0), *dispatched_seq))
+            }
+            _ => None,
+        })
+        .collect();
+    let seq_of = |line: &str| records.iter().find(|r| trace(std::slice::from_ref(&r.event))[0] == line).map(|r| r.seq);
+    assert_eq!(
+        links,
+        [
+            ("TaskFailed a#1".to_owned(), seq_of("TaskDispatched a#1")),
+            ("TaskSucceeded a#2".to_owned(), seq_of("TaskDispatched a#2")),
+            ("TaskSucceeded b#1".to_owned(), seq_of("TaskDispatched b#1")),
+        ]
+    );
+    assert!(links.iter().all(|(_, seq)| seq.is_some()));
+    assert_eq!(state.seq, records.len() as u64, "the state counts the events it applied");
     assert_folds(&store, &state);
 }

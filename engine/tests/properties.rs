@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use engine::driver::Driver;
+use engine::event::ErrorClass;
 use engine::store::MemoryStore;
 use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start, TaskStatus};
 use manifest::plan::Strategy;
@@ -20,7 +21,13 @@ use tokio_util::sync::CancellationToken;
 enum Policy {
     Fail,
     Skip,
-    Retry { max_attempts: u32, then_skip: bool },
+    /// `transient`: `retry_on: transient`, so the mock agents' failures (never transient)
+    /// and rejected outputs are not retried.
+    Retry {
+        max_attempts: u32,
+        then_skip: bool,
+        transient: bool,
+    },
 }
 
 impl Policy {
@@ -28,6 +35,14 @@ impl Policy {
         match self {
             Policy::Retry { max_attempts, .. } => max_attempts,
             _ => 1,
+        }
+    }
+
+    /// The attempts a task that keeps failing takes.
+    fn attempts_to_give_up(self) -> u32 {
+        match self {
+            Policy::Retry { transient: true, .. } => 1,
+            policy => policy.max_attempts(),
         }
     }
 
@@ -39,9 +54,10 @@ impl Policy {
         match self {
             Policy::Fail => "fail".into(),
             Policy::Skip => "skip".into(),
-            Policy::Retry { max_attempts, then_skip } => format!(
-                "{{action: retry, max_attempts: {max_attempts}, backoff: 1ms, then: {}}}",
-                if then_skip { "skip" } else { "fail" }
+            Policy::Retry { max_attempts, then_skip, transient } => format!(
+                "{{action: retry, max_attempts: {max_attempts}, backoff: 1ms, then: {}, retry_on: {}}}",
+                if then_skip { "skip" } else { "fail" },
+                if transient { "transient" } else { "any" }
             ),
         }
     }
@@ -79,7 +95,7 @@ enum Fate {
 impl TaskSpec {
     /// The fate and the attempts it takes.
     fn fate(&self) -> (Fate, u32) {
-        let max = self.policy.max_attempts();
+        let max = self.policy.attempts_to_give_up();
         for attempt in 1..=max {
             let ok = self.script[(attempt as usize - 1).min(self.script.len() - 1)];
             if ok {
@@ -95,7 +111,8 @@ fn task_spec(i: usize) -> impl proptest::strategy::Strategy<Value = TaskSpec> {
     let policy = prop_oneof![
         Just(Policy::Fail),
         Just(Policy::Skip),
-        (1..=3u32, any::<bool>()).prop_map(|(max_attempts, then_skip)| Policy::Retry { max_attempts, then_skip }),
+        (1..=3u32, any::<bool>(), prop::bool::weighted(0.2))
+            .prop_map(|(max_attempts, then_skip, transient)| Policy::Retry { max_attempts, then_skip, transient }),
     ];
     let response = prop_oneof![3 => Just(true), 1 => Just(false)];
     (
@@ -194,7 +211,7 @@ impl Spec {
 
     /// The result of an attempt; a failure is an agent's error or, when `by_check`, an output
     /// its verification rejected (the same to the policy).
-    fn reply(&self, task: &str, attempt: u32, by_check: bool) -> Command {
+    fn reply(&self, task: &str, attempt: u32, by_check: bool, jitter: f64) -> Command {
         let i: usize = task[1..].parse().expect("task ids are t<N>");
         let script = &self.tasks[i].script;
         let ok = script[(attempt as usize - 1).min(script.len() - 1)];
@@ -203,10 +220,12 @@ impl Spec {
                 Command::Succeeded { task: task.into(), attempt, output: format!("o{i}"), tokens: None, duration_ms: 0 }
             }
             (false, false) => {
-                Command::Failed { task: task.into(), attempt, error: format!("f{i}"), retryable: true, tokens: None }
+                let (error, class) = (format!("f{i}"), ErrorClass::Agent);
+                Command::Failed { task: task.into(), attempt, error, class, tokens: None, jitter }
             }
             (false, true) => {
-                Command::VerificationFailed { task: task.into(), attempt, reason: format!("v{i}"), tokens: None }
+                let reason = format!("v{i}");
+                Command::VerificationFailed { task: task.into(), attempt, reason, tokens: None, jitter }
             }
         }
     }
@@ -229,9 +248,25 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
     let mut in_flight: HashSet<String> = HashSet::new();
     let mut dispatches: HashMap<String, u32> = HashMap::new();
     let mut rejected: HashSet<String> = HashSet::new();
+    // The seq of each task's latest TaskDispatched (events are numbered from 1).
+    let mut dispatched_at: HashMap<String, u64> = HashMap::new();
     let mut completed = None;
     for (at, event) in log.iter().enumerate() {
         prop_assert!(completed.is_none(), "{} after RunCompleted", event.name());
+        // (g) Every result names the TaskDispatched of its attempt.
+        if let Event::TaskSucceeded { task, dispatched_seq, .. }
+        | Event::TaskFailed { task, dispatched_seq, .. }
+        | Event::VerificationFailed { task, dispatched_seq, .. } = event
+        {
+            prop_assert_eq!(
+                *dispatched_seq,
+                dispatched_at.get(task).copied(),
+                "{} of {} at {}",
+                event.name(),
+                task,
+                at
+            );
+        }
         match event {
             Event::TaskDispatched { task, attempt, input } => {
                 let i = index(task);
@@ -257,13 +292,24 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 }
                 prop_assert_eq!(input, &expected);
                 prop_assert!(in_flight.insert(task.clone()), "{task} dispatched twice at once");
+                dispatched_at.insert(task.clone(), at as u64 + 1);
             }
             Event::TaskSucceeded { task, .. } => {
                 prop_assert!(in_flight.remove(task));
                 done.insert(task.clone());
                 finals.insert(task.clone(), TaskStatus::Succeeded);
             }
-            Event::TaskFailed { task, .. } => prop_assert!(in_flight.remove(task)),
+            Event::TaskFailed { task, class, retryable, .. } => {
+                prop_assert!(in_flight.remove(task));
+                let transient_only = matches!(spec.tasks[index(task)].policy, Policy::Retry { transient: true, .. });
+                // A run that fails stops the attempts still in flight: those are cancelled.
+                let expected = *class != ErrorClass::Cancelled && !transient_only;
+                prop_assert_eq!(*retryable, expected, "{} failed as {:?}", task, class);
+            }
+            // (h) The wait before a retry is the backoff (1ms, doubled) less at most half of it.
+            Event::RetryScheduled { delay_ms, backoff_ms: Some(backoff), .. } => {
+                prop_assert!(*delay_ms <= *backoff && *delay_ms >= backoff - backoff / 2, "{delay_ms} of {backoff}");
+            }
             Event::VerificationFailed { task, attempt, .. } => {
                 prop_assert_eq!(log.get(at + 1).and_then(Event::task), Some(task.as_str()), "a TaskFailed follows");
                 prop_assert_eq!(dispatches.get(task), Some(attempt));
@@ -274,7 +320,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 finals.insert(task.clone(), TaskStatus::Skipped);
             }
             Event::RunCompleted { status, summary } => completed = Some((*status, summary.clone())),
-            Event::RunCreated { .. } | Event::RetryScheduled { .. } | Event::RetryDue { .. } => {}
+            Event::RunCreated { .. } | Event::RetryDue { .. } => {}
             other => prop_assert!(false, "unexpected {}", other.name()),
         }
         // (d) Limits hold at every point of the log; (e) sequential runs one attempt at a time.
@@ -359,7 +405,7 @@ fn run_machine(spec: &Spec, choices: &[(u16, bool)]) -> Result<(Vec<Event>, RunS
             prop_assert_eq!(&state, &before);
         }
         let command = match owed.swap_remove(pick as usize % owed.len()) {
-            Owed::Reply(task, attempt) => spec.reply(&task, attempt, pick % 2 == 0),
+            Owed::Reply(task, attempt) => spec.reply(&task, attempt, pick % 2 == 0, f64::from(pick % 1000) / 1000.0),
             Owed::Timer(task) => Command::TimerFired { task },
         };
         if matches!(command, Command::Succeeded { .. } | Command::Failed { .. } | Command::VerificationFailed { .. }) {
@@ -420,10 +466,12 @@ fn fates_follow_the_scripts() {
         critical: false,
         script: script.to_vec(),
     };
-    let retry = |max_attempts, then_skip| Policy::Retry { max_attempts, then_skip };
+    let retry = |max_attempts, then_skip| Policy::Retry { max_attempts, then_skip, transient: false };
     assert_eq!(task(Policy::Fail, &[false, true]).fate(), (Fate::FailsRun, 1));
     assert_eq!(task(Policy::Skip, &[false]).fate(), (Fate::Skipped, 1));
     assert_eq!(task(retry(3, false), &[false, true]).fate(), (Fate::Succeeds, 2));
     assert_eq!(task(retry(2, true), &[false]).fate(), (Fate::Skipped, 2));
     assert_eq!(task(retry(3, false), &[true, false]).fate(), (Fate::Succeeds, 1));
+    let transient = Policy::Retry { max_attempts: 3, then_skip: true, transient: true };
+    assert_eq!(task(transient, &[false, true]).fate(), (Fate::Skipped, 1));
 }

@@ -106,12 +106,13 @@ async fn records_round_trip() {
             Event::TaskSucceeded {
                 task: "a".into(),
                 attempt: 1,
+                dispatched_seq: Some(2),
                 output: "{\"json\": true}".into(),
                 tokens: Some(Tokens { prompt: 3, completion: 4 }),
                 duration_ms: 12,
             },
         ),
-        record(4, Event::RetryScheduled { task: "a".into(), attempt: 2, delay_ms: 100 }),
+        record(4, Event::RetryScheduled { task: "a".into(), attempt: 2, delay_ms: 80, backoff_ms: Some(100) }),
         record(5, Event::ReviewDecided { task: "a".into(), approved: false, comment: None }),
         record(6, Event::RunResumed),
         record(7, Event::RunCompleted { status: Outcome::Partial, summary: "1 of 1".into() }),
@@ -499,4 +500,58 @@ mod damage {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn a_version_1_log_loads_and_folds_with_the_new_fields_defaulted() {
+    use engine::Handler;
+    use engine::event::ErrorClass;
+    let dir = TempDir::new("version-1");
+    let mut created = serde_json::to_value(created()).expect("encodes");
+    created["schema"] = 1.into();
+    // Version-1 plans had no `retry_on`.
+    for task in created["plan"]["tasks"].as_array_mut().expect("tasks") {
+        task["on_failure"].as_object_mut().expect("a policy").remove("retry_on");
+    }
+    let at = "2026-11-22T12:45:03.456Z";
+    let events = [
+        serde_json::json!({"type": "TaskDispatched", "task": "a", "attempt": 1, "input": "x"}),
+        serde_json::json!({"type": "TaskFailed", "task": "a", "attempt": 1, "error": "boom"}),
+        serde_json::json!({"type": "RetryScheduled", "task": "a", "attempt": 2, "delay_ms": 1000}),
+        serde_json::json!({"type": "RetryDue", "task": "a"}),
+        serde_json::json!({"type": "TaskDispatched", "task": "a", "attempt": 2, "input": "x"}),
+        serde_json::json!({"type": "TaskSucceeded", "task": "a", "attempt": 2, "output": "fine", "duration_ms": 5}),
+        serde_json::json!({"type": "RunCompleted", "status": "succeeded", "summary": "1 of 1"}),
+    ];
+    let mut text = format!("{created}\n");
+    for (n, event) in events.into_iter().enumerate() {
+        let mut line = serde_json::json!({"seq": n + 2, "at": at, "run_id": "r1"});
+        line.as_object_mut().expect("an object").extend(event.as_object().expect("an object").clone());
+        text.push_str(&format!("{line}\n"));
+    }
+    std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
+    std::fs::write(dir.log(), text).expect("writes");
+
+    let loaded = JsonlStore::load(&dir.log()).expect("a version-1 log loads");
+    assert_eq!(loaded.warning, None);
+    let events: Vec<Event> = loaded.records.into_iter().map(|r| r.event).collect();
+    assert_eq!(
+        events[2],
+        Event::TaskFailed {
+            task: "a".into(),
+            attempt: 1,
+            dispatched_seq: None,
+            error: "boom".into(),
+            class: ErrorClass::Agent,
+            retryable: false,
+            tokens: None,
+        }
+    );
+    assert_eq!(events[3], Event::RetryScheduled { task: "a".into(), attempt: 2, delay_ms: 1000, backoff_ms: None });
+    let state = engine::RunState::fold(&events);
+    assert_eq!(state.status, engine::RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(state.plan.tasks[0].on_failure.value.retry_on, manifest::plan::RetryOn::Any);
+    assert_eq!(state.tasks[0].attempts, 2);
+    assert_eq!(state.tasks[0].dispatched_seq, Some(6), "counted from the events, so old logs link too");
+    assert_eq!(state.seq, 8);
 }

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::plan::{
     Action, Agent, At, Attachment, Complexity, ControlLogic, DEFAULT_AGENT, DEFAULT_MAX_OUTPUT_BYTES, FailurePolicy,
-    Form, Generation, GroupLimit, MissionAnalysis, MockResponse, Plan, Provider, Runtime, Strategy, Task, TaskKind,
-    Tool, ToolChoice, Verification,
+    Form, Generation, GroupLimit, MissionAnalysis, MockResponse, Plan, Provider, RetryOn, Runtime, Strategy, Task,
+    TaskKind, Tool, ToolChoice, Verification,
 };
 use crate::read::{Entry, Field, Fields, Foreign, Reader, aliased, bare, field, scalar_text};
 use crate::source::{Loc, join_index, join_key};
@@ -129,7 +129,7 @@ const FOREIGN_TASK: &[Foreign] = &[
     },
 ];
 const FAILURE: &[Field] =
-    &[field("action"), field("max_attempts"), field("backoff"), field("max_backoff"), field("then")];
+    &[field("action"), field("max_attempts"), field("backoff"), field("max_backoff"), field("then"), field("retry_on")];
 const CONTROL: &[Field] = &[
     field("strategy"),
     field("max_concurrency"),
@@ -166,6 +166,7 @@ const TASK_KIND_SYNONYMS: &[(&str, &str)] = &[
 const ACTIONS: &[(&str, Action)] =
     &[("retry", Action::Retry), ("skip", Action::Skip), ("replan", Action::Replan), ("fail", Action::Fail)];
 const ACTION_SYNONYMS: &[(&str, &str)] = &[("stop", "fail")];
+const RETRY_ON: &[(&str, RetryOn)] = &[("any", RetryOn::Any), ("transient", RetryOn::Transient)];
 
 /// The field names of every mapping in the enveloped form, for the schema drift test.
 #[cfg(test)]
@@ -867,7 +868,7 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<Failu
     let action = read_action(reader, action_entry.value, action_path, "on_failure.action")?;
     let mut policy = FailurePolicy::of(action);
     let mut loc = Loc::new(action_entry.value.span, action_path);
-    for name in ["max_attempts", "backoff", "max_backoff", "then"] {
+    for name in ["max_attempts", "backoff", "max_backoff", "then", "retry_on"] {
         if let Some((entry, path)) = fields.get(name).filter(|_| action != Action::Retry) {
             reader.invalid(entry.value, path, name, &format!("`{name}` applies only to `action: retry`"));
         }
@@ -880,6 +881,9 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<Failu
     }
     if let Some((entry, path)) = fields.get("max_backoff") {
         policy.max_backoff = reader.duration(entry, path, "max_backoff").unwrap_or(policy.max_backoff);
+    }
+    if let Some((entry, path)) = fields.get("retry_on") {
+        policy.retry_on = reader.word(entry, path, "retry_on", RETRY_ON, &[]).unwrap_or(policy.retry_on);
     }
     if let Some((entry, path)) = fields.get("then")
         && let Some(then) = read_action(reader, entry.value, path, "on_failure.then")

@@ -419,6 +419,31 @@ pub struct FailurePolicy {
     pub max_backoff: Duration,
     /// What to do when retries run out: `skip`, `replan` or `fail`.
     pub then: Action,
+    /// Which failures are retried; the others go straight to `then`.
+    #[serde(default)]
+    pub retry_on: RetryOn,
+}
+
+/// Which failures a `retry` policy retries, like Argo's `retryPolicy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryOn {
+    /// Every failure a retry could fix.
+    #[default]
+    Any,
+    /// Only timeouts and failures of the service rather than the work: 408, 429, 5xx,
+    /// connection errors, broken streams.
+    Transient,
+}
+
+impl RetryOn {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryOn::Any => "any",
+            RetryOn::Transient => "transient",
+        }
+    }
 }
 
 impl Default for FailurePolicy {
@@ -437,6 +462,7 @@ impl FailurePolicy {
             factor: 2,
             max_backoff: Duration::from_millis(60_000),
             then: Action::Fail,
+            retry_on: RetryOn::Any,
         }
     }
 

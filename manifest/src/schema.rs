@@ -387,6 +387,17 @@ struct FailurePolicyMap {
     max_backoff: Option<Duration>,
     /// What to do when the retries run out (`fail` when not given).
     then: Option<AfterRetries>,
+    /// Which failures are retried (`any` when not given); the others go straight to `then`.
+    retry_on: Option<RetryOn>,
+}
+
+/// `any`: every failure a retry could fix; `transient`: only timeouts, 408, 429, 5xx, connection errors
+/// and broken streams.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum RetryOn {
+    Any,
+    Transient,
 }
 
 /// What to do when retries run out: `skip`, `replan` or `fail`.

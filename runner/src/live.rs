@@ -174,7 +174,7 @@ impl Live {
                 Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
             }
             Event::TaskSkipped { task, reason } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
-            Event::RetryScheduled { task, attempt, delay_ms } => {
+            Event::RetryScheduled { task, attempt, delay_ms, .. } => {
                 Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
             }
             Event::ClarificationRequested { .. }

@@ -14,7 +14,7 @@ use super::protocol::{ChatRequest, Message, Sampling};
 use super::redact::excerpt;
 use super::tools::{Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
-use crate::event::Tokens;
+use crate::event::{ErrorClass, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Pending, Reply};
 
 /// How much of the model name a server answers with a warning quotes.
@@ -105,7 +105,7 @@ impl AgentRuntime for LlmRuntime {
             let reply = match result {
                 Some(Ok(reply)) => reply,
                 Some(Err(error)) => to_reply(&error, used),
-                None => Reply::Failure { error: "cancelled".to_owned(), retryable: false, tokens: used },
+                None => Reply::Failure { error: "cancelled".to_owned(), class: ErrorClass::Cancelled, tokens: used },
             };
             redact(reply, &runtime.endpoint.redactor)
         })
@@ -124,16 +124,14 @@ impl AgentRuntime for Misconfigured {
 
 /// The reply for an error, with the tokens the attempt used before it.
 fn to_reply(error: &LlmError, tokens: Option<Tokens>) -> Reply {
-    Reply::Failure { error: error.to_string(), retryable: error.retryable(), tokens }
+    Reply::Failure { error: error.to_string(), class: error.class(), tokens }
 }
 
 /// A reply with the API key removed from every text.
 fn redact(reply: Reply, redactor: &super::redact::Redactor) -> Reply {
     match reply {
         Reply::Output { text, tokens } => Reply::Output { text: redactor.apply(&text), tokens },
-        Reply::Failure { error, retryable, tokens } => {
-            Reply::Failure { error: redactor.apply(&error), retryable, tokens }
-        }
+        Reply::Failure { error, class, tokens } => Reply::Failure { error: redactor.apply(&error), class, tokens },
         Reply::Question(question, tokens) => Reply::Question(redactor.apply(&question), tokens),
     }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 use miette::Diagnostic;
 use thiserror::Error;
 
+use crate::event::ErrorClass;
+
 /// An `llm` attempt's failure, before it becomes a [`Reply`](crate::runtime::Reply).
 /// Texts that come from a server are excerpts; the API key is redacted when the error
 /// becomes a reply.
@@ -227,6 +229,18 @@ impl LlmError {
         match self {
             LlmError::Malformed { .. } | LlmError::Exhausted { .. } | LlmError::Idle { .. } => false,
             _ => self.retryable(),
+        }
+    }
+
+    /// The class of failure an attempt that ends with this error records.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            LlmError::Timeout { .. } | LlmError::Idle { .. } => ErrorClass::Timeout,
+            LlmError::Http { status: 408, .. } => ErrorClass::Timeout,
+            LlmError::Exhausted { last, .. } => last.class(),
+            LlmError::Malformed { .. } => ErrorClass::Agent,
+            _ if self.retryable() => ErrorClass::Transient,
+            _ => ErrorClass::Permanent,
         }
     }
 

@@ -20,7 +20,7 @@ use manifest::Plan;
 use manifest::plan::{Attachment, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Tokens;
+use crate::event::{ErrorClass, Tokens};
 
 /// One attempt handed to a runtime.
 #[derive(Debug, Clone)]
@@ -74,8 +74,8 @@ pub enum Reply {
     Failure {
         /// What went wrong.
         error: String,
-        /// Whether trying again could help.
-        retryable: bool,
+        /// What kind of failure it was, which decides whether trying again could help.
+        class: ErrorClass,
         /// Tokens used before it failed.
         tokens: Option<Tokens>,
     },
@@ -84,14 +84,14 @@ pub enum Reply {
 }
 
 impl Reply {
-    /// A failure that a retry may fix.
+    /// A failure of the agent that a retry may fix.
     pub fn failed(error: impl Into<String>) -> Self {
-        Reply::Failure { error: error.into(), retryable: true, tokens: None }
+        Reply::Failure { error: error.into(), class: ErrorClass::Agent, tokens: None }
     }
 
     /// A failure that no retry can fix.
     pub fn refused(error: impl Into<String>) -> Self {
-        Reply::Failure { error: error.into(), retryable: false, tokens: None }
+        Reply::Failure { error: error.into(), class: ErrorClass::Permanent, tokens: None }
     }
 
     /// The tokens the attempt used, whatever it came to.
