@@ -279,6 +279,7 @@ fn failure_policy() -> impl Strategy<Value = Doc> {
             ("max_attempts", or_anything((-1i64..6).prop_map(Doc::Int))),
             ("backoff", or_anything(prop::sample::select(&["1s", "0ms", "5x", "2m"][..]).prop_map(Doc::Word))),
             ("then", or_anything(prop::sample::select(&["skip", "fail", "retry"][..]).prop_map(Doc::Word))),
+            ("retry_on", or_anything(prop::sample::select(&["any", "transient", "never"][..]).prop_map(Doc::Word))),
         ]),
     ]
 }
