@@ -66,6 +66,18 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// The lower-case name, as in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Transient => "transient",
+            ErrorClass::Agent => "agent",
+            ErrorClass::Verification => "verification",
+            ErrorClass::Permanent => "permanent",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+
     /// Whether a retry could fix such a failure under `retry_on`.
     pub fn retryable(self, retry_on: manifest::plan::RetryOn) -> bool {
         match self {

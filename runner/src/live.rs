@@ -39,8 +39,13 @@ fn details(event: &Event) -> String {
         Event::TaskSucceeded { attempt, output, duration_ms, .. } => {
             format!("attempt {attempt} in {duration_ms} ms output: {}", preview(output, PREVIEW))
         }
-        Event::TaskFailed { attempt, error, .. } => format!("attempt {attempt} error: {}", preview(error, PREVIEW)),
-        Event::RetryScheduled { attempt, delay_ms, .. } => format!("attempt {attempt} after {delay_ms} ms"),
+        Event::TaskFailed { attempt, error, class, .. } => {
+            format!("attempt {attempt} {} error: {}", class.as_str(), preview(error, PREVIEW))
+        }
+        Event::RetryScheduled { attempt, delay_ms, backoff_ms, .. } => match backoff_ms {
+            Some(backoff) => format!("attempt {attempt} after {delay_ms} ms (backoff {backoff} ms)"),
+            None => format!("attempt {attempt} after {delay_ms} ms"),
+        },
         Event::RetryDue { .. } | Event::RunResumed => String::new(),
         Event::TaskSkipped { reason, .. } => preview(reason, PREVIEW),
         Event::ClarificationRequested { question, .. } => format!("asks: {}", preview(question, PREVIEW)),
@@ -248,5 +253,21 @@ mod tests {
             live.show(&record(event), &state);
         }
         assert!(live.waiting().is_empty());
+    }
+
+    #[test]
+    fn a_failure_shows_its_class_and_a_retry_its_wait_and_backoff() {
+        let failed = Event::TaskFailed {
+            task: "a".into(),
+            attempt: 1,
+            dispatched_seq: Some(2),
+            error: "HTTP 503".into(),
+            class: engine::event::ErrorClass::Transient,
+            retryable: true,
+            tokens: None,
+        };
+        assert_eq!(line(&record(failed)), "12:00:00.000 TaskFailed a attempt 1 transient error: \"HTTP 503\"");
+        let retry = Event::RetryScheduled { task: "a".into(), attempt: 2, delay_ms: 700, backoff_ms: Some(1000) };
+        assert_eq!(line(&record(retry)), "12:00:00.000 RetryScheduled a attempt 2 after 700 ms (backoff 1000 ms)");
     }
 }
