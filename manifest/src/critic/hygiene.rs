@@ -196,7 +196,9 @@ fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         findings.push(
             Finding::warning(Lint::OptimismBias { task: id.into(), evidence }, Some(id), &task.id.loc)
                 .label("outside services fail now and then")
-                .help("retry with backoff (`on_failure: {action: retry, max_attempts: 3}`) before failing the run"),
+                .help(
+                    "retry the service's failures with backoff (`on_failure: {action: retry, max_attempts: 3, retry_on: transient}`) before failing the run",
+                ),
         );
     }
 }
