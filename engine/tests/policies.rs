@@ -987,3 +987,58 @@ async fn every_result_names_the_seq_of_its_dispatch() {
     assert_eq!(state.seq, records.len() as u64, "the state counts the events it applied");
     assert_folds(&store, &state);
 }
+
+#[test]
+fn the_jitter_a_failure_carries_cuts_up_to_half_the_backoff() {
+    let plan = mock_plan(
+        "{}",
+        "    - {id: a, agent: m, input: x, on_failure: {action: retry, max_attempts: 4, backoff: 1s}}",
+        "{}",
+    );
+    let mut state = RunState::new();
+    state.process(Command::Start(Start::plan(plan))).expect("it starts");
+    let mut waits = Vec::new();
+    for (attempt, jitter) in [(1, 0.0), (2, 0.5), (3, 0.999)] {
+        let failed = Command::Failed {
+            task: "a".into(),
+            attempt,
+            error: "e".into(),
+            class: ErrorClass::Agent,
+            tokens: None,
+            jitter,
+        };
+        let events = state.process(failed).expect("the failure is taken");
+        waits.extend(events.into_iter().filter_map(|event| match event {
+            Event::RetryScheduled { delay_ms, backoff_ms, .. } => Some((delay_ms, backoff_ms)),
+            _ => None,
+        }));
+        state.process(Command::TimerFired { task: "a".into() }).expect("the timer fires");
+    }
+    assert_eq!(waits, [(1000, Some(1000)), (1500, Some(2000)), (2002, Some(4000))]);
+}
+
+#[tokio::test]
+async fn a_command_agents_non_zero_exit_is_not_transient() {
+    let plan = plan(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  mission: test\n  agent_definitions:\n    \
+         bad: {runtime: command, command: [sh, -c, 'exit 3']}\n  workflow:\n    \
+         - {id: a, agent: bad, input: x, on_failure: {action: retry, max_attempts: 3, backoff: 1ms, then: skip, \
+         retry_on: transient}}\n",
+    );
+    let store = MemoryStore::new();
+    let state = start(&store, &plan).await;
+    let log = events(&store);
+    assert_eq!(
+        trace(&log),
+        ["RunCreated", "TaskDispatched a#1", "TaskFailed a#1", "TaskSkipped a", "RunCompleted partial"]
+    );
+    assert!(
+        matches!(
+            &log[2],
+            Event::TaskFailed { class: ErrorClass::Agent, retryable: false, dispatched_seq: Some(2), .. }
+        ),
+        "{:?}",
+        log[2]
+    );
+    assert_folds(&store, &state);
+}
