@@ -26,7 +26,7 @@ use crate::event::{Event, Record};
 use crate::handler::Handler;
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
-use crate::runtime::{Agents, Attempt};
+use crate::runtime::{Agents, Attempt, Registry};
 use crate::state::{RunState, RunStatus};
 use crate::store::{EventStore, StoreError};
 use crate::summarizer::{self, Compactor, Summarizer};
@@ -189,7 +189,7 @@ impl<S: EventStore> Driver<S> {
             let (plan, agents) = (Arc::clone(plan), OnceLock::new());
             Arc::new(move |name: &str| agents.get_or_init(|| LlmAgents::new(&plan)).runtime(name))
         });
-        Agents::for_plan(plan, &**llm)
+        Agents::for_plan(plan, &Registry::builtin(), &**llm)
     }
 
     /// Makes a batch durable, tells the observer, then starts what it dispatched.

@@ -252,13 +252,32 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
     }
 }
 
+/// Whether `text` can be the name of an environment variable.
+fn is_variable_name(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for (name, agent) in &plan.agents {
+        let Runtime::Http { api_key_env, headers_env, .. } = &agent.runtime else { continue };
+        let key = api_key_env.iter().map(|v| ("api_key_env", "`api_key_env: SERVICE_KEY`", v));
+        let headers = headers_env.values().map(|v| ("headers_env", "`headers_env: {X-Token: SERVICE_TOKEN}`", v));
+        for (field, example, variable) in key.chain(headers).filter(|(_, _, v)| !is_variable_name(&v.value)) {
+            // Never echo the value: it may be a real key. The loader masks it in the source too.
+            out.push(
+                Diagnostic::error(
+                    Problem::LiteralSecret { agent: name.clone(), field: field.into() },
+                    variable.loc.clone(),
+                )
+                .label("not a variable name (value hidden)")
+                .help(format!("put the secret in an environment variable and write its name, e.g. {example}")),
+            );
+        }
+    }
     for (name, provider) in &plan.providers {
         let Some(variable) = &provider.api_key_env else { continue };
-        let text = variable.value.as_str();
-        let is_name = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !is_name {
+        if !is_variable_name(&variable.value) {
             // Never echo the value: it may be a real key. The loader masks it in the source too.
             out.push(
                 Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, variable.loc.clone())
