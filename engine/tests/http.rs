@@ -254,6 +254,7 @@ async fn cancelling_ends_the_request() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     cancel.cancel();
-    let reply = tokio::time::timeout(Duration::from_secs(10), handle).await.expect("the attempt ends").expect("no panic");
+    let reply =
+        tokio::time::timeout(Duration::from_secs(10), handle).await.expect("the attempt ends").expect("no panic");
     assert_eq!(failure(reply), ("cancelled".to_owned(), false));
 }

@@ -490,9 +490,7 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
     }
     let fields = reader.fields(node, path, &context, AGENT, &[])?.owned_by(&name.loc);
     let runtime = match fields.get("runtime") {
-        Some((entry, path)) => {
-            reader.word(entry, path, "runtime", RUNTIMES, &[])?
-        }
+        Some((entry, path)) => reader.word(entry, path, "runtime", RUNTIMES, &[])?,
         None => "llm",
     };
     for (field, owners) in RUNTIME_FIELDS {

@@ -60,7 +60,10 @@ fn bad_http_fields_are_errors_at_their_place() {
 fn a_literal_secret_is_an_error_and_never_shown() {
     for (agent, path) in [
         ("runtime: http, url: 'http://x', api_key_env: sk-live-123", "spec.agent_definitions.svc.api_key_env"),
-        ("runtime: http, url: 'http://x', headers_env: {X-Token: sk-live-123}", "spec.agent_definitions.svc.headers_env.X-Token"),
+        (
+            "runtime: http, url: 'http://x', headers_env: {X-Token: sk-live-123}",
+            "spec.agent_definitions.svc.headers_env.X-Token",
+        ),
     ] {
         let loaded = load(agent);
         let error = loaded.errors().next().unwrap_or_else(|| panic!("`{agent}` is an error"));
