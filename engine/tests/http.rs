@@ -19,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 enum Answer {
     /// This status and body; `{{authorization}}` in the body becomes the request's header.
     Status(u16, String),
+    /// `200 OK` with this body in chunks of ten bytes and no length given up front.
+    Chunked(String),
     /// Reads the request and never answers.
     Hang,
 }
@@ -99,6 +101,14 @@ async fn answer(mut stream: TcpStream, seen: Arc<Mutex<Vec<Request>>>, script: V
                 "HTTP/1.1 {code} Scripted\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+        Answer::Chunked(body) => {
+            let mut response = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_owned();
+            for piece in body.as_bytes().chunks(10) {
+                response.push_str(&format!("{:x}\r\n{}\r\n", piece.len(), String::from_utf8_lossy(piece)));
+            }
+            response.push_str("0\r\n\r\n");
             let _ = stream.write_all(response.as_bytes()).await;
         }
         Answer::Hang => std::future::pending::<()>().await,
@@ -197,6 +207,17 @@ async fn a_body_over_max_output_bytes_fails_for_good() {
     let server = Server::start(vec![Answer::Status(200, "x".repeat(99))]).await;
     let reply = run(&runtime(&http(&server.url, None, &[], 99)), "x").await;
     assert_eq!(reply, Reply::Output { text: "x".repeat(99), tokens: None });
+}
+
+#[tokio::test]
+async fn a_streamed_body_is_capped_as_it_arrives() {
+    let server = Server::start(vec![Answer::Chunked("y".repeat(100))]).await;
+    let (error, retryable) = failure(run(&runtime(&http(&server.url, None, &[], 99)), "x").await);
+    assert!(!retryable);
+    assert!(error.contains("more than max_output_bytes (99 bytes)"), "{error}");
+    let server = Server::start(vec![Answer::Chunked("y".repeat(99))]).await;
+    let reply = run(&runtime(&http(&server.url, None, &[], 99)), "x").await;
+    assert_eq!(reply, Reply::Output { text: "y".repeat(99), tokens: None });
 }
 
 #[tokio::test]

@@ -62,3 +62,43 @@ impl Default for Registry {
         Registry::builtin()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Agents, Attempt, Reply};
+    use tokio_util::sync::CancellationToken;
+
+    fn plan() -> manifest::Plan {
+        let text = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions:\n    \
+                    echo: {runtime: mock}\n  workflow:\n    - {id: t, agent: echo, input: hello}\n";
+        manifest::load_str("t.yaml", "t", text, &|_| true).plan.expect("the plan loads")
+    }
+
+    fn no_llm(name: &str) -> Arc<dyn AgentRuntime> {
+        Arc::new(Refusing(format!("no llm for {name}")))
+    }
+
+    async fn reply(agents: &Agents) -> Reply {
+        let attempt = Attempt::new("t", 1, "hello", std::env::temp_dir());
+        agents.runtime(0).run(attempt, CancellationToken::new()).await
+    }
+
+    #[tokio::test]
+    async fn agents_get_the_runtime_registered_under_their_runtimes_name() {
+        let plan = plan();
+        let builtin = Agents::for_plan(&plan, &Registry::builtin(), &no_llm);
+        assert_eq!(reply(&builtin).await, Reply::Output { text: "hello".into(), tokens: None });
+        let replaced =
+            Registry::builtin().with("mock", |setup| Arc::new(Refusing(format!("stand-in for {}", setup.name))));
+        let agents = Agents::for_plan(&plan, &replaced, &no_llm);
+        assert_eq!(reply(&agents).await, Reply::refused("stand-in for echo"));
+    }
+
+    #[tokio::test]
+    async fn an_agent_whose_runtime_is_not_registered_refuses_saying_so() {
+        let empty = Registry { constructors: HashMap::new() };
+        let agents = Agents::for_plan(&plan(), &empty, &no_llm);
+        assert_eq!(reply(&agents).await, Reply::refused("no `mock` runtime is registered for agent `echo`"));
+    }
+}
