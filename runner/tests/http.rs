@@ -98,7 +98,7 @@ fn a_client_error_is_not_retried() {
 }
 
 #[test]
-fn an_unset_key_variable_fails_the_task_naming_the_variable() {
+fn apply_refuses_a_plan_whose_key_variable_is_unset_naming_it() {
     let server = FakeOpenAi::script(vec![Step::Raw("never".into())]);
     let env = Env::new();
     env.write("plan.yaml", &http_plan(&format!("{}/chat/completions", server.base_url())));
@@ -109,9 +109,9 @@ fn an_unset_key_variable_fails_the_task_naming_the_variable() {
         .args(["apply", "plan.yaml", "--yes", "--run-id", "h3"])
         .output()
         .expect("runner runs");
-    assert_ne!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(KEY_VAR) && stderr.contains("http agent `scorer`"), "{stderr}");
     assert!(server.requests().is_empty());
-    let failed: Vec<_> = env.records("h3").into_iter().filter(|r| r["type"] == "TaskFailed").collect();
-    let error = failed[0]["error"].as_str().unwrap_or_default();
-    assert!(error.contains(KEY_VAR), "{error}");
+    assert!(!env.log("h3").exists(), "no run was created");
 }
