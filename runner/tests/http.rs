@@ -115,3 +115,18 @@ fn apply_refuses_a_plan_whose_key_variable_is_unset_naming_it() {
     assert!(server.requests().is_empty());
     assert!(!env.log("h3").exists(), "no run was created");
 }
+
+#[test]
+fn validate_and_critic_accept_an_http_agent() {
+    let env = Env::new();
+    env.write("plan.yaml", &http_plan("https://scores.example.com/v1/score"));
+    let validated = env.runner().args(["validate", "plan.yaml"]).output().expect("runner runs");
+    assert_eq!(validated.status.code(), Some(0), "{}", String::from_utf8_lossy(&validated.stdout));
+    let critic = env.runner().args(["critic", "plan.yaml", "--format", "json"]).output().expect("runner runs");
+    assert_eq!(critic.status.code(), Some(0), "{}", String::from_utf8_lossy(&critic.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&critic.stdout).expect("the critic prints JSON");
+    assert!(report.is_object(), "{report}");
+    let schedule =
+        env.runner().args(["apply", "plan.yaml", "--dry-run"]).env(KEY_VAR, KEY).output().expect("runner runs");
+    assert_eq!(schedule.status.code(), Some(0), "{}", String::from_utf8_lossy(&schedule.stderr));
+}

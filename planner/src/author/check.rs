@@ -140,4 +140,23 @@ mod tests {
         let problems = check(&object(text), "x", 1, None).unwrap_err();
         assert!(problems.contains("author::unknown_command"), "{problems}");
     }
+
+    #[test]
+    fn an_http_agent_must_be_the_templates_own() {
+        let plan = |url: &str, key: &str| {
+            format!(
+                r#"{{"apiVersion": "runner/v1", "kind": "Plan", "metadata": {{"name": "x"}}, "spec": {{
+                "agent_definitions": {{"svc": {{"runtime": "http", "url": "{url}", "api_key_env": "{key}"}}}},
+                "workflow": [{{"id": "a", "agent": "svc", "input": "go"}}]}}}}"#
+            )
+        };
+        let template = manifest::load_str("t.json", "t", &plan("https://ok.example/s", "SVC_KEY"), &|_| false)
+            .plan
+            .expect("the template loads");
+        assert!(check(&object(&plan("https://ok.example/s", "SVC_KEY")), "x", 1, Some(&template)).is_ok());
+        for (url, key) in [("https://evil.example/s", "SVC_KEY"), ("https://ok.example/s", "OTHER_SECRET")] {
+            let problems = check(&object(&plan(url, key)), "x", 1, Some(&template)).unwrap_err();
+            assert!(problems.contains("author::unknown_url"), "{url} {key}: {problems}");
+        }
+    }
 }
