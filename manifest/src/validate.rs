@@ -40,6 +40,7 @@ pub(crate) fn validate_each<'s>(
     check_schemas(plan, out);
     check_attachments(plan, files, out);
     check_providers(plan, out);
+    check_http_agents(plan, out);
     let graph = match TaskGraph::build(plan) {
         Ok(graph) => graph,
         Err(cycles) => {
@@ -258,9 +259,20 @@ fn is_variable_name(text: &str) -> bool {
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
+/// Secrets of `http` agents are named by variable, never written in the plan: not in
+/// `api_key_env`, `headers_env`, nor as `user:password@` in the url.
+fn check_http_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, agent) in &plan.agents {
-        let Runtime::Http { api_key_env, headers_env, .. } = &agent.runtime else { continue };
+        let Runtime::Http { url, api_key_env, headers_env, .. } = &agent.runtime else { continue };
+        let authority =
+            url.value.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""));
+        if authority.contains('@') {
+            out.push(
+                Diagnostic::error(Problem::LiteralSecret { agent: name.clone(), field: "url".into() }, url.loc.clone())
+                    .label("credentials in the url (value hidden)")
+                    .help("put them in an environment variable and name it in `api_key_env` or `headers_env`"),
+            );
+        }
         let key = api_key_env.iter().map(|v| ("api_key_env", "`api_key_env: SERVICE_KEY`", v));
         let headers = headers_env.values().map(|v| ("headers_env", "`headers_env: {X-Token: SERVICE_TOKEN}`", v));
         for (field, example, variable) in key.chain(headers).filter(|(_, _, v)| !is_variable_name(&v.value)) {
@@ -275,6 +287,9 @@ fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+}
+
+fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, provider) in &plan.providers {
         let Some(variable) = &provider.api_key_env else { continue };
         if !is_variable_name(&variable.value) {

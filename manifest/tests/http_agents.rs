@@ -64,6 +64,7 @@ fn a_literal_secret_is_an_error_and_never_shown() {
             "runtime: http, url: 'http://x', headers_env: {X-Token: sk-live-123}",
             "spec.agent_definitions.svc.headers_env.X-Token",
         ),
+        ("runtime: http, url: 'https://me:sk-live-123@example.com/s'", "spec.agent_definitions.svc.url"),
     ] {
         let loaded = load(agent);
         let error = loaded.errors().next().unwrap_or_else(|| panic!("`{agent}` is an error"));
@@ -71,4 +72,6 @@ fn a_literal_secret_is_an_error_and_never_shown() {
         assert!(!error.to_string().contains("sk-live"), "{error}");
         assert!(!loaded.source.text.contains("sk-live"), "the source shown in snippets is masked");
     }
+    let fine = load("runtime: http, url: 'https://example.com/s?who=a@b.c'");
+    assert!(fine.errors().next().is_none(), "an `@` after the host is not a credential");
 }
