@@ -128,11 +128,13 @@ fn http(url: &str, key: Option<&str>, headers: &[(&str, &str)], max_output_bytes
     }
 }
 
-/// The runtime with `SCORER_KEY=sk-secret` and `SCORER_TEAM=blue` as its environment.
+/// The runtime with `SCORER_KEY=sk-secret`, `SCORER_TEAM=blue` and
+/// `SCORER_TYPE=application/json` as its environment.
 fn runtime(definition: &Runtime) -> Arc<dyn AgentRuntime> {
     HttpRuntime::with_env("scorer", definition, |name| match name {
         "SCORER_KEY" => Some("sk-secret".to_owned()),
         "SCORER_TEAM" => Some("blue".to_owned()),
+        "SCORER_TYPE" => Some("application/json".to_owned()),
         _ => None,
     })
 }
@@ -168,6 +170,15 @@ async fn posts_the_input_with_its_headers_and_the_body_is_the_output() {
     assert_eq!(request.headers.get("authorization").map(String::as_str), Some("Bearer sk-secret"));
     assert_eq!(request.headers.get("x-team").map(String::as_str), Some("blue"));
     assert_eq!(request.headers.get("content-type").map(String::as_str), Some("text/plain; charset=utf-8"));
+}
+
+#[tokio::test]
+async fn a_content_type_from_headers_env_replaces_the_default() {
+    let server = Server::start(vec![Answer::Status(200, "{}".into())]).await;
+    let definition = http(&server.url, None, &[("Content-Type", "SCORER_TYPE")], 1024);
+    run(&runtime(&definition), r#"{"a": 1}"#).await;
+    let requests = server.requests();
+    assert_eq!(requests[0].headers.get("content-type").map(String::as_str), Some("application/json"));
 }
 
 #[tokio::test]

@@ -517,19 +517,15 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
     if let Some((entry, path)) = fields.get("timeout") {
         agent.timeout = reader.duration(entry, path, "timeout");
     }
-    let max_output_bytes = fields
-        .get("max_output_bytes")
-        .and_then(|(entry, path)| reader.integer(entry, path, "max_output_bytes", 1, u64::MAX >> 1))
-        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
     agent.runtime = match runtime {
         "command" => Runtime::Command {
             command: reader
                 .require(&fields, "command", &context)
                 .and_then(|(entry, path)| reader.argv(entry, path, "command"))
                 .unwrap_or_default(),
-            max_output_bytes,
+            max_output_bytes: read_max_output_bytes(reader, &fields),
         },
-        "http" => read_http(reader, &fields, &context, &name.loc, max_output_bytes),
+        "http" => read_http(reader, &fields, &context, &name.loc),
         "mock" => Runtime::Mock {
             latency: fields.get("latency").and_then(|(entry, path)| reader.duration(entry, path, "latency")),
             default: fields
@@ -560,9 +556,17 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
     Some(agent)
 }
 
+/// The cap on a command's stdout or an http response's body.
+fn read_max_output_bytes(reader: &mut Reader, fields: &Fields<'_>) -> u64 {
+    fields
+        .get("max_output_bytes")
+        .and_then(|(entry, path)| reader.integer(entry, path, "max_output_bytes", 1, u64::MAX >> 1))
+        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
+}
+
 /// The settings of an `http` agent: a required `http(s)://` url, and secrets only by the name of
 /// the environment variable that holds them.
-fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc, max_output_bytes: u64) -> Runtime {
+fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc) -> Runtime {
     let mut url = At::new(String::new(), loc.clone());
     if let Some((entry, path)) = reader.require(fields, "url", context)
         && let Some(value) = reader.string(entry, path, "url")
@@ -576,7 +580,8 @@ fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc,
     let mut headers_env = BTreeMap::new();
     if let Some((entry, path)) = fields.get("headers_env") {
         for (header, node, item_path) in reader.named(entry, path, "headers_env") {
-            if !header.value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+            if header.value.is_empty() || !header.value.bytes().all(valid) {
                 let problem = Problem::InvalidValue {
                     what: "a header name".into(),
                     reason: "use letters, digits, `-` and `_` only".into(),
@@ -589,7 +594,7 @@ fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc,
             }
         }
     }
-    Runtime::Http { url, api_key_env, headers_env, max_output_bytes }
+    Runtime::Http { url, api_key_env, headers_env, max_output_bytes: read_max_output_bytes(reader, fields) }
 }
 
 fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &str) -> BTreeMap<String, Vec<MockResponse>> {

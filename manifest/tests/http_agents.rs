@@ -46,6 +46,11 @@ fn bad_http_fields_are_errors_at_their_place() {
             "plan::invalid_value",
             "spec.agent_definitions.svc.headers_env.Bad Header",
         ),
+        (
+            "runtime: http, url: 'http://x', headers_env: {'': TOKEN}",
+            "plan::invalid_value",
+            "spec.agent_definitions.svc.headers_env.",
+        ),
         ("runtime: http, url: 'http://x', method: GET", "plan::unknown_field", "spec.agent_definitions.svc.method"),
         ("runtime: command, command: [cat], url: 'http://x'", "plan::unknown_field", "spec.agent_definitions.svc.url"),
         ("runtime: mock, api_key_env: KEY", "plan::unknown_field", "spec.agent_definitions.svc.api_key_env"),

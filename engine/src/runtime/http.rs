@@ -70,7 +70,7 @@ impl HttpRuntime {
                 .map_err(|_| format!("agent `{agent}`: `{name}` is not a valid header name"))?;
             headers.insert(name, header_value(agent, &value, &variable.value)?);
         }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        headers.entry(CONTENT_TYPE).or_insert(HeaderValue::from_static("text/plain; charset=utf-8"));
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
