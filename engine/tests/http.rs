@@ -242,6 +242,13 @@ async fn the_key_never_appears_in_a_failure_even_when_the_service_echoes_it() {
 }
 
 #[tokio::test]
+async fn the_key_never_appears_in_an_output_either() {
+    let server = Server::start(vec![Answer::Status(200, "you sent {{authorization}}".into())]).await;
+    let reply = run(&runtime(&http(&server.url, Some("SCORER_KEY"), &[], 1024)), "x").await;
+    assert_eq!(reply, Reply::Output { text: "you sent Bearer [redacted]".into(), tokens: None });
+}
+
+#[tokio::test]
 async fn an_unset_variable_refuses_every_attempt_naming_it() {
     let server = Server::start(vec![Answer::Status(200, "ok".into())]).await;
     let definition = http(&server.url, Some("SCORER_KEY"), &[("X-Other", "NOT_SET_ANYWHERE")], 1024);

@@ -17,8 +17,8 @@ use crate::llm::redact::excerpt;
 /// How many characters of an error response's body a failure quotes.
 const ERROR_EXCERPT: usize = 300;
 
-/// POSTs each attempt's input to a URL: a 2xx body is the output (capped), 5xx, 429 and
-/// connection errors are failures worth retrying, other statuses are not.
+/// POSTs each attempt's input to a URL: a 2xx body is the output (capped, secrets redacted),
+/// 5xx, 429 and connection errors are failures worth retrying, other statuses are not.
 /// No `Debug`: it holds the secrets.
 #[derive(Clone)]
 pub struct HttpRuntime {
@@ -57,7 +57,7 @@ impl HttpRuntime {
                 Ok(value)
             }
             _ => Err(format!(
-                "agent `{agent}`: the environment variable `{variable}` named in `{field}` is not set; set it before the run"
+                "agent `{agent}`: the environment variable `{variable}` named in `{field}` is not set (or empty); set it before the run"
             )),
         };
         if let Some(variable) = api_key_env {
@@ -128,7 +128,7 @@ impl HttpRuntime {
             let transient = status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
             return if transient { Reply::failed(error) } else { Reply::refused(error) };
         }
-        let text = text.trim_end().to_owned();
+        let text = self.redact(text.trim_end());
         if let Some(question) = clarification(&text) {
             return Reply::Question(question, None);
         }
