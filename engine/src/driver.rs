@@ -26,7 +26,7 @@ use crate::event::{Event, Record};
 use crate::handler::Handler;
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
-use crate::runtime::{Agents, Attempt};
+use crate::runtime::{Agents, Attempt, Registry};
 use crate::state::{RunState, RunStatus};
 use crate::store::{EventStore, StoreError};
 use crate::summarizer::{self, Compactor, Summarizer};
@@ -58,6 +58,8 @@ pub struct Driver<S: EventStore> {
     /// How `llm` agents run: set by `with_llm`, else made from the plan on first use (one
     /// set of provider limits for the whole run, replans included).
     llm: Option<LlmRuntimes>,
+    /// Builds each agent's runtime by the name in its `runtime` field.
+    runtimes: Registry,
     run_id: Arc<str>,
     /// The run's part of the mark every program an attempt starts carries.
     mark: Arc<str>,
@@ -84,6 +86,7 @@ impl<S: EventStore> Driver<S> {
             store,
             agents: None,
             llm: None,
+            runtimes: Registry::builtin(),
             mark: Arc::clone(&run_id),
             halt: CancellationToken::new(),
             run_id,
@@ -104,6 +107,12 @@ impl<S: EventStore> Driver<S> {
     /// Sets how `llm` agents are run.
     pub fn with_llm(mut self, llm: LlmRuntimes) -> Self {
         self.llm = Some(llm);
+        self
+    }
+
+    /// Sets the runtimes agents are built from (default: [`Registry::builtin`]).
+    pub fn with_runtimes(mut self, runtimes: Registry) -> Self {
+        self.runtimes = runtimes;
         self
     }
 
@@ -189,7 +198,7 @@ impl<S: EventStore> Driver<S> {
             let (plan, agents) = (Arc::clone(plan), OnceLock::new());
             Arc::new(move |name: &str| agents.get_or_init(|| LlmAgents::new(&plan)).runtime(name))
         });
-        Agents::for_plan(plan, &**llm)
+        Agents::for_plan(plan, &self.runtimes, &**llm)
     }
 
     /// Makes a batch durable, tells the observer, then starts what it dispatched.

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use manifest::Plan;
-use manifest::plan::Runtime;
 use manifest::splice::splice;
 use tokio_util::sync::CancellationToken;
 
@@ -125,11 +124,7 @@ fn prompt(run: &RunState, failed: &str, error: &str, removed: &[String]) -> Stri
     let _ = writeln!(text, "\nThe failure of `{failed}`:\n{error}");
     let _ = writeln!(text, "\nAgents you can use:");
     for (name, agent) in &plan.agents {
-        let kind = match &agent.runtime {
-            Runtime::Llm { .. } => "llm",
-            Runtime::Command { .. } => "command",
-            Runtime::Mock { .. } => "mock",
-        };
+        let kind = agent.runtime.name();
         let about = agent.system_prompt.as_deref().and_then(|p| p.lines().next()).unwrap_or("");
         let _ = writeln!(text, "- {name} ({kind}) {about}");
     }

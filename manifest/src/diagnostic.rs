@@ -259,6 +259,16 @@ pub enum Problem {
         /// The provider.
         provider: String,
     },
+    /// An `http` agent's `api_key_env` or `headers_env` value that is not a variable name, or
+    /// credentials written into its `url`.
+    #[error("agent `{agent}` has a literal secret in `{field}`")]
+    #[diagnostic(code(plan::literal_secret))]
+    LiteralSecret {
+        /// The agent.
+        agent: String,
+        /// `api_key_env`, `headers_env` or `url`.
+        field: String,
+    },
     /// A field or value from the bare seed form read under its canonical name.
     #[error("`{written}` read as `{canonical}`")]
     #[diagnostic(code(plan::alias))]

@@ -94,8 +94,11 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
     let mut diagnostics = reader.diagnostics;
     let graph = plan.as_mut().and_then(|plan| validate(plan, text, files, &mut diagnostics));
     diagnostics.sort_by_key(|d| (severity_rank(d.severity), d.loc.span.offset));
-    let secrets: Vec<_> =
-        diagnostics.iter().filter(|d| matches!(d.problem, Problem::LiteralApiKey { .. })).map(|d| d.loc.span).collect();
+    let secrets: Vec<_> = diagnostics
+        .iter()
+        .filter(|d| matches!(d.problem, Problem::LiteralApiKey { .. } | Problem::LiteralSecret { .. }))
+        .map(|d| d.loc.span)
+        .collect();
     let source = if secrets.is_empty() { source } else { Source::new(name, mask(text, &secrets)) };
     Loaded { source, plan, graph, diagnostics }
 }

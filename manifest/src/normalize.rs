@@ -77,6 +77,9 @@ const AGENT: &[Field] = &[
     field("latency"),
     field("default"),
     field("responses"),
+    field("url"),
+    field("api_key_env"),
+    field("headers_env"),
 ];
 const TASK: &[Field] = &[
     aliased("id", &["step_id", "name"]),
@@ -453,22 +456,28 @@ fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) ->
     Some(tool)
 }
 
-/// Fields that belong to one runtime only.
-const RUNTIME_FIELDS: &[(&str, &str)] = &[
-    ("provider", "llm"),
-    ("model", "llm"),
-    ("system_prompt", "llm"),
-    ("tools", "llm"),
-    ("max_turns", "llm"),
-    ("tool_choice", "llm"),
-    ("max_tokens", "llm"),
-    ("temperature", "llm"),
-    ("seed", "llm"),
-    ("command", "command"),
-    ("max_output_bytes", "command"),
-    ("latency", "mock"),
-    ("default", "mock"),
-    ("responses", "mock"),
+/// The runtimes an agent may name.
+const RUNTIMES: &[(&str, &str)] = &[("llm", "llm"), ("command", "command"), ("mock", "mock"), ("http", "http")];
+
+/// Fields that belong to some runtimes only.
+const RUNTIME_FIELDS: &[(&str, &[&str])] = &[
+    ("provider", &["llm"]),
+    ("model", &["llm"]),
+    ("system_prompt", &["llm"]),
+    ("tools", &["llm"]),
+    ("max_turns", &["llm"]),
+    ("tool_choice", &["llm"]),
+    ("max_tokens", &["llm"]),
+    ("temperature", &["llm"]),
+    ("seed", &["llm"]),
+    ("command", &["command"]),
+    ("max_output_bytes", &["command", "http"]),
+    ("latency", &["mock"]),
+    ("default", &["mock"]),
+    ("responses", &["mock"]),
+    ("url", &["http"]),
+    ("api_key_env", &["http"]),
+    ("headers_env", &["http"]),
 ];
 
 fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Agent> {
@@ -482,22 +491,21 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
     }
     let fields = reader.fields(node, path, &context, AGENT, &[])?.owned_by(&name.loc);
     let runtime = match fields.get("runtime") {
-        Some((entry, path)) => {
-            reader.word(entry, path, "runtime", &[("llm", "llm"), ("command", "command"), ("mock", "mock")], &[])?
-        }
+        Some((entry, path)) => reader.word(entry, path, "runtime", RUNTIMES, &[])?,
         None => "llm",
     };
-    for (field, owner) in RUNTIME_FIELDS {
-        if *owner != runtime
+    for (field, owners) in RUNTIME_FIELDS {
+        if !owners.contains(&runtime)
             && let Some((entry, path)) = fields.get(field)
         {
+            let owner = owners.join("` or `");
             reader.push(
                 Diagnostic::error(
                     Problem::UnknownField { field: (*field).into(), context: format!("a `{runtime}` agent") },
                     Loc::new(entry.key.span, path),
                 )
                 .label(format!("only `{owner}` agents have this"))
-                .help(format!("remove it, or set `runtime: {owner}`")),
+                .help(format!("remove it, or set `runtime: {}`", owners[0])),
             );
         }
     }
@@ -516,11 +524,9 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
                 .require(&fields, "command", &context)
                 .and_then(|(entry, path)| reader.argv(entry, path, "command"))
                 .unwrap_or_default(),
-            max_output_bytes: fields
-                .get("max_output_bytes")
-                .and_then(|(entry, path)| reader.integer(entry, path, "max_output_bytes", 1, u64::MAX >> 1))
-                .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+            max_output_bytes: read_max_output_bytes(reader, &fields),
         },
+        "http" => read_http(reader, &fields, &context, &name.loc),
         "mock" => Runtime::Mock {
             latency: fields.get("latency").and_then(|(entry, path)| reader.duration(entry, path, "latency")),
             default: fields
@@ -549,6 +555,47 @@ fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -
         },
     };
     Some(agent)
+}
+
+/// The cap on a command's stdout or an http response's body.
+fn read_max_output_bytes(reader: &mut Reader, fields: &Fields<'_>) -> u64 {
+    fields
+        .get("max_output_bytes")
+        .and_then(|(entry, path)| reader.integer(entry, path, "max_output_bytes", 1, u64::MAX >> 1))
+        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
+}
+
+/// The settings of an `http` agent: a required `http(s)://` url, and secrets only by the name of
+/// the environment variable that holds them.
+fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc) -> Runtime {
+    let mut url = At::new(String::new(), loc.clone());
+    if let Some((entry, path)) = reader.require(fields, "url", context)
+        && let Some(value) = reader.string(entry, path, "url")
+    {
+        if !(value.value.starts_with("http://") || value.value.starts_with("https://")) {
+            reader.invalid(entry.value, path, "url", "must start with http:// or https://");
+        }
+        url = value;
+    }
+    let api_key_env = fields.get("api_key_env").and_then(|(entry, path)| reader.string(entry, path, "api_key_env"));
+    let mut headers_env = BTreeMap::new();
+    if let Some((entry, path)) = fields.get("headers_env") {
+        for (header, node, item_path) in reader.named(entry, path, "headers_env") {
+            let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+            if header.value.is_empty() || !header.value.bytes().all(valid) {
+                let problem = Problem::InvalidValue {
+                    what: "a header name".into(),
+                    reason: "use letters, digits, `-` and `_` only".into(),
+                };
+                reader.push(Diagnostic::error(problem, header.loc.clone()).label("invalid"));
+                continue;
+            }
+            if let Some(variable) = reader.string(Entry { key: node, value: node }, &item_path, "headers_env") {
+                headers_env.insert(header.value, variable);
+            }
+        }
+    }
+    Runtime::Http { url, api_key_env, headers_env, max_output_bytes: read_max_output_bytes(reader, fields) }
 }
 
 fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &str) -> BTreeMap<String, Vec<MockResponse>> {

@@ -194,6 +194,17 @@ pub enum Runtime {
         /// Scripted responses by task id, one per attempt (the last repeats).
         responses: BTreeMap<String, Vec<MockResponse>>,
     },
+    /// A web service: the task input is POSTed to `url`, the response body is the output.
+    Http {
+        /// The address the input is POSTed to; `http://` or `https://`.
+        url: At<String>,
+        /// The environment variable whose value is sent as `Authorization: Bearer <value>`.
+        api_key_env: Option<At<String>>,
+        /// More headers to send: header name to the environment variable holding its value.
+        headers_env: BTreeMap<String, At<String>>,
+        /// The most response bytes kept before the attempt fails.
+        max_output_bytes: u64,
+    },
 }
 
 impl Default for Runtime {
@@ -264,12 +275,22 @@ impl ToolChoice {
 }
 
 impl Runtime {
-    /// `llm`, `command` or `mock`.
+    /// `llm`, `command`, `mock` or `http`.
     pub fn name(&self) -> &'static str {
         match self {
             Runtime::Llm { .. } => "llm",
             Runtime::Command { .. } => "command",
             Runtime::Mock { .. } => "mock",
+            Runtime::Http { .. } => "http",
+        }
+    }
+
+    /// The environment variables this runtime reads secrets from (an `http` agent's key and
+    /// headers).
+    pub fn secret_variables(&self) -> Vec<&At<String>> {
+        match self {
+            Runtime::Http { api_key_env, headers_env, .. } => api_key_env.iter().chain(headers_env.values()).collect(),
+            _ => Vec::new(),
         }
     }
 }
@@ -601,10 +622,12 @@ pub struct GroupLimit {
 pub const DEFAULT_AGENT: &str = "default";
 
 impl Plan {
-    /// The environment variables that hold the providers' API keys: hidden from every
-    /// program a run starts.
+    /// The environment variables that hold secrets (the providers' API keys, `http` agents'
+    /// keys and headers): hidden from every program a run starts.
     pub fn secret_variables(&self) -> Vec<String> {
-        self.providers.values().filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone())).collect()
+        let providers = self.providers.values().filter_map(|p| p.api_key_env.as_ref());
+        let agents = self.agents.values().flat_map(|a| a.runtime.secret_variables());
+        providers.chain(agents).map(|v| v.value.clone()).collect()
     }
 
     /// The agent a task runs on: its own, or the `default` agent.

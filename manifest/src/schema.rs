@@ -230,7 +230,7 @@ struct Agent {
     timeout: Option<Duration>,
     /// The argv to run, with the task input on stdin and the output from stdout (command agents).
     command: Option<Argv>,
-    /// The most stdout bytes kept before the attempt fails (command agents; 1 MiB when not given).
+    /// The most output bytes kept before the attempt fails (command and http agents; 1 MiB when not given).
     #[schemars(range(min = 1))]
     max_output_bytes: Option<u64>,
     /// Simulated time per attempt (mock agents).
@@ -239,15 +239,23 @@ struct Agent {
     default: Option<String>,
     /// Scripted responses by task id (mock agents): one, or a list with one per attempt (the last repeats).
     responses: Option<BTreeMap<String, MockScript>>,
+    /// Where the input is POSTed (http agents).
+    #[schemars(regex(pattern = r"^https?://"))]
+    url: Option<String>,
+    /// The variable holding the bearer token (http agents).
+    api_key_env: Option<String>,
+    /// Header name to the variable holding its value (http agents).
+    headers_env: Option<BTreeMap<String, String>>,
 }
 
-/// How an agent runs: `llm` (a chat model calling tools), `command` (a process) or `mock` (scripted responses).
+/// How an agent runs: `llm` (a chat model calling tools), `command` (a process), `mock` (scripted responses) or `http`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Runtime {
     Llm,
     Command,
     Mock,
+    Http,
 }
 
 /// A mock agent's script for one task: one response, or one per attempt.

@@ -40,6 +40,7 @@ pub(crate) fn validate_each<'s>(
     check_schemas(plan, out);
     check_attachments(plan, files, out);
     check_providers(plan, out);
+    check_http_agents(plan, out);
     let graph = match TaskGraph::build(plan) {
         Ok(graph) => graph,
         Err(cycles) => {
@@ -252,13 +253,46 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
     }
 }
 
+/// Whether `text` can be the name of an environment variable.
+fn is_variable_name(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Secrets of `http` agents are named by variable, never written in the plan: not in
+/// `api_key_env`, `headers_env`, nor as `user:password@` in the url.
+fn check_http_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for (name, agent) in &plan.agents {
+        let Runtime::Http { url, api_key_env, headers_env, .. } = &agent.runtime else { continue };
+        let authority =
+            url.value.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""));
+        if authority.contains('@') {
+            out.push(
+                Diagnostic::error(Problem::LiteralSecret { agent: name.clone(), field: "url".into() }, url.loc.clone())
+                    .label("credentials in the url (value hidden)")
+                    .help("put them in an environment variable and name it in `api_key_env` or `headers_env`"),
+            );
+        }
+        let key = api_key_env.iter().map(|v| ("api_key_env", "`api_key_env: SERVICE_KEY`", v));
+        let headers = headers_env.values().map(|v| ("headers_env", "`headers_env: {X-Token: SERVICE_TOKEN}`", v));
+        for (field, example, variable) in key.chain(headers).filter(|(_, _, v)| !is_variable_name(&v.value)) {
+            // Never echo the value: it may be a real key. The loader masks it in the source too.
+            out.push(
+                Diagnostic::error(
+                    Problem::LiteralSecret { agent: name.clone(), field: field.into() },
+                    variable.loc.clone(),
+                )
+                .label("not a variable name (value hidden)")
+                .help(format!("put the secret in an environment variable and write its name, e.g. {example}")),
+            );
+        }
+    }
+}
+
 fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, provider) in &plan.providers {
         let Some(variable) = &provider.api_key_env else { continue };
-        let text = variable.value.as_str();
-        let is_name = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !is_name {
+        if !is_variable_name(&variable.value) {
             // Never echo the value: it may be a real key. The loader masks it in the source too.
             out.push(
                 Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, variable.loc.clone())

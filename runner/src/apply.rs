@@ -134,7 +134,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
 }
 
-/// Refuses to go on when an API key variable that the plan's `llm` agents need is unset, naming
+/// Refuses to go on when an API key variable that the plan's `llm` or `http` agents need is unset, naming
 /// each one: for `resume` and `retry`, which would otherwise record attempts that cannot work.
 pub(crate) fn refuse_unset_keys(plan: &Plan) -> anyhow::Result<()> {
     let unset = unset_keys(plan, |name| std::env::var(name).is_ok());
@@ -145,7 +145,7 @@ pub(crate) fn refuse_unset_keys(plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// The API key variables that the plan's `llm` agents need and `is_set` says are unset, one
-/// line each, naming the provider and the agents that need it.
+/// line each, naming the provider and the agents that need it; then those of `http` agents.
 fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
     let mut needs: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for (name, agent) in &plan.agents {
@@ -156,7 +156,7 @@ fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
             needs.entry((variable.value.as_str(), provider)).or_default().push(name);
         }
     }
-    needs
+    let mut lines: Vec<String> = needs
         .into_iter()
         .map(|((variable, provider), agents)| {
             let agents: Vec<String> = agents.iter().map(|a| format!("`{a}`")).collect();
@@ -166,7 +166,16 @@ fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
                 agents.join(", ")
             )
         })
-        .collect()
+        .collect();
+    for (name, agent) in plan.agents.iter().filter(|(_, a)| matches!(a.runtime, Runtime::Http { .. })) {
+        for variable in agent.runtime.secret_variables().into_iter().filter(|v| !is_set(&v.value)) {
+            let variable = &variable.value;
+            lines.push(format!(
+                "the environment variable `{variable}` is not set: it holds a secret the http agent `{name}` sends"
+            ));
+        }
+    }
+    lines
 }
 
 /// The plan file as an absolute path (symlinks resolved when possible).

@@ -96,6 +96,7 @@ const LOCATIONS: &[(&str, &str, usize, usize, &str)] = &[
     ("invalid_schema", "plan::invalid_schema", 17, 11, "spec.workflow[0].verification.schema"),
     ("invalid_value", "plan::invalid_value", 15, 15, "spec.control_logic.strategy"),
     ("literal_api_key", "plan::literal_api_key", 11, 20, "spec.providers.openai.api_key_env"),
+    ("literal_secret", "plan::literal_secret", 12, 30, "spec.agent_definitions.scorer.headers_env.X-Token"),
     ("missing_field", "plan::missing_field", 9, 5, "spec.providers.local"),
     ("missing_attachment", "plan::missing_attachment", 15, 18, "spec.workflow[0].attachments[0].file"),
     ("replan_without_planner", "plan::replan_without_planner", 14, 19, "spec.workflow[0].on_failure"),
@@ -208,20 +209,26 @@ fn a_valid_plan_prints_a_summary_and_exits_0() {
 
 #[test]
 fn a_literal_api_key_never_reaches_the_output() {
-    let plan = "examples/invalid/literal_api_key.yaml";
-    let text = std::fs::read_to_string(repo_root().join(plan)).expect("the example exists");
-    let key = text
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("api_key_env:"))
-        .map(str::trim)
-        .expect("the example has an api_key_env");
-    assert!(key.len() > 8, "the example's key should look like a real one");
-    for args in
-        [vec!["validate", plan], vec!["validate", plan, "--format", "json"], vec!["critic", plan, "--format", "sarif"]]
+    let (key, secret) = ("examples/invalid/literal_api_key.yaml", "examples/invalid/literal_secret.yaml");
+    for (plan, field, code) in
+        [(key, "api_key_env:", "literal_api_key"), (secret, "headers_env: {X-Token:", "literal_secret")]
     {
-        let output = runner().args(&args).output().expect("runner runs");
-        let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(!all.contains(key), "{args:?} printed the key:\n{all}");
-        assert!(all.contains("literal_api_key"), "{args:?} did not report it:\n{all}");
+        let text = std::fs::read_to_string(repo_root().join(plan)).expect("the example exists");
+        let key = text
+            .lines()
+            .find_map(|line| line.trim().strip_prefix(field))
+            .map(|rest| rest.trim().trim_end_matches('}'))
+            .expect("the example has the secret's field");
+        assert!(key.len() > 8, "the example's key should look like a real one");
+        for args in [
+            vec!["validate", plan],
+            vec!["validate", plan, "--format", "json"],
+            vec!["critic", plan, "--format", "sarif"],
+        ] {
+            let output = runner().args(&args).output().expect("runner runs");
+            let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            assert!(!all.contains(key), "{args:?} printed the key:\n{all}");
+            assert!(all.contains(code), "{args:?} did not report it:\n{all}");
+        }
     }
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentRuntime, Attempt, Pending, Reply};
+use super::registry::Setup;
+use super::{AgentRuntime, Attempt, Pending, Refusing, Reply};
 
 /// How much of stderr is kept for the error message.
 const STDERR_CAP: usize = 16 * 1024;
@@ -26,6 +27,16 @@ impl CommandRuntime {
     /// environment.
     pub fn new(argv: Vec<String>, max_output_bytes: u64, hidden: Arc<[String]>) -> Self {
         CommandRuntime { argv, max_output_bytes, hidden }
+    }
+
+    /// The runtime of a `command` agent.
+    pub fn from_agent(setup: &Setup<'_>) -> Arc<dyn AgentRuntime> {
+        match &setup.agent.runtime {
+            manifest::plan::Runtime::Command { command, max_output_bytes } => {
+                Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes, Arc::clone(setup.hidden)))
+            }
+            _ => Arc::new(Refusing(format!("agent `{}` is not a `command` agent", setup.name))),
+        }
     }
 }
 
@@ -102,7 +113,7 @@ async fn run_process(argv: &[String], attempt: &Attempt, cap: u64, hidden: &[Str
 }
 
 /// The question in an output that is exactly `{"needs_clarification": "..."}`.
-fn clarification(text: &str) -> Option<String> {
+pub(super) fn clarification(text: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
     let object = value.as_object()?;
     if object.len() != 1 {

@@ -1,12 +1,14 @@
 //! The `mock` runtime: deterministic scripted responses for tests, dry runs and examples.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use manifest::plan::MockResponse;
+use manifest::plan::{MockResponse, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentRuntime, Attempt, Pending, Reply};
+use super::registry::Setup;
+use super::{AgentRuntime, Attempt, Pending, Refusing, Reply};
 
 /// Replies from a script: by task id, one response per attempt (the last repeats); tasks
 /// with no script get `default` (`echo` returns the rendered input).
@@ -21,6 +23,16 @@ impl MockRuntime {
     /// A mock agent.
     pub fn new(latency: Option<Duration>, default: String, responses: BTreeMap<String, Vec<MockResponse>>) -> Self {
         MockRuntime { latency, default, responses }
+    }
+
+    /// The runtime of a `mock` agent.
+    pub fn from_agent(setup: &Setup<'_>) -> Arc<dyn AgentRuntime> {
+        match &setup.agent.runtime {
+            Runtime::Mock { latency, default, responses } => {
+                Arc::new(MockRuntime::new(latency.map(|l| l.to_std()), default.clone(), responses.clone()))
+            }
+            _ => Arc::new(Refusing(format!("agent `{}` is not a `mock` agent", setup.name))),
+        }
     }
 
     /// The reply to an attempt, without the latency.

@@ -1,13 +1,18 @@
 //! Agent runtimes: how an attempt of a task is carried out. The scheduler only sees the
-//! [`AgentRuntime`] trait, so a new runtime (the `llm` one) plugs in without touching it.
+//! [`AgentRuntime`] trait, and agents get their runtime by name from a [`Registry`], so a new
+//! runtime is one file here plus one line in [`Registry::builtin`].
 
 mod command;
 mod gate;
+mod http;
 mod mock;
+mod registry;
 
 pub use command::CommandRuntime;
 pub use gate::GateRuntime;
+pub use http::HttpRuntime;
 pub use mock::MockRuntime;
+pub use registry::{Constructor, Registry, Setup};
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use manifest::Plan;
-use manifest::plan::{Attachment, Runtime};
+use manifest::plan::Attachment;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{ErrorClass, Tokens};
@@ -112,6 +117,17 @@ pub trait AgentRuntime: Send + Sync {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending;
 }
 
+/// A runtime that refuses every attempt with one reason: what a misconfigured agent gets.
+#[derive(Debug, Clone)]
+pub struct Refusing(pub String);
+
+impl AgentRuntime for Refusing {
+    fn run(&self, _attempt: Attempt, _cancel: CancellationToken) -> Pending {
+        let reason = self.0.clone();
+        Box::pin(async move { Reply::refused(reason) })
+    }
+}
+
 /// The runtimes of a plan's agents, and the timeout of each task.
 #[derive(Clone)]
 pub struct Agents {
@@ -122,25 +138,14 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// Runtimes for every agent of a plan (`llm` makes those of llm agents) and for every
-    /// task: its agent's, or the built-in gate for agent-less gates.
-    pub fn for_plan(plan: &Plan, llm: &dyn Fn(&str) -> Arc<dyn AgentRuntime>) -> Self {
+    /// Runtimes for every agent of a plan, built by the `registry` (`llm` makes those of llm
+    /// agents), and for every task: its agent's, or the built-in gate for agent-less gates.
+    pub fn for_plan(plan: &Plan, registry: &Registry, llm: &dyn Fn(&str) -> Arc<dyn AgentRuntime>) -> Self {
         let hidden: Arc<[String]> = plan.secret_variables().into();
         let by_agent: HashMap<String, Arc<dyn AgentRuntime>> = plan
             .agents
             .iter()
-            .map(|(name, agent)| {
-                let runtime: Arc<dyn AgentRuntime> = match &agent.runtime {
-                    Runtime::Mock { latency, default, responses } => {
-                        Arc::new(MockRuntime::new(latency.map(|l| l.to_std()), default.clone(), responses.clone()))
-                    }
-                    Runtime::Command { command, max_output_bytes } => {
-                        Arc::new(CommandRuntime::new(command.clone(), *max_output_bytes, Arc::clone(&hidden)))
-                    }
-                    Runtime::Llm { .. } => llm(name),
-                };
-                (name.clone(), runtime)
-            })
+            .map(|(name, agent)| (name.clone(), registry.build(&Setup { name, agent, hidden: &hidden, llm })))
             .collect();
         let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
         let mut by_task = Vec::with_capacity(plan.tasks.len());

@@ -94,6 +94,23 @@ fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
                 "author::no_provider: agent `{name}` is an llm agent but no provider is available \
                  (at spec.agent_definitions.{name}.runtime); help: use `runtime: mock` placeholder agents"
             )),
+            // A model may not invent a URL to send task inputs to, nor which secrets go with them:
+            // only an available agent's.
+            Runtime::Http { .. } => {
+                let secrets = |runtime: &Runtime| {
+                    let Runtime::Http { url, api_key_env, headers_env, .. } = runtime else { return None };
+                    let headers: Vec<(String, String)> =
+                        headers_env.iter().map(|(h, v)| (h.clone(), v.value.clone())).collect();
+                    Some((url.value.clone(), api_key_env.as_ref().map(|v| v.value.clone()), headers))
+                };
+                let mine = secrets(&agent.runtime);
+                if !allowed.agents.values().any(|a| secrets(&a.runtime) == mine) {
+                    problems.push(format!(
+                        "author::unknown_url: agent `{name}` posts to a URL, or with secrets, no available agent \
+                         does (at spec.agent_definitions.{name}.url); help: use an available agent, or a mock agent"
+                    ));
+                }
+            }
             Runtime::Llm { .. } | Runtime::Mock { .. } => {}
         }
     }
@@ -122,5 +139,24 @@ mod tests {
             "workflow": [{"id": "a", "agent": "shell", "input": "go"}]}}"#;
         let problems = check(&object(text), "x", 1, None).unwrap_err();
         assert!(problems.contains("author::unknown_command"), "{problems}");
+    }
+
+    #[test]
+    fn an_http_agent_must_be_the_templates_own() {
+        let plan = |url: &str, key: &str| {
+            format!(
+                r#"{{"apiVersion": "runner/v1", "kind": "Plan", "metadata": {{"name": "x"}}, "spec": {{
+                "agent_definitions": {{"svc": {{"runtime": "http", "url": "{url}", "api_key_env": "{key}"}}}},
+                "workflow": [{{"id": "a", "agent": "svc", "input": "go"}}]}}}}"#
+            )
+        };
+        let template = manifest::load_str("t.json", "t", &plan("https://ok.example/s", "SVC_KEY"), &|_| false)
+            .plan
+            .expect("the template loads");
+        assert!(check(&object(&plan("https://ok.example/s", "SVC_KEY")), "x", 1, Some(&template)).is_ok());
+        for (url, key) in [("https://evil.example/s", "SVC_KEY"), ("https://ok.example/s", "OTHER_SECRET")] {
+            let problems = check(&object(&plan(url, key)), "x", 1, Some(&template)).unwrap_err();
+            assert!(problems.contains("author::unknown_url"), "{url} {key}: {problems}");
+        }
     }
 }

@@ -210,6 +210,18 @@ pub(crate) fn available_spec(plan: &Plan) -> Value {
                         out.insert("default".into(), json!(default));
                     }
                 }
+                Runtime::Http { url, api_key_env, headers_env, max_output_bytes } => {
+                    out.insert("url".into(), json!(url.value));
+                    insert(&mut out, "api_key_env", api_key_env.as_ref().map(|v| json!(v.value)));
+                    if !headers_env.is_empty() {
+                        let headers: Map<String, Value> =
+                            headers_env.iter().map(|(h, v)| (h.clone(), json!(v.value))).collect();
+                        out.insert("headers_env".into(), Value::Object(headers));
+                    }
+                    if *max_output_bytes != DEFAULT_MAX_OUTPUT_BYTES {
+                        out.insert("max_output_bytes".into(), json!(max_output_bytes));
+                    }
+                }
             }
             insert(&mut out, "system_prompt", a.system_prompt.as_ref().map(|p| json!(p)));
             insert(&mut out, "reliability_weight", a.reliability_weight.map(|w| json!(w)));
