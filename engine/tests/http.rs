@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use engine::attempt::Job;
 use engine::command::Command;
+use engine::event::ErrorClass;
 use engine::runtime::{AgentRuntime, Attempt, HttpRuntime, Reply};
 use manifest::plan::{At, Runtime};
 use manifest::source::Loc;
@@ -149,9 +150,10 @@ async fn run(runtime: &Arc<dyn AgentRuntime>, input: &str) -> Reply {
     tokio::time::timeout(Duration::from_secs(10), work).await.expect("the attempt ends")
 }
 
+/// The error and whether it is transient (the kind `retry_on: transient` retries).
 fn failure(reply: Reply) -> (String, bool) {
     match reply {
-        Reply::Failure { error, retryable, .. } => (error, retryable),
+        Reply::Failure { error, class, .. } => (error, class == ErrorClass::Transient),
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -274,8 +276,8 @@ async fn the_attempts_timeout_ends_a_hanging_request_retryably() {
     let work = job.perform(CancellationToken::new());
     let commands = tokio::time::timeout(Duration::from_secs(10), work).await.expect("the attempt ends");
     match commands.as_slice() {
-        [Command::Failed { error, retryable, .. }] => {
-            assert!(*retryable);
+        [Command::Failed { error, class, .. }] => {
+            assert_eq!(*class, ErrorClass::Timeout);
             assert!(error.contains("timed out after 200ms"), "{error}");
         }
         other => panic!("expected one failure, got {other:?}"),
@@ -295,5 +297,10 @@ async fn cancelling_ends_the_request() {
     cancel.cancel();
     let reply =
         tokio::time::timeout(Duration::from_secs(10), handle).await.expect("the attempt ends").expect("no panic");
-    assert_eq!(failure(reply), ("cancelled".to_owned(), false));
+    match reply {
+        Reply::Failure { error, class, .. } => {
+            assert_eq!((error.as_str(), class), ("cancelled", ErrorClass::Cancelled))
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
 }

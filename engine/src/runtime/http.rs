@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::command::clarification;
 use super::registry::Setup;
 use super::{AgentRuntime, Attempt, Pending, Refusing, Reply};
+use crate::event::ErrorClass;
 use crate::llm::redact::excerpt;
 
 /// How many characters of an error response's body a failure quotes.
@@ -96,7 +97,7 @@ impl HttpRuntime {
             Ok(response) => response,
             // reqwest names the URL, never the headers.
             Err(error) if error.is_builder() => return Reply::refused(format!("cannot POST to {}: {error}", self.url)),
-            Err(error) => return Reply::failed(format!("cannot reach {}: {error}", self.url)),
+            Err(error) => return Reply::transient(format!("cannot reach {}: {error}", self.url)),
         };
         let status = response.status();
         let cap = self.max_output_bytes;
@@ -117,7 +118,7 @@ impl HttpRuntime {
                     }
                 }
                 Ok(None) => break,
-                Err(error) => return Reply::failed(format!("the response from {} broke off: {error}", self.url)),
+                Err(error) => return Reply::transient(format!("the response from {} broke off: {error}", self.url)),
             }
         }
         let text = String::from_utf8_lossy(&body);
@@ -126,7 +127,7 @@ impl HttpRuntime {
             let detail = if detail.is_empty() { String::new() } else { format!(": {detail}") };
             let error = format!("{} answered {status}{detail}", self.url);
             let transient = status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
-            return if transient { Reply::failed(error) } else { Reply::refused(error) };
+            return if transient { Reply::transient(error) } else { Reply::refused(error) };
         }
         let text = self.redact(text.trim_end());
         if let Some(question) = clarification(&text) {
@@ -151,7 +152,7 @@ impl AgentRuntime for HttpRuntime {
         Box::pin(async move {
             tokio::select! {
                 reply = runtime.post(&attempt) => reply,
-                () = cancel.cancelled() => Reply::refused("cancelled"),
+                () = cancel.cancelled() => Reply::Failure { error: "cancelled".to_owned(), class: ErrorClass::Cancelled, tokens: None },
             }
         })
     }

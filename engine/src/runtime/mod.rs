@@ -94,6 +94,12 @@ impl Reply {
         Reply::Failure { error: error.into(), class: ErrorClass::Agent, tokens: None }
     }
 
+    /// A failure of the service rather than the work (429, 5xx, a lost connection): the kind
+    /// `retry_on: transient` retries.
+    pub fn transient(error: impl Into<String>) -> Self {
+        Reply::Failure { error: error.into(), class: ErrorClass::Transient, tokens: None }
+    }
+
     /// A failure that no retry can fix.
     pub fn refused(error: impl Into<String>) -> Self {
         Reply::Failure { error: error.into(), class: ErrorClass::Permanent, tokens: None }
