@@ -14,7 +14,7 @@ use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
+use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::home::{Lock, RunDir};
 use crate::live::{Live, observer, say};
 

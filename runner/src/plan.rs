@@ -13,7 +13,7 @@ use manifest::Loaded;
 use planner::deterministic::{Bindings, Draft};
 use planner::steps::Kind;
 
-use crate::cli::{EXIT_DECLINED, EXIT_PAUSED, EXIT_USAGE};
+use crate::exit::{EXIT_DECLINED, EXIT_PAUSED, EXIT_USAGE};
 use crate::home::new_run_id;
 use crate::provenance::{Chosen, PlanDir, Provenance};
 
