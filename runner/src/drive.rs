@@ -92,6 +92,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             Err(engine::driver::DriverError::Store(error)) => {
                 return Err(crate::home::store_error(error).context(format!("run `{}`", run.id)));
             }
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
         };
         if state.status.is_final() || halt.is_cancelled() {
             break;
