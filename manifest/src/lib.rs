@@ -23,7 +23,7 @@ mod tree;
 mod validate;
 
 pub use diagnostic::{Diagnostic, Problem, Rendered, Severity};
-pub use duration::Duration;
+pub use duration::{Duration, DurationError};
 pub use graph::{Cycles, TaskGraph, TaskIdx};
 pub use json_strings::JsonStrings;
 pub use load::{Loaded, load_file, load_str};
