@@ -48,6 +48,7 @@ impl Start {
 
 /// An instruction to the run state machine.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Command {
     /// Start a run of a validated plan.
     Start(Start),

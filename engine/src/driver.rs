@@ -33,6 +33,7 @@ use crate::summarizer::{self, Compactor, Summarizer};
 
 /// Why a run could not be driven.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum DriverError {
     /// The event store failed; the run stopped at the last durable event.
     #[error(transparent)]

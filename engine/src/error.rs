@@ -2,6 +2,7 @@
 
 /// A command the state machine cannot carry out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum EngineError {
     /// A command before `Start`.
     #[error("the run has not started")]

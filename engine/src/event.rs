@@ -114,6 +114,7 @@ impl Outcome {
 /// Everything that can happen in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum Event {
     /// The run started: the normalised plan it runs and its hash.
     RunCreated {

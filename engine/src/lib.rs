@@ -4,25 +4,26 @@
 //! state rebuilt by [`Handler::fold`]. The driver, agent runtimes and event store that do the
 //! IO around it live beside it.
 
-pub mod attempt;
+mod attempt;
 pub mod clock;
-pub mod command;
+mod command;
 pub mod context;
 pub mod driver;
-pub mod error;
+mod error;
 pub mod event;
-pub mod handler;
+mod handler;
 pub mod llm;
-pub mod process;
-pub mod replan;
+mod process;
+mod replan;
 pub mod runtime;
-pub mod state;
+mod state;
 pub mod store;
-pub mod summarizer;
+mod summarizer;
 pub mod survivors;
 pub mod template;
 pub mod verify;
 
+pub use attempt::Job;
 pub use command::{Command, Start};
 pub use error::EngineError;
 pub use event::{Event, Outcome, Record, Scope, Tokens};

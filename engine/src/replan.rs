@@ -25,8 +25,6 @@ const OUTPUT_TOKENS: usize = 400;
 pub struct Replan {
     /// The failed task.
     pub task: String,
-    /// Its error.
-    pub error: String,
     /// The plan in force.
     pub plan: Arc<Plan>,
     /// The failed task and its descendants that have not started: what the replacement replaces.
@@ -45,15 +43,7 @@ impl Replan {
     pub fn new(run: &RunState, task: &str, error: &str, planner: Arc<dyn AgentRuntime>, workdir: PathBuf) -> Self {
         let removed = run.replaceable(task);
         let prompt = prompt(run, task, error, &removed);
-        Replan {
-            task: task.to_owned(),
-            error: error.to_owned(),
-            plan: Arc::clone(&run.plan),
-            removed,
-            prompt,
-            planner,
-            workdir,
-        }
+        Replan { task: task.to_owned(), plan: Arc::clone(&run.plan), removed, prompt, planner, workdir }
     }
 
     /// Asks the planner, checks its answer (with one repair round), and returns the command

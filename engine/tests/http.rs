@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use engine::attempt::Job;
-use engine::command::Command;
+use engine::Command;
+use engine::Job;
 use engine::event::ErrorClass;
 use engine::runtime::{AgentRuntime, Attempt, HttpRuntime, Reply};
+use manifest::Loc;
 use manifest::plan::{At, Runtime};
-use manifest::source::Loc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;

@@ -28,6 +28,7 @@ impl Severity {
 
 /// Every problem a manifest can have. The `code` of each variant is stable: tools match on it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum Problem {
     /// The file could not be read.
     #[error("cannot read the plan: {reason}")]

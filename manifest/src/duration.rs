@@ -28,7 +28,7 @@ impl Duration {
 
     /// Parses `<number><unit>` with unit `ms`, `s`, `m` or `h`; a fraction is allowed
     /// (`1.5s`). Returns why it is not a duration otherwise.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DurationError> {
         let text = text.trim();
         let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
         let (number, unit) = text.split_at(split);
@@ -37,16 +37,46 @@ impl Duration {
             "s" => 1_000.0,
             "m" => 60_000.0,
             "h" => 3_600_000.0,
-            "" => return Err(format!("`{text}` has no unit; write it as `{text}s` or `{text}ms`")),
-            other => return Err(format!("unknown unit `{other}`; use ms, s, m or h")),
+            "" => return Err(DurationError::NoUnit { text: text.to_owned() }),
+            other => return Err(DurationError::UnknownUnit { unit: other.to_owned() }),
         };
-        let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a number with a unit"))?;
+        let value: f64 = number.parse().map_err(|_| DurationError::NotANumber { text: text.to_owned() })?;
         let millis = value * scale;
         if !millis.is_finite() || millis > 1e15 {
-            return Err(format!("`{text}` is too long"));
+            return Err(DurationError::TooLong { text: text.to_owned() });
         }
         Ok(Duration { millis: millis.round() as u64 })
     }
+}
+
+/// Why a text is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// A number without a unit, such as `30`.
+    #[error("`{text}` has no unit; write it as `{text}s` or `{text}ms`")]
+    NoUnit {
+        /// The text as written.
+        text: String,
+    },
+    /// A unit other than `ms`, `s`, `m` or `h`.
+    #[error("unknown unit `{unit}`; use ms, s, m or h")]
+    UnknownUnit {
+        /// The unit as written.
+        unit: String,
+    },
+    /// A known unit after something that is not a number, such as `1.2.3s`.
+    #[error("`{text}` is not a number with a unit")]
+    NotANumber {
+        /// The text as written.
+        text: String,
+    },
+    /// More than about 30,000 years.
+    #[error("`{text}` is too long")]
+    TooLong {
+        /// The text as written.
+        text: String,
+    },
 }
 
 impl fmt::Display for Duration {
@@ -90,9 +120,15 @@ mod tests {
 
     #[test]
     fn rejects_missing_or_unknown_units() {
-        assert!(Duration::parse("30").unwrap_err().contains("no unit"));
-        assert!(Duration::parse("3d").unwrap_err().contains("unknown unit"));
-        assert!(Duration::parse("fast").is_err());
-        assert!(Duration::parse("1e300h").is_err());
+        assert_eq!(Duration::parse("30"), Err(DurationError::NoUnit { text: "30".into() }));
+        assert_eq!(Duration::parse("3d"), Err(DurationError::UnknownUnit { unit: "d".into() }));
+        assert_eq!(Duration::parse("fast"), Err(DurationError::UnknownUnit { unit: "fast".into() }));
+        assert_eq!(Duration::parse("1e300h"), Err(DurationError::UnknownUnit { unit: "e300h".into() }));
+        assert_eq!(Duration::parse("1.2.3s"), Err(DurationError::NotANumber { text: "1.2.3s".into() }));
+        assert_eq!(Duration::parse("9999999999999h"), Err(DurationError::TooLong { text: "9999999999999h".into() }));
+        assert_eq!(
+            Duration::parse("30").map_err(|error| error.to_string()),
+            Err("`30` has no unit; write it as `30s` or `30ms`".to_owned())
+        );
     }
 }

@@ -6,9 +6,9 @@
 //! any input, and nothing does IO beyond reading the plan and checking its attachments exist.
 
 pub mod critic;
-pub mod diagnostic;
-pub mod duration;
-pub mod graph;
+mod diagnostic;
+mod duration;
+mod graph;
 mod json;
 mod json_strings;
 mod load;
@@ -16,15 +16,15 @@ mod normalize;
 pub mod plan;
 mod read;
 pub mod schema;
-pub mod source;
+mod source;
 pub mod splice;
 pub mod template;
 mod tree;
 mod validate;
 
-pub use diagnostic::{Diagnostic, Problem, Severity};
-pub use duration::Duration;
-pub use graph::{TaskGraph, TaskIdx};
+pub use diagnostic::{Diagnostic, Problem, Rendered, Severity};
+pub use duration::{Duration, DurationError};
+pub use graph::{Cycles, TaskGraph, TaskIdx};
 pub use json_strings::JsonStrings;
 pub use load::{Loaded, load_file, load_str};
 pub use normalize::{API_VERSION, TOKENIZERS};

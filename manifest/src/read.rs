@@ -316,7 +316,7 @@ impl Reader {
             self.wrong_type(entry.value, path, what, "a duration such as `30s` or `500ms`");
             return None;
         };
-        Duration::parse(text).map_err(|reason| self.invalid(entry.value, path, what, &reason)).ok()
+        Duration::parse(text).map_err(|reason| self.invalid(entry.value, path, what, &reason.to_string())).ok()
     }
 
     /// Reports an invalid value.

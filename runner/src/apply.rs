@@ -13,9 +13,9 @@ use engine::{Command, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
-use crate::cli::{EXIT_DECLINED, EXIT_USAGE};
 use crate::diagnostics::render_human;
 use crate::drive::{Session, drive};
+use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::home::{RunDir, new_run_id};
 use crate::live::say;
 

@@ -7,8 +7,8 @@ use manifest::critic::{Critique, Dimension, Finding, critique_graph};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::cli::CriticFormat;
 use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_human};
+use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
 pub const EXIT_LOW_SCORE: u8 = 1;

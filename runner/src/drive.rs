@@ -14,7 +14,7 @@ use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
+use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::home::{Lock, RunDir};
 use crate::live::{Live, observer, say};
 
@@ -92,6 +92,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             Err(engine::driver::DriverError::Store(error)) => {
                 return Err(crate::home::store_error(error).context(format!("run `{}`", run.id)));
             }
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
         };
         if state.status.is_final() || halt.is_cancelled() {
             break;

@@ -8,8 +8,8 @@ use std::path::Path;
 use manifest::plan::TaskKind;
 use manifest::{Plan, TaskGraph};
 
-use crate::cli::GraphFormat;
 use crate::diagnostics::{color_stderr, print, render_human};
+use crate::format::GraphFormat;
 use crate::home::{RunDir, fold};
 
 /// Draws a valid plan; an invalid one gets its diagnostics and exit 2. A run id instead of a

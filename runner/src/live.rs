@@ -77,6 +77,8 @@ fn details(event: &Event) -> String {
             preview(reason, PREVIEW)
         }
         Event::RunCompleted { status, summary } => format!("{}: {}", status.as_str(), preview(summary, PREVIEW)),
+        // An event newer than this view shows only its type and task.
+        _ => String::new(),
     }
 }
 

@@ -8,6 +8,8 @@ mod critic;
 mod decide;
 mod diagnostics;
 mod drive;
+mod exit;
+mod format;
 mod graph;
 mod home;
 mod live;
@@ -39,7 +41,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("error: {error:#}");
-            ExitCode::from(cli::exit_code_of(&error))
+            ExitCode::from(exit::exit_code_of(&error))
         }
     }
 }

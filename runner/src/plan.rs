@@ -13,7 +13,7 @@ use manifest::Loaded;
 use planner::deterministic::{Bindings, Draft};
 use planner::steps::Kind;
 
-use crate::cli::{EXIT_DECLINED, EXIT_PAUSED, EXIT_USAGE};
+use crate::exit::{EXIT_DECLINED, EXIT_PAUSED, EXIT_USAGE};
 use crate::home::new_run_id;
 use crate::provenance::{Chosen, PlanDir, Provenance};
 
@@ -238,8 +238,8 @@ pub(crate) fn load_template(path: &Path) -> anyhow::Result<(Loaded, serde_json::
         bail!("the template {} has errors", path.display());
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value = planner::template_value(&text)
-        .map_err(|error| anyhow::anyhow!("cannot read the template {}: {error}", path.display()))?;
+    let value =
+        planner::template_value(&text).with_context(|| format!("cannot read the template {}", path.display()))?;
     Ok((loaded, value))
 }
 

@@ -14,8 +14,8 @@ use engine::llm::redact::excerpt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::cli::Format;
 use crate::diagnostics::print;
+use crate::format::Format;
 use crate::provenance::ContextWindow;
 
 /// Exit code when the server cannot be reached.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use engine::{RunState, RunStatus, TaskStatus};
 use serde::Serialize;
 
-use crate::cli::Format;
 use crate::diagnostics::print;
+use crate::format::Format;
 use crate::home::{Created, RunDir, fold};
 
 /// The JSON document `status --format json` prints.

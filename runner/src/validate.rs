@@ -5,8 +5,9 @@ use std::path::Path;
 use manifest::{Loaded, Severity};
 use serde::Serialize;
 
-use crate::cli::{EXIT_IO, EXIT_USAGE, Format};
 use crate::diagnostics::{JsonDiagnostic, color_stdout, print, render_human};
+use crate::exit::{EXIT_IO, EXIT_USAGE};
+use crate::format::Format;
 
 /// Validates a plan and prints the report (the plan's errors included: they are the result)
 /// to stdout; exit 0 when valid, 2 when not (6 when the file cannot be read).

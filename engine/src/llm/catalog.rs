@@ -49,10 +49,11 @@ impl Catalog {
 
     /// The catalog in a `/models` answer: `{"data": [{"id": ...}, ...]}`. Entries without an
     /// id are skipped; a body of another shape is an error saying what was wrong.
-    pub fn parse(body: &[u8]) -> Result<Catalog, String> {
-        let value: Value = serde_json::from_slice(body).map_err(|error| format!("the answer is not JSON: {error}"))?;
+    pub fn parse(body: &[u8]) -> Result<Catalog, CatalogError> {
+        let value: Value =
+            serde_json::from_slice(body).map_err(|error| CatalogError::NotJson { reason: error.to_string() })?;
         let Some(data) = value.get("data").and_then(Value::as_array) else {
-            return Err("the answer has no `data` list of models".to_owned());
+            return Err(CatalogError::NoData);
         };
         let models = data
             .iter()
@@ -67,6 +68,21 @@ impl Catalog {
             .collect();
         Ok(Catalog { models })
     }
+}
+
+/// Why a `/models` answer is not a catalog.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// The body does not parse as JSON.
+    #[error("the answer is not JSON: {reason}")]
+    NotJson {
+        /// The JSON reader's reason.
+        reason: String,
+    },
+    /// The body is JSON without a `data` list.
+    #[error("the answer has no `data` list of models")]
+    NoData,
 }
 
 /// Asks the server at `base_url` what it serves, within `timeout`; `provider` names it in
@@ -118,7 +134,7 @@ pub async fn list(provider: &str, base_url: &str, key: Option<&str>, timeout: Du
     }
     Catalog::parse(&body).map_err(|reason| LlmError::Malformed {
         provider: provider.to_owned(),
-        reason: redactor.apply(&reason),
+        reason: redactor.apply(&reason.to_string()),
         body: quote(),
     })
 }
@@ -160,8 +176,12 @@ mod tests {
 
     #[test]
     fn answers_of_another_shape_say_what_is_wrong() {
-        assert!(Catalog::parse(b"<html>").unwrap_err().contains("not JSON"));
-        assert!(Catalog::parse(br#"{"models": []}"#).unwrap_err().contains("`data`"));
+        assert!(matches!(Catalog::parse(b"<html>"), Err(CatalogError::NotJson { .. })));
+        assert_eq!(Catalog::parse(br#"{"models": []}"#), Err(CatalogError::NoData));
+        assert_eq!(
+            Catalog::parse(br#"{"models": []}"#).map_err(|error| error.to_string()),
+            Err("the answer has no `data` list of models".to_owned())
+        );
         assert_eq!(Catalog::parse(br#"{"data": []}"#), Ok(Catalog::default()));
     }
 }

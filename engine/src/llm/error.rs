@@ -11,6 +11,7 @@ use crate::event::ErrorClass;
 /// Texts that come from a server are excerpts; the API key is redacted when the error
 /// becomes a reply.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[non_exhaustive]
 pub enum LlmError {
     /// The agent names a provider the plan does not define.
     #[error("agent `{agent}` uses provider `{provider}`, which the plan does not define")]

@@ -17,6 +17,7 @@ pub type Durable = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
 
 /// Why a store could not read or write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The file system refused.
     #[error("{action} {path}: {reason}")]

@@ -55,6 +55,7 @@ impl Dimension {
 
 /// Every kind of finding. The `code` of each variant is stable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum Lint {
     /// A task on every path to every result, with no fallback.
     #[error("task `{task}` is a single point of failure: every result depends on it and it has no fallback")]
