@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use engine::driver::Driver;
 use engine::store::MemoryStore;
 use engine::{Command, Event, Outcome, RunState, RunStatus, Start};
+use testkit::process::gone;
 use tokio_util::sync::CancellationToken;
 
 /// Starts a grandchild that writes its pid to `grandchild.pid` and would write `late` to
@@ -53,24 +54,9 @@ fn folder() -> tempfile::TempDir {
     dir
 }
 
-/// Whether a process is gone (a zombie counts as gone: it can do nothing more).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
-}
-
 /// Waits until `pid` is gone; false if it is still there after [`PATIENCE`].
 fn ends(pid: i32) -> bool {
-    let started = Instant::now();
-    while !gone(pid) {
-        if started.elapsed() > PATIENCE {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
+    testkit::process::ends_within(pid, PATIENCE)
 }
 
 /// The pid in `name` once the file exists.

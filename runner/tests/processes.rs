@@ -13,6 +13,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{Env, plan};
+use testkit::process::gone;
 
 /// The first attempt starts a grandchild that writes `survivor.pid` and then a tick a line to
 /// `ticks.txt` every 100 ms, forever. A later attempt counts the ticks, waits, counts again
@@ -66,24 +67,9 @@ fn apply_until_ticking(env: &Env, run: &str) -> (Child, i32) {
     (child, pid)
 }
 
-/// Whether a process is gone (a zombie counts as gone: it can do nothing more).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
-}
-
 /// Waits until `pid` is gone; false if it is still there after [`PATIENCE`].
 fn ends(pid: i32) -> bool {
-    let started = Instant::now();
-    while !gone(pid) {
-        if started.elapsed() > PATIENCE {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
+    testkit::process::ends_within(pid, PATIENCE)
 }
 
 /// The exit code of `child`, which is killed if it has not exited after [`PATIENCE`].

@@ -21,6 +21,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+pub mod process;
 mod real_server;
 
 pub use real_server::{JSON_MODEL, RealServer, TOOLS_MODEL, real_server};
