@@ -27,7 +27,7 @@ use crate::handler::Handler;
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
 use crate::runtime::{Agents, Attempt, Registry};
-use crate::state::{RunState, RunStatus};
+use crate::state::{RunState, RunStatus, TaskStatus};
 use crate::store::{EventStore, StoreError};
 use crate::summarizer::{self, Compactor, Summarizer};
 
@@ -162,7 +162,8 @@ impl<S: EventStore> Driver<S> {
             }
             if !batch.is_empty() {
                 let events = std::mem::take(&mut batch);
-                self.commit(events, &sender, &mut attempts, &stop_attempts).await?;
+                let mut work = Work { sender: &sender, set: &mut attempts, stop: &stop_attempts };
+                self.commit(events, &mut work).await?;
             }
             // Finished attempts are reaped as the run goes, so they do not pile up until its end.
             while attempts.try_join_next().is_some() {}
@@ -202,50 +203,77 @@ impl<S: EventStore> Driver<S> {
         Agents::for_plan(plan, &self.runtimes, &**llm)
     }
 
-    /// Makes a batch durable, tells the observer, then starts what it dispatched.
-    async fn commit(
-        &mut self,
-        events: Vec<Event>,
-        sender: &mpsc::UnboundedSender<Command>,
-        attempts: &mut JoinSet<()>,
-        stop: &CancellationToken,
-    ) -> Result<(), DriverError> {
+    /// Makes a batch durable, tells the observer, then starts what it dispatched: numbering,
+    /// reading the follow-up work, the durable append, and starting that work, in that order.
+    async fn commit(&mut self, events: Vec<Event>, work: &mut Work<'_>) -> Result<(), DriverError> {
+        let records = self.number(events);
+        let followups = self.followups(&records);
+        self.persist(records).await?;
+        if followups.ended {
+            work.stop.cancel();
+            return Ok(());
+        }
+        if self.agents.is_none() && !followups.starts.is_empty() {
+            self.agents = Some(self.agents_for(&Arc::clone(&self.state.plan)));
+        }
+        self.summarize(followups.succeeded, work);
+        let Some(agents) = &self.agents else { return Ok(()) };
+        for (task, attempt, input) in followups.starts {
+            self.start_attempt(agents, task, attempt, input, work);
+        }
+        for (task, error) in followups.replans {
+            self.start_replan(agents, task, &error, work);
+        }
+        for (task, delay_ms) in followups.timers {
+            work.start_timer(task, delay_ms);
+        }
+        Ok(())
+    }
+
+    /// Gives each event of a batch its sequence number and the batch's time.
+    fn number(&mut self, events: Vec<Event>) -> Vec<Record> {
         let at: Arc<str> = clock::now().into();
-        let records: Vec<Record> = events
+        events
             .into_iter()
             .map(|event| {
                 self.seq += 1;
                 Record { seq: self.seq, at: Arc::clone(&at), run_id: Arc::clone(&self.run_id), event }
             })
-            .collect();
-        let mut starts = Vec::new();
-        let mut timers = Vec::new();
-        let mut succeeded = Vec::new();
-        let mut replans = Vec::new();
-        let mut ended = false;
-        for record in &records {
+            .collect()
+    }
+
+    /// What a batch asks the driver to do once it is durable; a new plan (the run's first, or a
+    /// replan's) also renews the agents' runtimes here.
+    fn followups(&mut self, records: &[Record]) -> Followups {
+        let mut followups = Followups::default();
+        for record in records {
             match &record.event {
                 Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
                     self.agents = Some(self.agents_for(&Arc::clone(plan)));
                     self.summarize = summarizer::by_agent(plan);
                 }
                 Event::TaskDispatched { task, attempt, input } => {
-                    starts.push((task.clone(), *attempt, Arc::<str>::from(input.as_str())));
+                    followups.starts.push((task.clone(), *attempt, Arc::<str>::from(input.as_str())));
                 }
-                Event::RetryScheduled { task, delay_ms, .. } => timers.push((task.clone(), *delay_ms)),
+                Event::RetryScheduled { task, delay_ms, .. } => followups.timers.push((task.clone(), *delay_ms)),
                 Event::TaskSucceeded { task, output, .. } if self.summarize => {
-                    succeeded.push((task.clone(), output.clone()));
+                    followups.succeeded.push((task.clone(), output.clone()));
                 }
-                Event::ReplanRequested { task, reason } => replans.push((task.clone(), reason.clone())),
+                Event::ReplanRequested { task, reason } => followups.replans.push((task.clone(), reason.clone())),
                 // Replans a crash cut short are asked for again.
-                Event::RunResumed => replans.extend(self.state.replanning.iter().map(|task| {
+                Event::RunResumed => followups.replans.extend(self.state.replanning.iter().map(|task| {
                     let i = self.state.index_of(task);
                     (task.clone(), i.and_then(|i| self.state.tasks[i].error.clone()).unwrap_or_default())
                 })),
-                Event::RunCompleted { .. } | Event::RunCancelled { .. } => ended = true,
+                Event::RunCompleted { .. } | Event::RunCancelled { .. } => followups.ended = true,
                 _ => {}
             }
         }
+        followups
+    }
+
+    /// Appends the records and waits until they are durable, then shows them to the observer.
+    async fn persist(&mut self, records: Vec<Record>) -> Result<(), DriverError> {
         // Records are only copied when somebody watches: a RunCreated holds the whole plan.
         match &mut self.observer {
             Some(observer) => {
@@ -256,116 +284,146 @@ impl<S: EventStore> Driver<S> {
             }
             None => self.store.append(records).await?,
         }
-        if ended {
-            stop.cancel();
-            return Ok(());
+        Ok(())
+    }
+
+    /// Hands successful outputs to the compactor's summarizer, started on first use.
+    fn summarize(&mut self, succeeded: Vec<(String, String)>, work: &mut Work<'_>) {
+        if succeeded.is_empty() {
+            return;
         }
-        if self.agents.is_none() && !starts.is_empty() {
-            self.agents = Some(self.agents_for(&Arc::clone(&self.state.plan)));
-        }
-        let Some(agents) = &self.agents else { return Ok(()) };
-        if !succeeded.is_empty() {
-            let summarizer = self.summarizer.get_or_insert_with(|| {
-                let control = &self.state.plan.control;
-                let compactor = control.compactor.as_ref().and_then(|name| {
-                    let runtime = agents.agent(&name.value)?;
-                    let (name, workdir, mark) = (name.value.clone(), self.workdir.clone(), Arc::clone(&self.mark));
-                    Some(Compactor { name, runtime, workdir, mark })
-                });
-                let budget = control.summary_budget.unwrap_or(summarizer::DEFAULT_BUDGET);
-                let summary = self.state.context_summary.clone();
-                Summarizer::start(summary, budget, compactor, sender.clone(), attempts, stop.clone())
+        let Some(agents) = &self.agents else { return };
+        let summarizer = self.summarizer.get_or_insert_with(|| {
+            let control = &self.state.plan.control;
+            let compactor = control.compactor.as_ref().and_then(|name| {
+                let runtime = agents.agent(&name.value)?;
+                let (name, workdir, mark) = (name.value.clone(), self.workdir.clone(), Arc::clone(&self.mark));
+                Some(Compactor { name, runtime, workdir, mark })
             });
-            for (task, output) in succeeded {
-                summarizer.add(task, output);
-            }
+            let budget = control.summary_budget.unwrap_or(summarizer::DEFAULT_BUDGET);
+            let summary = self.state.context_summary.clone();
+            Summarizer::start(summary, budget, compactor, work.sender.clone(), work.set, work.stop.clone())
+        });
+        for (task, output) in succeeded {
+            summarizer.add(task, output);
         }
-        for (task, attempt, input) in starts {
-            // A task that failed to render is dispatched and failed in the same batch.
-            let Some(i) = self.state.index_of(&task) else { continue };
-            if !self.state.tasks[i].status.eq(&crate::state::TaskStatus::Running)
-                || self.state.tasks[i].attempts != attempt
-            {
-                continue;
-            }
-            let spec = &self.state.plan.tasks[i];
-            let request = Attempt {
-                max_output_tokens: spec.max_output_tokens,
-                attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
-                schema: match &spec.verification {
-                    Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
-                    _ => None,
-                },
-                may_ask: self.state.plan.control.allow_clarification,
-                ..Attempt::new(task, attempt, input, self.workdir.clone())
-            };
-            let check = spec.verification.clone().map(|check| {
-                let reviewer = match &check {
-                    Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
-                    _ => None,
-                };
-                (check, reviewer)
-            });
-            let gate = match (spec.kind, spec.max_output_tokens) {
-                (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
-                    cap,
-                    agent: spec.agent.as_ref().map(|a| a.value.clone()),
-                    tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
-                }),
+    }
+
+    /// Starts a dispatched attempt, unless the state has moved past it (a task that failed to
+    /// render is dispatched and failed in the same batch).
+    fn start_attempt(&self, agents: &Agents, task: String, attempt: u32, input: Arc<str>, work: &mut Work<'_>) {
+        let Some(i) = self.state.index_of(&task) else { return };
+        if self.state.tasks[i].status != TaskStatus::Running || self.state.tasks[i].attempts != attempt {
+            return;
+        }
+        let spec = &self.state.plan.tasks[i];
+        let request = Attempt {
+            max_output_tokens: spec.max_output_tokens,
+            attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
+            schema: match &spec.verification {
+                Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
+                _ => None,
+            },
+            may_ask: self.state.plan.control.allow_clarification,
+            ..Attempt::new(task, attempt, input, self.workdir.clone())
+        };
+        let check = spec.verification.clone().map(|check| {
+            let reviewer = match &check {
+                Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
                 _ => None,
             };
-            let mark: Arc<str> = format!("{}/{}/{attempt}", self.mark, request.task).into();
-            let job = Job {
-                runtime: agents.runtime(i),
-                request,
-                timeout: agents.timeout(i),
-                check,
-                gate,
-                error_limit: self.state.plan.control.error_char_limit as usize,
-                hidden: agents.hidden(),
-            };
-            let mut work = Box::pin(crate::process::marked(mark, job.perform(stop.child_token())));
-            // An attempt that is done at once (a mock agent, a gate with no agent) is taken here,
-            // without a task of its own; anything else gets a task.
-            if let Poll::Ready(commands) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                for command in commands {
-                    let _ = sender.send(command);
-                }
-                continue;
+            (check, reviewer)
+        });
+        let gate = match (spec.kind, spec.max_output_tokens) {
+            (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
+                cap,
+                agent: spec.agent.as_ref().map(|a| a.value.clone()),
+                tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
+            }),
+            _ => None,
+        };
+        let mark: Arc<str> = format!("{}/{}/{attempt}", self.mark, request.task).into();
+        let job = Job {
+            runtime: agents.runtime(i),
+            request,
+            timeout: agents.timeout(i),
+            check,
+            gate,
+            error_limit: self.state.plan.control.error_char_limit as usize,
+            hidden: agents.hidden(),
+        };
+        work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
+    }
+
+    /// Asks the planner for the tasks that replace a failed one; without a planner the replan
+    /// fails at once.
+    fn start_replan(&self, agents: &Agents, task: String, error: &str, work: &mut Work<'_>) {
+        let planner = self.state.plan.control.planner.as_ref().and_then(|name| agents.agent(&name.value));
+        let Some(planner) = planner else {
+            let reason = "the planner agent has no runtime".to_owned();
+            let _ = work.sender.send(Command::ReplanFailed { task, reason, tokens: None });
+            return;
+        };
+        let mark: Arc<str> = format!("{}/{task}.replan", self.mark).into();
+        let replan = Replan::new(&self.state, &task, error, planner, self.workdir.clone());
+        let (sender, cancel) = (work.sender.clone(), work.stop.child_token());
+        work.set.spawn(async move {
+            let _ = sender.send(crate::process::marked(mark, replan.perform(cancel)).await);
+        });
+    }
+}
+
+/// The work a durable batch starts.
+#[derive(Default)]
+struct Followups {
+    /// Dispatched attempts: task, attempt number, rendered input.
+    starts: Vec<(String, u32, Arc<str>)>,
+    /// Retry timers: task and delay in milliseconds.
+    timers: Vec<(String, u64)>,
+    /// Successful outputs for the compactor: task and output.
+    succeeded: Vec<(String, String)>,
+    /// Replans to ask for: task and the error that caused it.
+    replans: Vec<(String, String)>,
+    /// Whether the batch ended the run.
+    ended: bool,
+}
+
+/// Where the coordinator's background work runs and reports: every attempt, replan, timer and
+/// the summarizer send their commands to `sender`, run in `set` and stop with `stop`.
+struct Work<'a> {
+    sender: &'a mpsc::UnboundedSender<Command>,
+    set: &'a mut JoinSet<()>,
+    stop: &'a CancellationToken,
+}
+
+impl Work<'_> {
+    /// Runs an attempt. One that is done at once (a mock agent, a gate with no agent) is taken
+    /// here, without a task of its own; anything else gets a task.
+    fn start_attempt(&mut self, work: impl Future<Output = Vec<Command>> + Send + 'static) {
+        let mut work = Box::pin(work);
+        if let Poll::Ready(commands) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            for command in commands {
+                let _ = self.sender.send(command);
             }
-            let sender = sender.clone();
-            attempts.spawn(async move {
-                for command in work.await {
-                    let _ = sender.send(command);
-                }
-            });
+            return;
         }
-        for (task, error) in replans {
-            let planner = self.state.plan.control.planner.as_ref().and_then(|name| agents.agent(&name.value));
-            let Some(planner) = planner else {
-                let reason = "the planner agent has no runtime".to_owned();
-                let _ = sender.send(Command::ReplanFailed { task, reason, tokens: None });
-                continue;
-            };
-            let mark: Arc<str> = format!("{}/{task}.replan", self.mark).into();
-            let replan = Replan::new(&self.state, &task, &error, planner, self.workdir.clone());
-            let (sender, cancel) = (sender.clone(), stop.child_token());
-            attempts.spawn(async move {
-                let _ = sender.send(crate::process::marked(mark, replan.perform(cancel)).await);
-            });
-        }
-        for (task, delay_ms) in timers {
-            let sender = sender.clone();
-            let stop = stop.clone();
-            attempts.spawn(async move {
-                // The delay is jittered already: the attempt drew the jitter and the state machine applied it.
-                let delay = Duration::from_millis(delay_ms);
-                tokio::select! {
-                    () = tokio::time::sleep(delay) => { let _ = sender.send(Command::TimerFired { task }); }
-                    () = stop.cancelled() => {}
-                }
-            });
-        }
-        Ok(())
+        let sender = self.sender.clone();
+        self.set.spawn(async move {
+            for command in work.await {
+                let _ = sender.send(command);
+            }
+        });
+    }
+
+    /// Sends `TimerFired` for `task` after the delay, unless the run stops first. The delay is
+    /// jittered already: the attempt drew the jitter and the state machine applied it.
+    fn start_timer(&mut self, task: String, delay_ms: u64) {
+        let (sender, stop) = (self.sender.clone(), self.stop.clone());
+        self.set.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(delay_ms)) => { let _ = sender.send(Command::TimerFired { task }); }
+                () = stop.cancelled() => {}
+            }
+        });
     }
 }
