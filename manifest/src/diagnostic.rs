@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::rendered::Rendered;
 use crate::source::{Loc, Source, Span};
 
 /// How serious a diagnostic is.
@@ -375,80 +376,15 @@ impl Diagnostic {
 
     /// Attaches the source so miette can draw snippets.
     pub fn with_source(&self, source: &Source) -> Rendered {
-        Rendered {
-            code: self.code(),
-            severity: self.severity,
-            message: self.to_string(),
-            label: self.label.clone(),
-            help: self.help.clone(),
-            span: self.loc.span,
-            related: self.related.clone(),
-            source: miette::NamedSource::new(&source.name, source.text.clone()),
-        }
+        Rendered::new(source, self.code(), self.severity, self.to_string(), self.help.clone())
+            .label(self.loc.span, self.label.clone())
+            .related(&self.related)
     }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.problem.fmt(f)
-    }
-}
-
-/// A diagnostic or critic finding with the source it points into, ready for miette to render.
-#[derive(Debug)]
-pub struct Rendered {
-    /// The stable code.
-    pub code: String,
-    /// How serious it is.
-    pub severity: Severity,
-    /// The message.
-    pub message: String,
-    /// The text under the primary label.
-    pub label: String,
-    /// What to do about it.
-    pub help: Option<String>,
-    /// Where the primary label goes.
-    pub span: Span,
-    /// Secondary labels.
-    pub related: Vec<(Span, String)>,
-    /// The source, shared rather than copied.
-    pub source: miette::NamedSource<std::sync::Arc<str>>,
-}
-
-impl fmt::Display for Rendered {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Rendered {}
-
-impl miette::Diagnostic for Rendered {
-    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        Some(Box::new(&self.code))
-    }
-
-    fn severity(&self) -> Option<miette::Severity> {
-        Some(match self.severity {
-            Severity::Error => miette::Severity::Error,
-            Severity::Warning => miette::Severity::Warning,
-            Severity::Info => miette::Severity::Advice,
-        })
-    }
-
-    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
-    }
-
-    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        Some(&self.source)
-    }
-
-    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
-        let primary = miette::LabeledSpan::new_primary_with_span(Some(self.label.clone()), self.span);
-        let related =
-            self.related.iter().map(|(span, label)| miette::LabeledSpan::new_with_span(Some(label.clone()), *span));
-        Some(Box::new(std::iter::once(primary).chain(related)))
     }
 }
 

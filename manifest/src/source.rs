@@ -71,6 +71,16 @@ impl Source {
         (line, column + 1)
     }
 
+    /// The 0-based line a byte offset is on.
+    pub(crate) fn line_index(&self, offset: usize) -> usize {
+        self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1)
+    }
+
+    /// Where a 0-based line starts; the text's length for lines past its end.
+    pub(crate) fn line_start(&self, line: usize) -> usize {
+        self.line_starts.get(line).copied().unwrap_or(self.text.len())
+    }
+
     /// The text a span covers, or `""` when the span is outside the text.
     pub fn slice(&self, span: Span) -> &str {
         self.text.get(span.offset..span.offset + span.len).unwrap_or("")

@@ -233,3 +233,24 @@ fn a_missing_file_is_an_io_error() {
     let scratch = Scratch::new();
     validate(&scratch.0.join("nowhere.yaml")).expect("plan::io", &[]);
 }
+
+#[test]
+fn an_error_in_a_100k_character_line_is_shown_cut_around_it() {
+    let words: Vec<String> = (0..20_000).map(|i| format!("w{i}")).collect();
+    let (left, right) = words.split_at(12_345);
+    let line = format!("      input: \"{} {{{{ nowhere }}}} {}\"", left.join(" "), right.join(" "));
+    assert!(line.len() > 100_000);
+    let plan = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: long}}\nspec:\n  agent_definitions:\n    a: {{runtime: mock}}\n  workflow:\n    - id: only\n      agent: a\n{line}\n"
+    );
+    let rejection = rejected("long.yaml", plan.as_bytes());
+    rejection.expect("plan::template_unknown_variable", &["nowhere"]);
+    let (line_number, column) = rejection.at;
+    assert_eq!(line_number, 10);
+    assert!(column > 50_000, "the column is the real one: {column}");
+    assert!(rejection.human.contains(&format!("long.yaml:10:{column}")), "{}", rejection.human);
+    assert!(rejection.human.contains("…"), "the line is cut:\n{}", rejection.human);
+    assert!(rejection.human.contains("w12344 {{ nowhere }} w12345"), "around the error:\n{}", rejection.human);
+    let widest = rejection.human.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest < 200, "a line of {widest} characters:\n{}", rejection.human);
+}

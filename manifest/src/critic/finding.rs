@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use crate::diagnostic::{Rendered, Severity};
+use crate::diagnostic::Severity;
+use crate::rendered::Rendered;
 use crate::source::{Loc, Source};
 
 /// The five dimensions of the seed's PlanCritic; every scored finding belongs to one.
@@ -307,16 +308,8 @@ impl Finding {
 
     /// Attaches the source so miette can draw snippets.
     pub fn with_source(&self, source: &Source) -> Rendered {
-        Rendered {
-            code: self.code(),
-            severity: self.severity,
-            message: self.lint.to_string(),
-            label: self.label.clone(),
-            help: self.help.clone(),
-            span: self.loc.span,
-            related: Vec::new(),
-            source: miette::NamedSource::new(&source.name, source.text.clone()),
-        }
+        Rendered::new(source, self.code(), self.severity, self.lint.to_string(), self.help.clone())
+            .label(self.loc.span, self.label.clone())
     }
 }
 
