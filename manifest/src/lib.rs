@@ -8,6 +8,7 @@
 pub mod critic;
 mod diagnostic;
 mod duration;
+mod fields;
 mod graph;
 mod json;
 mod json_strings;
@@ -24,10 +25,10 @@ mod validate;
 
 pub use diagnostic::{Diagnostic, Problem, Rendered, Severity};
 pub use duration::{Duration, DurationError};
+pub use fields::{API_VERSION, TOKENIZERS};
 pub use graph::{Cycles, TaskGraph, TaskIdx};
 pub use json_strings::JsonStrings;
 pub use load::{Loaded, load_file, load_str};
-pub use normalize::{API_VERSION, TOKENIZERS};
 pub use plan::Plan;
 pub use source::{Loc, Source, Span};
 pub use splice::{Spliced, splice};
