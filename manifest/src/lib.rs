@@ -15,6 +15,7 @@ mod json_strings;
 mod load;
 mod normalize;
 pub mod plan;
+mod problem;
 mod read;
 pub mod schema;
 mod source;

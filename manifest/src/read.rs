@@ -95,14 +95,10 @@ impl Reader {
 
     /// Reports that `node` is not of the expected kind.
     pub fn wrong_type(&mut self, node: &Node, path: &str, what: &str, expected: &str) {
-        self.push(
-            Diagnostic::error(
-                Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
-                Loc::new(node.span, path),
-            )
-            .label(format!("expected {expected}"))
-            .help(format!("write {expected} here")),
-        );
+        self.push(Diagnostic::error(
+            Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
+            Loc::new(node.span, path),
+        ));
     }
 
     /// Reads a mapping's fields, reporting unknown ones, aliases and foreign constructs.
@@ -135,10 +131,10 @@ impl Reader {
             let canonical = match (exact, alias) {
                 (Some(f), _) => f,
                 (None, Some(f)) if self.bare() => {
-                    self.push(
-                        Diagnostic::info(Problem::Alias { written: name.into(), canonical: f.name.into() }, key_loc())
-                            .label(format!("read as `{}`", f.name)),
-                    );
+                    self.push(Diagnostic::info(
+                        Problem::Alias { written: name.into(), canonical: f.name.into() },
+                        key_loc(),
+                    ));
                     f
                 }
                 _ => {
@@ -147,7 +143,6 @@ impl Reader {
                     {
                         self.push(
                             Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc())
-                                .label("ignored")
                                 .help(foreign.instead),
                         );
                         continue;
@@ -182,7 +177,7 @@ impl Reader {
         let diagnostic = if self.bare() {
             Diagnostic::warning(problem, loc).label("ignored")
         } else {
-            Diagnostic::error(problem, loc).label("unknown field")
+            Diagnostic::error(problem, loc)
         };
         self.push(diagnostic.maybe_help(help));
     }
@@ -196,14 +191,10 @@ impl Reader {
     ) -> Option<(Entry<'n>, &'a str)> {
         let found = fields.get(name);
         if found.is_none() {
-            self.push(
-                Diagnostic::error(
-                    Problem::MissingField { field: name.into(), context: context.into() },
-                    fields.owner.clone().unwrap_or_else(|| fields.loc.clone()),
-                )
-                .label(format!("`{name}` is missing"))
-                .help(format!("add `{name}` to {context}")),
-            );
+            self.push(Diagnostic::error(
+                Problem::MissingField { field: name.into(), context: context.into() },
+                fields.owner.clone().unwrap_or_else(|| fields.loc.clone()),
+            ));
         }
         found
     }
@@ -350,13 +341,10 @@ impl Reader {
 
     /// Reports an invalid value.
     pub fn invalid(&mut self, node: &Node, path: &str, what: &str, reason: &str) {
-        self.push(
-            Diagnostic::error(
-                Problem::InvalidValue { what: what.into(), reason: reason.into() },
-                Loc::new(node.span, path),
-            )
-            .label("invalid"),
-        );
+        self.push(Diagnostic::error(
+            Problem::InvalidValue { what: what.into(), reason: reason.into() },
+            Loc::new(node.span, path),
+        ));
     }
 
     /// One of a fixed set of words, with bare-form synonyms noted as aliases.
@@ -388,10 +376,10 @@ impl Reader {
         if self.bare()
             && let Some((_, canonical)) = synonyms.iter().find(|(s, _)| *s == word)
         {
-            self.push(
-                Diagnostic::info(Problem::Alias { written: word.into(), canonical: (*canonical).into() }, loc.clone())
-                    .label(format!("read as `{canonical}`")),
-            );
+            self.push(Diagnostic::info(
+                Problem::Alias { written: word.into(), canonical: (*canonical).into() },
+                loc.clone(),
+            ));
             word = canonical;
         }
         if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {

@@ -167,7 +167,7 @@ fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc)
                     what: "a header name".into(),
                     reason: "use letters, digits, `-` and `_` only".into(),
                 };
-                reader.push(Diagnostic::error(problem, header.loc.clone()).label("invalid"));
+                reader.push(Diagnostic::error(problem, header.loc.clone()));
                 continue;
             }
             if let Some(variable) = reader.string(Entry { key: node, value: node }, &item_path, "headers_env") {

@@ -69,14 +69,10 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
         let Some(value) = reader.string(entry, path, name) else { continue };
         if value.value != expected {
             let field = if name == "kind" { "kind" } else { "apiVersion" };
-            reader.push(
-                Diagnostic::error(
-                    Problem::UnsupportedVersion { field, found: value.value.clone(), expected },
-                    value.loc,
-                )
-                .label("unsupported")
-                .help(format!("write `{name}: {expected}`")),
-            );
+            reader.push(Diagnostic::error(
+                Problem::UnsupportedVersion { field, found: value.value.clone(), expected },
+                value.loc,
+            ));
         }
     }
 }
@@ -120,7 +116,8 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
             }
         }
     }
-    let nested = spec.get("plan").and_then(|(entry, path)| reader.fields(entry.value, path, "plan", NESTED_PLAN.fields, &[]));
+    let nested =
+        spec.get("plan").and_then(|(entry, path)| reader.fields(entry.value, path, "plan", NESTED_PLAN.fields, &[]));
     let agents = spec.get("agent_definitions").or_else(|| nested.as_ref().and_then(|n| n.get("agent_definitions")));
     if let Some((entry, path)) = agents {
         for (name, node, item_path) in reader.named(entry, path, "agent_definitions") {
@@ -227,9 +224,7 @@ pub(crate) fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
         block.push_str(&format!("\n- {}: {{{{ {} }}}}", dep.value, template::output_of(&dep.value)));
     }
     let loc = task.input.as_ref().map_or_else(|| task.loc.clone(), |input| input.loc.clone());
-    reader.push(
-        Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.clone() }, loc.clone()).label("this input"),
-    );
+    reader.push(Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.clone() }, loc.clone()));
     let input = task.input.get_or_insert_with(|| At::new(String::new(), loc));
     input.value.push_str(&block);
 }

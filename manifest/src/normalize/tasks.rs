@@ -77,11 +77,7 @@ pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &str) -> Vec
         _ => reader.wrong_type(node, path, "the workflow", "a list of tasks"),
     }
     if tasks.is_empty() {
-        reader.push(
-            Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span, path))
-                .label("no tasks")
-                .help("add at least one task with an `id`, an `agent` and an `input`"),
-        );
+        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span, path)));
     }
     tasks
 }
@@ -268,7 +264,6 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Optio
                 Problem::Unsupported { what: "a PTC-Lisp verification predicate".into() },
                 Loc::new(entry.value.span, path),
             )
-            .label("ignored")
             .help("use `verification: {type: schema_check, schema: ...}` or `{type: command, command: [...]}`"),
         );
         return None;
