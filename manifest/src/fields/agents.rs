@@ -64,7 +64,8 @@ static PROVIDER_DEF: Named = Named {
     kind: Kind::Mapping(&PROVIDER),
 };
 
-static PROVIDER_KIND: Named =
+/// The words of a provider's `kind`.
+pub(crate) static PROVIDER_KIND: Named =
     Named { name: "ProviderKind", doc: "The API dialect of a provider.", kind: Kind::Words(&["openai"]) };
 
 /// A tool.

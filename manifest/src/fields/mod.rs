@@ -15,7 +15,7 @@ mod document;
 mod tasks;
 
 pub use agents::TOKENIZERS;
-pub(crate) use agents::{AGENT, MOCK_OUTCOME, PROVIDER, RUNTIMES, TOOL, TOOL_CHOICE};
+pub(crate) use agents::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE};
 pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
 pub use document::API_VERSION;
 pub(crate) use document::{COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
@@ -208,3 +208,43 @@ pub(crate) const MAX_TOKENS: Shape = Shape::Count { min: 1 };
 pub(crate) const TEMPERATURE: Shape = Shape::Number { min: 0.0, max: 2.0 };
 /// A generation setting's `seed`.
 pub(crate) const SEED: Shape = Shape::Integer { min: 0 };
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    const SECTIONS: [&Section; 17] = [
+        &ENVELOPE,
+        &METADATA,
+        &SPEC,
+        &NESTED_PLAN,
+        &MISSION_ANALYSIS,
+        &PROVIDER,
+        &TOOL,
+        &AGENT,
+        &MOCK_OUTCOME,
+        &TASK,
+        &PHASE,
+        &VERIFICATION,
+        &FAILURE,
+        &ATTACHMENT,
+        &CONTROL,
+        &GATE,
+        &GROUP,
+    ];
+
+    #[test]
+    fn every_field_is_described_and_every_name_read_once_per_mapping() {
+        for section in SECTIONS {
+            let mut names = HashSet::new();
+            for field in section.fields {
+                assert!(!field.doc.is_empty(), "`{}` has no description", field.name);
+                for name in std::iter::once(&field.name).chain(field.aliases) {
+                    assert!(names.insert(*name), "`{name}` names two fields of one mapping");
+                }
+            }
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::fields::{AGENT, MOCK_OUTCOME, PROVIDER, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
+use crate::fields::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
 use crate::plan::{
     Agent, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockResponse, Provider, Runtime, Tool, ToolChoice,
 };
@@ -17,7 +17,8 @@ pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: 
     let fields = reader.fields(node, path, &context, PROVIDER.fields, &[])?.owned_by(&name.loc);
     let mut provider = Provider { kind: "openai".into(), loc: name.loc.clone(), ..Provider::default() };
     if let Some((entry, path)) = fields.get("kind") {
-        reader.word(entry, path, "provider kind", &[("openai", ())], &[]);
+        let kinds: Vec<(&str, ())> = PROVIDER_KIND.words().iter().map(|kind| (*kind, ())).collect();
+        reader.word(entry, path, "provider kind", &kinds, &[]);
     }
     if let Some((entry, path)) = reader.require(&fields, "base_url", &context)
         && let Some(url) = reader.string(entry, path, "base_url")
