@@ -9,6 +9,7 @@ use crate::source::{Loc, join_index, join_key};
 use crate::template;
 use crate::tree::{Node, Value};
 
+/// Words the bare form reads as a task `type`, with the type each means.
 const TASK_KIND_SYNONYMS: &[(&str, &str)] = &[
     ("gate", "synthesis_gate"),
     ("synthesis", "synthesis_gate"),
@@ -19,8 +20,10 @@ const TASK_KIND_SYNONYMS: &[(&str, &str)] = &[
     ("human_approval", "human_review"),
     ("manual", "human_review"),
 ];
+/// Words the bare form reads as an `on_failure` action, with the action each means.
 const ACTION_SYNONYMS: &[(&str, &str)] = &[("stop", "fail")];
 
+/// Task fields of other planners, ignored with a warning in the bare form.
 const FOREIGN_TASK: &[Foreign] = &[
     Foreign {
         name: "signature",
