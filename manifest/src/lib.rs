@@ -8,12 +8,14 @@
 pub mod critic;
 mod diagnostic;
 mod duration;
+mod fields;
 mod graph;
 mod json;
 mod json_strings;
 mod load;
 mod normalize;
 pub mod plan;
+mod problem;
 mod read;
 mod rendered;
 pub mod schema;
@@ -26,10 +28,10 @@ mod validate;
 
 pub use diagnostic::{Diagnostic, Problem, Severity};
 pub use duration::{Duration, DurationError};
+pub use fields::{API_VERSION, TOKENIZERS};
 pub use graph::{Cycles, TaskGraph, TaskIdx};
 pub use json_strings::JsonStrings;
 pub use load::{Loaded, load_file, load_str};
-pub use normalize::{API_VERSION, TOKENIZERS};
 pub use plan::Plan;
 pub use rendered::Rendered;
 pub use source::{Loc, Source, Span};

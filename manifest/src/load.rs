@@ -55,9 +55,7 @@ pub fn load_file(path: &Path) -> Loaded {
         Ok(text) => text,
         Err(Unread::NotUtf8 { offset, lossy }) => {
             let loc = Loc::new(Span::new(offset, char::REPLACEMENT_CHARACTER.len_utf8()), "");
-            let diagnostic = Diagnostic::error(Problem::NotUtf8 { offset }, loc)
-                .label("this byte is not UTF-8")
-                .help("save the file as UTF-8");
+            let diagnostic = Diagnostic::error(Problem::NotUtf8 { offset }, loc);
             return Loaded::failed(Source::new(name, lossy), diagnostic);
         }
         Err(Unread::Other(problem)) => {
@@ -78,15 +76,13 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
         Err(error) => {
             let loc = Loc::new(error.span, "");
             let diagnostic = match error.kind {
-                SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: error.message }, loc)
-                    .help("check the indentation and quoting around this point"),
-                SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: error.message }, loc)
-                    .help("check the commas, quotes and brackets around this point"),
+                SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: error.message }, loc),
+                SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: error.message }, loc),
                 SyntaxKind::Limit(limit) => {
                     Diagnostic::error(Problem::OverLimit { what: limit.what() }, loc).help(limit.help())
                 }
             };
-            return Loaded::failed(source, diagnostic.label("here"));
+            return Loaded::failed(source, diagnostic);
         }
     };
     let mut reader = Reader::new(form_of(&root));

@@ -6,34 +6,16 @@
 
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::duration::Duration;
+pub(crate) use crate::fields::Field;
+use crate::fields::{Named, Shape};
 use crate::plan::{At, Form};
 use crate::source::{Loc, join_index, join_key};
 use crate::tree::{Node, Value};
 
-/// One field a mapping may have.
-pub(crate) struct Field {
-    /// The canonical name.
-    pub name: &'static str,
-    /// Other names read in the bare form.
-    pub aliases: &'static [&'static str],
-    /// Whether the field exists only in the bare form, and what the enveloped form writes.
-    pub bare_only: Option<&'static str>,
-}
-
-/// A canonical field.
-pub(crate) const fn field(name: &'static str) -> Field {
-    Field { name, aliases: &[], bare_only: None }
-}
-
-/// A canonical field with bare-form aliases.
+/// A field only the reader knows, read under `aliases` too in the bare form: for mappings the
+/// schema does not describe, such as the wrapper of a planner's replacement.
 pub(crate) const fn aliased(name: &'static str, aliases: &'static [&'static str]) -> Field {
-    Field { name, aliases, bare_only: None }
-}
-
-/// A field read only in the bare form (under its name or `aliases`); `instead` says what the
-/// enveloped form writes.
-pub(crate) const fn bare(name: &'static str, aliases: &'static [&'static str], instead: &'static str) -> Field {
-    Field { name, aliases, bare_only: Some(instead) }
+    Field::new(name, Shape::Json, "").aliases(aliases)
 }
 
 /// A construct from another planner that has no equivalent here, and what to use instead.
@@ -52,7 +34,7 @@ pub(crate) struct Entry<'n> {
 
 /// The recognised fields of one mapping.
 pub(crate) struct Fields<'n> {
-    found: Vec<(&'static str, Entry<'n>, String)>,
+    found: Vec<(&'static Field, Entry<'n>, String)>,
     /// Where the mapping is.
     pub loc: Loc,
     /// Where a missing field is reported: the mapping's name when it has one.
@@ -62,7 +44,7 @@ pub(crate) struct Fields<'n> {
 impl<'n> Fields<'n> {
     /// The entry of a canonical field and its path.
     pub fn get(&self, name: &str) -> Option<(Entry<'n>, &str)> {
-        self.found.iter().find(|(n, ..)| *n == name).map(|(_, e, p)| (*e, p.as_str()))
+        self.found.iter().find(|(f, ..)| f.name == name).map(|(_, e, p)| (*e, p.as_str()))
     }
 
     /// Reports missing fields at `owner` (the key that names the mapping) instead of at the
@@ -72,9 +54,23 @@ impl<'n> Fields<'n> {
         self
     }
 
+    /// The description, entry and path of a canonical field that is present.
+    fn find(&self, name: &str) -> Option<(&'static Field, Entry<'n>, &str)> {
+        self.found.iter().find(|(f, ..)| f.name == name).map(|(f, e, p)| (*f, *e, p.as_str()))
+    }
+
+    /// The fields present that do not apply when the mapping's deciding field is `value`
+    /// (an `llm` agent's `command`, say), in the order they were written.
+    pub fn not_for<'a>(&'a self, value: &'a str) -> impl Iterator<Item = (&'static Field, Entry<'n>, &'a str)> + 'a {
+        self.found
+            .iter()
+            .filter(move |(f, ..)| !f.only_for.is_empty() && !f.only_for.contains(&value))
+            .map(|(f, e, p)| (*f, *e, p.as_str()))
+    }
+
     /// Whether the field is present.
     pub fn has(&self, name: &str) -> bool {
-        self.found.iter().any(|(n, ..)| *n == name)
+        self.found.iter().any(|(f, ..)| f.name == name)
     }
 }
 
@@ -99,14 +95,10 @@ impl Reader {
 
     /// Reports that `node` is not of the expected kind.
     pub fn wrong_type(&mut self, node: &Node, path: &str, what: &str, expected: &str) {
-        self.push(
-            Diagnostic::error(
-                Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
-                Loc::new(node.span, path),
-            )
-            .label(format!("expected {expected}"))
-            .help(format!("write {expected} here")),
-        );
+        self.push(Diagnostic::error(
+            Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
+            Loc::new(node.span, path),
+        ));
     }
 
     /// Reads a mapping's fields, reporting unknown ones, aliases and foreign constructs.
@@ -115,7 +107,7 @@ impl Reader {
         node: &'n Node,
         path: &str,
         context: &str,
-        known: &[Field],
+        known: &'static [Field],
         foreign: &[Foreign],
     ) -> Option<Fields<'n>> {
         let Value::Map(entries) = &node.value else {
@@ -137,13 +129,13 @@ impl Reader {
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
             let alias = known.iter().find(|f| f.aliases.contains(&name));
             let canonical = match (exact, alias) {
-                (Some(f), _) => f.name,
+                (Some(f), _) => f,
                 (None, Some(f)) if self.bare() => {
-                    self.push(
-                        Diagnostic::info(Problem::Alias { written: name.into(), canonical: f.name.into() }, key_loc())
-                            .label(format!("read as `{}`", f.name)),
-                    );
-                    f.name
+                    self.push(Diagnostic::info(
+                        Problem::Alias { written: name.into(), canonical: f.name.into() },
+                        key_loc(),
+                    ));
+                    f
                 }
                 _ => {
                     if self.bare()
@@ -151,7 +143,6 @@ impl Reader {
                     {
                         self.push(
                             Diagnostic::warning(Problem::Unsupported { what: foreign.what.into() }, key_loc())
-                                .label("ignored")
                                 .help(foreign.instead),
                         );
                         continue;
@@ -160,10 +151,10 @@ impl Reader {
                     continue;
                 }
             };
-            if fields.has(canonical) {
+            if fields.has(canonical.name) {
                 let problem = Problem::InvalidValue {
                     what: format!("field `{name}`"),
-                    reason: format!("`{canonical}` is already given in this {context}"),
+                    reason: format!("`{}` is already given in this {context}", canonical.name),
                 };
                 self.push(Diagnostic::error(problem, key_loc()).label("second definition"));
                 continue;
@@ -186,7 +177,7 @@ impl Reader {
         let diagnostic = if self.bare() {
             Diagnostic::warning(problem, loc).label("ignored")
         } else {
-            Diagnostic::error(problem, loc).label("unknown field")
+            Diagnostic::error(problem, loc)
         };
         self.push(diagnostic.maybe_help(help));
     }
@@ -200,16 +191,50 @@ impl Reader {
     ) -> Option<(Entry<'n>, &'a str)> {
         let found = fields.get(name);
         if found.is_none() {
-            self.push(
-                Diagnostic::error(
-                    Problem::MissingField { field: name.into(), context: context.into() },
-                    fields.owner.clone().unwrap_or_else(|| fields.loc.clone()),
-                )
-                .label(format!("`{name}` is missing"))
-                .help(format!("add `{name}` to {context}")),
-            );
+            self.push(Diagnostic::error(
+                Problem::MissingField { field: name.into(), context: context.into() },
+                fields.owner.clone().unwrap_or_else(|| fields.loc.clone()),
+            ));
         }
         found
+    }
+
+    /// A field's string, named in messages by its name.
+    pub fn text_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<String>> {
+        let (field, entry, path) = fields.find(name)?;
+        self.string(entry, path, field.name)
+    }
+
+    /// A field's whole number, within the bounds its description gives.
+    pub fn whole_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<u64> {
+        let (field, entry, path) = fields.find(name)?;
+        let (min, max) = field.shape.whole_bounds();
+        self.integer(entry, path, field.name, min, max)
+    }
+
+    /// A field's count (a whole number that fits a `u32`), within the bounds its description
+    /// gives.
+    pub fn count_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<u32> {
+        self.whole_of(fields, name).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// A field's number, within the bounds its description gives.
+    pub fn number_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<f64> {
+        let (field, entry, path) = fields.find(name)?;
+        let (min, max) = field.shape.bounds();
+        self.number(entry, path, field.name, min, max)
+    }
+
+    /// A field's duration.
+    pub fn duration_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<Duration> {
+        let (field, entry, path) = fields.find(name)?;
+        self.duration(entry, path, field.name)
+    }
+
+    /// A field's boolean.
+    pub fn boolean_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<bool> {
+        let (field, entry, path) = fields.find(name)?;
+        self.boolean(entry, path, field.name)
     }
 
     /// A string; numbers are read as their text, since YAML authors write `model: 3`.
@@ -288,11 +313,6 @@ impl Reader {
         }
     }
 
-    /// A `u32` of at least `min`.
-    pub fn count(&mut self, entry: Entry<'_>, path: &str, what: &str, min: u32) -> Option<u32> {
-        self.integer(entry, path, what, u64::from(min), u64::from(u32::MAX)).map(|n| n as u32)
-    }
-
     /// A number in `min..=max`.
     pub fn number(&mut self, entry: Entry<'_>, path: &str, what: &str, min: f64, max: f64) -> Option<f64> {
         let value = match &entry.value.value {
@@ -321,13 +341,10 @@ impl Reader {
 
     /// Reports an invalid value.
     pub fn invalid(&mut self, node: &Node, path: &str, what: &str, reason: &str) {
-        self.push(
-            Diagnostic::error(
-                Problem::InvalidValue { what: what.into(), reason: reason.into() },
-                Loc::new(node.span, path),
-            )
-            .label("invalid"),
-        );
+        self.push(Diagnostic::error(
+            Problem::InvalidValue { what: what.into(), reason: reason.into() },
+            Loc::new(node.span, path),
+        ));
     }
 
     /// One of a fixed set of words, with bare-form synonyms noted as aliases.
@@ -359,10 +376,10 @@ impl Reader {
         if self.bare()
             && let Some((_, canonical)) = synonyms.iter().find(|(s, _)| *s == word)
         {
-            self.push(
-                Diagnostic::info(Problem::Alias { written: word.into(), canonical: (*canonical).into() }, loc.clone())
-                    .label(format!("read as `{canonical}`")),
-            );
+            self.push(Diagnostic::info(
+                Problem::Alias { written: word.into(), canonical: (*canonical).into() },
+                loc.clone(),
+            ));
             word = canonical;
         }
         if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {
@@ -408,6 +425,13 @@ impl Reader {
             }
         }
     }
+}
+
+/// The words of a named set with the value each stands for: the normalised enums spell their
+/// variants as the manifest does, so serde maps one to the other.
+pub(crate) fn words_of<T: serde::de::DeserializeOwned>(named: &Named) -> Vec<(&'static str, T)> {
+    let value = |word: &str| serde_json::from_value(serde_json::Value::from(word)).ok();
+    named.words().iter().filter_map(|word| value(word).map(|t| (*word, t))).collect()
 }
 
 /// The text of a mapping key, borrowed when it is a string.

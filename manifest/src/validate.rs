@@ -58,9 +58,7 @@ fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> HashMap<&'p str, 
         if let Some(first) = ids.get(task.id.value.as_str()) {
             out.push(
                 Diagnostic::error(Problem::DuplicateTask { id: task.id.value.clone() }, task.id.loc.clone())
-                    .label("second task with this id")
-                    .related(first.id.loc.span, "first defined here")
-                    .help("give each task its own id"),
+                    .related(first.id.loc.span, "first defined here"),
             );
         } else {
             ids.insert(&task.id.value, task);
@@ -73,11 +71,7 @@ fn check_dependencies(plan: &Plan, ids: &HashMap<&str, &Task>, out: &mut Vec<Dia
     for task in &plan.tasks {
         for dep in &task.depends_on {
             if dep.value == task.id.value {
-                out.push(
-                    Diagnostic::error(Problem::SelfDependency { task: task.id.value.clone() }, dep.loc.clone())
-                        .label("a task cannot wait for itself")
-                        .help("remove this dependency"),
-                );
+                out.push(Diagnostic::error(Problem::SelfDependency { task: task.id.value.clone() }, dep.loc.clone()));
             } else if !ids.contains_key(dep.value.as_str()) {
                 let help = did_you_mean(
                     &dep.value,
@@ -90,7 +84,7 @@ fn check_dependencies(plan: &Plan, ids: &HashMap<&str, &Task>, out: &mut Vec<Dia
                 } else {
                     Problem::UnknownDependency { task: task.id.value.clone(), dependency: dep.value.clone() }
                 };
-                out.push(Diagnostic::error(problem, dep.loc.clone()).label("no task has this id").maybe_help(help));
+                out.push(Diagnostic::error(problem, dep.loc.clone()).maybe_help(help));
             }
         }
     }
@@ -112,7 +106,6 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
         if !plan.agents.contains_key(name) {
             out.push(
                 Diagnostic::error(Problem::UnknownAgent { owner, agent: name.into() }, loc.clone())
-                    .label("no agent has this name")
                     .maybe_help(agent_help(plan, name)),
             );
         }
@@ -155,6 +148,11 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
             unknown(format!("control_logic.{field}"), &agent.value, &agent.loc, out);
         }
     }
+    check_providers_and_tools(plan, out);
+}
+
+/// The providers and tools llm agents name must be defined.
+fn check_providers_and_tools(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, agent) in &plan.agents {
         let Runtime::Llm { provider, tools, .. } = &agent.runtime else { continue };
         if let Some(provider) = provider
@@ -167,7 +165,6 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                     Problem::UnknownProvider { agent: name.clone(), provider: provider.value.clone() },
                     provider.loc.clone(),
                 )
-                .label("no provider has this name")
                 .maybe_help(help),
             );
         }
@@ -179,7 +176,6 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                     Problem::UnknownTool { agent: name.clone(), tool: tool.value.clone() },
                     tool.loc.clone(),
                 )
-                .label("no tool has this name")
                 .maybe_help(help);
                 // LLM-written bare plans name tools their own runtime provided; they load, but say so.
                 out.push(if plan.form == Form::Bare {
@@ -196,18 +192,13 @@ fn check_policies(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         let policy = &task.on_failure;
         if task.critical && policy.value.can_skip() {
-            out.push(
-                Diagnostic::error(Problem::SkipOnCritical { task: task.id.value.clone() }, policy.loc.clone())
-                    .label("`skip` here")
-                    .help("a critical task must succeed: use `retry` or `replan`, or drop `critical: true`"),
-            );
+            out.push(Diagnostic::error(Problem::SkipOnCritical { task: task.id.value.clone() }, policy.loc.clone()));
         }
         if policy.value.can_replan() && plan.control.planner.is_none() {
-            out.push(
-                Diagnostic::error(Problem::ReplanWithoutPlanner { task: task.id.value.clone() }, policy.loc.clone())
-                    .label("`replan` here")
-                    .help("name the agent that writes replacement tasks in `control_logic.planner`"),
-            );
+            out.push(Diagnostic::error(
+                Problem::ReplanWithoutPlanner { task: task.id.value.clone() },
+                policy.loc.clone(),
+            ));
         }
     }
 }
@@ -215,11 +206,7 @@ fn check_policies(plan: &Plan, out: &mut Vec<Diagnostic>) {
 fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
     let check = |owner: String, schema: &serde_json::Value, loc: Loc, out: &mut Vec<Diagnostic>| {
         if let Err(error) = jsonschema::meta::validate(schema) {
-            out.push(
-                Diagnostic::error(Problem::InvalidSchema { owner, detail: error.to_string() }, loc)
-                    .label("not a valid JSON Schema")
-                    .help("see https://json-schema.org for the keywords a schema may use"),
-            );
+            out.push(Diagnostic::error(Problem::InvalidSchema { owner, detail: error.to_string() }, loc));
         }
     };
     for task in &plan.tasks {
@@ -240,14 +227,10 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
             if let Attachment::File(file) = &attachment.value
                 && !files(file)
             {
-                out.push(
-                    Diagnostic::error(
-                        Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
-                        attachment.loc.clone(),
-                    )
-                    .label("no such file")
-                    .help("file attachments are read relative to the plan's folder"),
-                );
+                out.push(Diagnostic::error(
+                    Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
+                    attachment.loc.clone(),
+                ));
             }
         }
     }
@@ -269,7 +252,6 @@ fn check_http_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
         if authority.contains('@') {
             out.push(
                 Diagnostic::error(Problem::LiteralSecret { agent: name.clone(), field: "url".into() }, url.loc.clone())
-                    .label("credentials in the url (value hidden)")
                     .help("put them in an environment variable and name it in `api_key_env` or `headers_env`"),
             );
         }
@@ -282,7 +264,6 @@ fn check_http_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                     Problem::LiteralSecret { agent: name.clone(), field: field.into() },
                     variable.loc.clone(),
                 )
-                .label("not a variable name (value hidden)")
                 .help(format!("put the secret in an environment variable and write its name, e.g. {example}")),
             );
         }
@@ -294,13 +275,7 @@ fn check_providers(plan: &Plan, out: &mut Vec<Diagnostic>) {
         let Some(variable) = &provider.api_key_env else { continue };
         if !is_variable_name(&variable.value) {
             // Never echo the value: it may be a real key. The loader masks it in the source too.
-            out.push(
-                Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, variable.loc.clone())
-                    .label("not a variable name (value hidden)")
-                    .help(
-                        "put the key in an environment variable and write its name, e.g. `api_key_env: OPENAI_API_KEY`",
-                    ),
-            );
+            out.push(Diagnostic::error(Problem::LiteralApiKey { provider: name.clone() }, variable.loc.clone()));
         }
     }
 }
@@ -312,9 +287,7 @@ fn report_cycles(plan: &Plan, cycles: &Cycles, out: &mut Vec<Diagnostic>) {
         let mut diagnostic = Diagnostic::error(
             Problem::Cycle { members: ids.iter().map(|s| (*s).to_owned()).collect() },
             first.id.loc.clone(),
-        )
-        .label("this task is part of the cycle")
-        .help("remove one of the labelled dependencies to break the cycle");
+        );
         for &m in members {
             let task = &plan.tasks[m];
             for dep in &task.depends_on {
@@ -344,11 +317,7 @@ fn check_templates<'s>(
             let references = match templates.references(&text.value) {
                 Ok(references) => references,
                 Err(detail) => {
-                    out.push(
-                        Diagnostic::error(Problem::TemplateSyntax { owner: owner(), detail }, text.loc.clone())
-                            .label("in this template")
-                            .help("templates use minijinja (Jinja2) syntax: `{{ tasks.ID.output }}`"),
-                    );
+                    out.push(Diagnostic::error(Problem::TemplateSyntax { owner: owner(), detail }, text.loc.clone()));
                     continue;
                 }
             };
@@ -360,7 +329,6 @@ fn check_templates<'s>(
                             Problem::TemplateUnknownVariable { owner: owner(), variable: reference.root.clone() },
                             loc,
                         )
-                        .label("not defined")
                         .maybe_help(
                             did_you_mean(&reference.root, ROOTS.iter().copied())
                                 .or_else(|| Some(format!("templates can read: {}", ROOTS.join(", ")))),
@@ -387,14 +355,12 @@ fn check_templates<'s>(
                         .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
                     ),
                     // `depends_on: [serach]` is reported already, with "did you mean `search`?".
-                    Some(j) if !graph.is_ancestor(j, i) && !misspells(task, graph, &read) => out.push(
-                        Diagnostic::error(
+                    Some(j) if !graph.is_ancestor(j, i) && !misspells(task, graph, &read) => {
+                        out.push(Diagnostic::error(
                             Problem::TemplateNotAncestor { task: task.id.value.clone(), read: read.clone() },
                             loc,
-                        )
-                        .label(format!("`{read}` may not have run yet"))
-                        .help(format!("add `{read}` to `depends_on` of `{}`", task.id.value)),
-                    ),
+                        ))
+                    }
                     Some(_) => {}
                 }
             }

@@ -44,14 +44,14 @@ const NOT_EXAMPLES: &[&str] = &[
 
 #[test]
 fn every_error_code_has_an_invalid_example() {
-    let source = std::fs::read_to_string(repo_root().join("manifest/src/diagnostic.rs")).expect("diagnostic.rs");
+    let source = std::fs::read_to_string(repo_root().join("manifest/src/problem.rs")).expect("problem.rs");
     let codes: BTreeSet<&str> = source
         .split("code(plan::")
         .skip(1)
         .map(|rest| rest.split(')').next().expect("a closing parenthesis"))
         .filter(|code| !NOT_EXAMPLES.contains(code))
         .collect();
-    assert!(codes.len() >= 20, "parsed too few codes from diagnostic.rs: {codes:?}");
+    assert!(codes.len() >= 20, "parsed too few codes from problem.rs: {codes:?}");
     let plans = invalid_plans();
     let examples: BTreeSet<&str> = plans.iter().map(|p| stem(p)).collect();
     assert_eq!(

@@ -1,0 +1,250 @@
+//! One description per manifest field: its name, the aliases the bare form reads, its doc
+//! text and the shape of its value.
+//!
+//! These tables are the single place a field is described. The reader takes from them which
+//! keys a mapping has (and so the "unknown field" suggestions), which aliases it reads and the
+//! bounds it checks a number against; [`crate::schema`] builds the published JSON Schema from
+//! the same tables, so the schema's fields, descriptions, bounds and words cannot drift from
+//! what the loader reads. The normalised types in [`crate::plan`] are a different shape on
+//! purpose (gates become tasks, an agent's fields become a `Runtime` variant), so they are
+//! written by hand; the reader in `normalize/` maps one to the other.
+
+mod agents;
+mod control;
+mod document;
+mod tasks;
+
+pub use agents::TOKENIZERS;
+pub(crate) use agents::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE};
+pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
+pub use document::API_VERSION;
+pub(crate) use document::{COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
+pub(crate) use tasks::{
+    ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND,
+};
+
+/// The shape of a field's value: what the reader accepts and the schema describes.
+pub(crate) enum Shape {
+    /// A string.
+    Text,
+    /// A string that matches a regular expression.
+    Pattern(&'static str),
+    /// Exactly this string.
+    Const(&'static str),
+    /// One of these strings, listed in place.
+    Choice(&'static [&'static str]),
+    /// `true` or `false`.
+    Bool,
+    /// A whole number that fits a `u32`, at least `min`.
+    Count {
+        /// The smallest value allowed.
+        min: u32,
+    },
+    /// A whole number that fits a `u64`, at least `min`.
+    Integer {
+        /// The smallest value allowed.
+        min: u64,
+    },
+    /// A number in `min..=max`.
+    Number {
+        /// The smallest value allowed.
+        min: f64,
+        /// The largest value allowed.
+        max: f64,
+    },
+    /// Any value, read as JSON (a JSON Schema, say).
+    Json,
+    /// A list of values of one shape.
+    List(&'static Shape),
+    /// A list of at least one value of one shape.
+    NonEmptyList(&'static Shape),
+    /// A mapping from names to values of one shape.
+    Map(&'static Shape),
+    /// A named shape, defined once and referred to.
+    Named(&'static Named),
+}
+
+/// A shape with a name and a description of its own; the schema lists it under `definitions`.
+pub(crate) struct Named {
+    /// The definition's name, such as `Task`.
+    pub name: &'static str,
+    /// What it is.
+    pub doc: &'static str,
+    /// What it holds.
+    pub kind: Kind,
+}
+
+impl Named {
+    /// The words of a named set of words; none for other shapes.
+    pub fn words(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Words(words) => words,
+            _ => &[],
+        }
+    }
+}
+
+/// What a named shape holds.
+pub(crate) enum Kind {
+    /// A mapping with these fields.
+    Mapping(&'static Section),
+    /// One of these words.
+    Words(&'static [&'static str]),
+    /// A value of any of these shapes.
+    AnyOf(&'static [Shape]),
+    /// A value of this shape, named for reuse (a duration, an argv).
+    Alias(Shape),
+}
+
+/// The fields of one mapping.
+pub(crate) struct Section {
+    /// The fields, in the order the reader lists them in suggestions.
+    pub fields: &'static [Field],
+    /// Whether the mapping gives exactly one of its fields (an attachment, a mock response).
+    pub exactly_one: bool,
+}
+
+impl Section {
+    /// A mapping with these fields.
+    pub const fn of(fields: &'static [Field]) -> Self {
+        Section { fields, exactly_one: false }
+    }
+
+    /// A mapping that gives exactly one of these fields.
+    pub const fn one_of(fields: &'static [Field]) -> Self {
+        Section { fields, exactly_one: true }
+    }
+}
+
+/// One field a mapping may have.
+pub(crate) struct Field {
+    /// The canonical name.
+    pub name: &'static str,
+    /// Other names read in the bare form.
+    pub aliases: &'static [&'static str],
+    /// Whether the field exists only in the bare form, and what the enveloped form writes.
+    pub bare_only: Option<&'static str>,
+    /// What the field means, shown in the schema.
+    pub doc: &'static str,
+    /// The shape of its value.
+    pub shape: Shape,
+    /// Whether the enveloped form requires it.
+    pub required: bool,
+    /// The values of the mapping's deciding field (an agent's `runtime`, a verification's
+    /// `type`, a policy's `action`) this field applies to; empty when it always applies.
+    pub only_for: &'static [&'static str],
+}
+
+impl Field {
+    /// An optional canonical field.
+    pub const fn new(name: &'static str, shape: Shape, doc: &'static str) -> Self {
+        Field { name, aliases: &[], bare_only: None, doc, shape, required: false, only_for: &[] }
+    }
+
+    /// A field read only in the bare form (under its name or its aliases); `instead` says what
+    /// the enveloped form writes.
+    pub const fn bare(name: &'static str, shape: Shape, instead: &'static str) -> Self {
+        Field { name, aliases: &[], bare_only: Some(instead), doc: instead, shape, required: false, only_for: &[] }
+    }
+
+    /// The same field, also read under `aliases` in the bare form.
+    pub const fn aliases(self, aliases: &'static [&'static str]) -> Self {
+        Field { aliases, ..self }
+    }
+
+    /// The same field, applying only where the mapping's deciding field is one of `values`.
+    pub const fn only_for(self, values: &'static [&'static str]) -> Self {
+        Field { only_for: values, ..self }
+    }
+
+    /// The same field, required in the enveloped form.
+    pub const fn required(self) -> Self {
+        Field { required: true, ..self }
+    }
+}
+
+impl Shape {
+    /// The smallest and largest whole number the shape allows.
+    pub fn whole_bounds(&self) -> (u64, u64) {
+        match self {
+            Shape::Count { min } => (u64::from(*min), u64::from(u32::MAX)),
+            Shape::Integer { min } => (*min, u64::MAX >> 1),
+            _ => (0, u64::MAX >> 1),
+        }
+    }
+
+    /// The smallest and largest number the shape allows.
+    pub fn bounds(&self) -> (f64, f64) {
+        match self {
+            Shape::Number { min, max } => (*min, *max),
+            _ => (f64::MIN, f64::MAX),
+        }
+    }
+}
+
+/// A duration: a number and a unit.
+pub(crate) static DURATION: Named = Named {
+    name: "Duration",
+    doc: "A duration: a number and a unit, `ms`, `s`, `m` or `h`, such as `500ms`, `30s` or `1.5h`.",
+    kind: Kind::Alias(Shape::Pattern(r"^[0-9]+(\.[0-9]+)?(ms|s|m|h)$")),
+};
+
+/// A command as an argv.
+pub(crate) static ARGV: Named = Named {
+    name: "Argv",
+    doc: "A command as an argv: the program and its arguments, never passed through a shell.",
+    kind: Kind::Alias(Shape::NonEmptyList(&Shape::Text)),
+};
+
+/// A URL the runner calls: `http://` or `https://`.
+pub(crate) const URL: Shape = Shape::Pattern("^https?://");
+/// A list of strings.
+pub(crate) const TEXTS: Shape = Shape::List(&Shape::Text);
+/// A mapping of names to strings.
+pub(crate) const TEXT_MAP: Shape = Shape::Map(&Shape::Text);
+/// A generation setting's `max_tokens`.
+pub(crate) const MAX_TOKENS: Shape = Shape::Count { min: 1 };
+/// A generation setting's `temperature`.
+pub(crate) const TEMPERATURE: Shape = Shape::Number { min: 0.0, max: 2.0 };
+/// A generation setting's `seed`.
+pub(crate) const SEED: Shape = Shape::Integer { min: 0 };
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    const SECTIONS: [&Section; 17] = [
+        &ENVELOPE,
+        &METADATA,
+        &SPEC,
+        &NESTED_PLAN,
+        &MISSION_ANALYSIS,
+        &PROVIDER,
+        &TOOL,
+        &AGENT,
+        &MOCK_OUTCOME,
+        &TASK,
+        &PHASE,
+        &VERIFICATION,
+        &FAILURE,
+        &ATTACHMENT,
+        &CONTROL,
+        &GATE,
+        &GROUP,
+    ];
+
+    #[test]
+    fn every_field_is_described_and_every_name_read_once_per_mapping() {
+        for section in SECTIONS {
+            let mut names = HashSet::new();
+            for field in section.fields {
+                assert!(!field.doc.is_empty(), "`{}` has no description", field.name);
+                for name in std::iter::once(&field.name).chain(field.aliases) {
+                    assert!(names.insert(*name), "`{name}` names two fields of one mapping");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The workflow: tasks in every shape LLMs write them, with verification, failure policies
+//! and attachments.
+
+use crate::diagnostic::{Diagnostic, Problem};
+use crate::fields::{ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND};
+use crate::plan::{Action, At, Attachment, FailurePolicy, Form, Task, TaskKind, Verification};
+use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
+use crate::source::{Loc, join_index, join_key};
+use crate::template;
+use crate::tree::{Node, Value};
+
+/// Words the bare form reads as a task `type`, with the type each means.
+const TASK_KIND_SYNONYMS: &[(&str, &str)] = &[
+    ("gate", "synthesis_gate"),
+    ("synthesis", "synthesis_gate"),
+    ("compress", "synthesis_gate"),
+    ("summarize", "synthesis_gate"),
+    ("review", "human_review"),
+    ("approval", "human_review"),
+    ("human_approval", "human_review"),
+    ("manual", "human_review"),
+];
+/// Words the bare form reads as an `on_failure` action, with the action each means.
+const ACTION_SYNONYMS: &[(&str, &str)] = &[("stop", "fail")];
+
+/// Task fields of other planners, ignored with a warning in the bare form.
+const FOREIGN_TASK: &[Foreign] = &[
+    Foreign {
+        name: "signature",
+        what: "`signature` (a PTC-Lisp output signature)",
+        instead: "to require fields in the output, add `verification: {type: schema_check, schema: ...}`",
+    },
+    Foreign {
+        name: "output_signature",
+        what: "`output_signature` (a PTC-Lisp output signature)",
+        instead: "to require fields in the output, add `verification: {type: schema_check, schema: ...}`",
+    },
+    Foreign {
+        name: "output",
+        what: "`output` (a PTC-Lisp output mode)",
+        instead: "outputs are text; JSON outputs are read as JSON by templates",
+    },
+    Foreign {
+        name: "quality_gate",
+        what: "`quality_gate`",
+        instead: "use `verification: {type: llm_reviewer, agent: ..., criteria: ...}`",
+    },
+    Foreign {
+        name: "on_verification_failure",
+        what: "`on_verification_failure`",
+        instead: "a failed verification is a failed attempt, handled by `on_failure`",
+    },
+];
+
+/// Reads the task list in any of its shapes: a list of tasks, of strings, of phases with
+/// nested tasks, or (bare form) a mapping of named phases.
+pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &str) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    match &node.value {
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                read_workflow_item(reader, item, &join_index(path, i), &[], &mut tasks);
+            }
+        }
+        Value::Map(entries) if reader.form == Form::Bare => {
+            for (key, phase) in entries {
+                let name = scalar_text(key).unwrap_or_default();
+                let phase_path = join_key(path, &name);
+                match &phase.value {
+                    Value::Seq(items) => {
+                        for (i, item) in items.iter().enumerate() {
+                            read_workflow_item(reader, item, &join_index(&phase_path, i), &[], &mut tasks);
+                        }
+                    }
+                    _ => read_phase(reader, phase, &phase_path, &mut tasks),
+                }
+            }
+        }
+        Value::Null => {}
+        _ => reader.wrong_type(node, path, "the workflow", "a list of tasks"),
+    }
+    if tasks.is_empty() {
+        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span, path)));
+    }
+    tasks
+}
+
+fn is_phase(node: &Node) -> bool {
+    let Value::Map(entries) = &node.value else { return false };
+    let has = |name: &str| entries.iter().any(|(k, _)| matches!(&k.value, Value::Str(s) if s == name));
+    (has("tasks") || has("steps")) && !has("input") && !has("agent")
+}
+
+fn read_workflow_item(reader: &mut Reader, item: &Node, path: &str, inherited: &[At<String>], tasks: &mut Vec<Task>) {
+    if reader.form == Form::Bare {
+        if let Value::Str(text) = &item.value {
+            let id = format!("task_{}", tasks.len() + 1);
+            let loc = Loc::new(item.span, path);
+            reader.push(
+                Diagnostic::info(
+                    Problem::Alias { written: "a plain string step".into(), canonical: format!("task `{id}`") },
+                    loc.clone(),
+                )
+                .label(format!("read as task `{id}`")),
+            );
+            tasks.push(Task {
+                id: At::new(id, loc.clone()),
+                input: Some(At::new(text.clone(), loc.clone())),
+                depends_on: inherited.to_vec(),
+                loc,
+                ..Task::default()
+            });
+            return;
+        }
+        if is_phase(item) {
+            read_phase(reader, item, path, tasks);
+            return;
+        }
+    }
+    if let Some(task) = read_task(reader, item, path, tasks.len() + 1, inherited) {
+        tasks.push(task);
+    }
+}
+
+fn read_phase(reader: &mut Reader, node: &Node, path: &str, tasks: &mut Vec<Task>) {
+    let Some(fields) = reader.fields(node, path, "a phase", PHASE.fields, &[]) else { return };
+    let depends_on =
+        fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
+    let Some((entry, list_path)) = reader.require(&fields, "tasks", "a phase") else { return };
+    let Value::Seq(items) = &entry.value.value else {
+        reader.wrong_type(entry.value, list_path, "a phase's tasks", "a list of tasks");
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        read_workflow_item(reader, item, &join_index(list_path, i), &depends_on, tasks);
+    }
+}
+
+fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inherited: &[At<String>]) -> Option<Task> {
+    let fields = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK)?;
+    let mut task = Task { loc: Loc::new(node.span, path), ..Task::default() };
+    task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
+        Some(id) => id,
+        None => {
+            if !fields.has("id") && reader.form == Form::Enveloped {
+                reader.require(&fields, "id", "a task");
+            }
+            At::new(format!("task_{position}"), task.loc.clone())
+        }
+    };
+    if let Some((entry, path)) = fields.get("type") {
+        task.kind = reader
+            .word_or(
+                entry,
+                path,
+                "task type",
+                &words_of(&TASK_KIND),
+                TASK_KIND_SYNONYMS,
+                Some(("task", TaskKind::Task)),
+            )
+            .unwrap_or_default();
+    }
+    task.agent = reader.text_of(&fields, "agent");
+    task.input = reader.text_of(&fields, "input");
+    task.prompt = reader.text_of(&fields, "prompt");
+    if task.kind == TaskKind::HumanReview && task.prompt.is_none() && reader.form == Form::Bare {
+        task.prompt = task.input.take();
+    }
+    read_dependencies(reader, &fields, inherited, &mut task);
+    task.parallel_group = reader.text_of(&fields, "parallel_group");
+    if let Some((entry, path)) = fields.get("verification") {
+        task.verification = read_verification(reader, entry, path);
+    }
+    task.on_failure = read_policy(reader, &fields, task.id.loc.clone());
+    // The seed planner treats a task as critical unless told otherwise; a task that may be
+    // skipped cannot be critical.
+    let bare_default = reader.form == Form::Bare && !task.on_failure.value.can_skip();
+    task.critical = reader.boolean_of(&fields, "critical").unwrap_or(bare_default);
+    task.timeout = reader.duration_of(&fields, "timeout");
+    if let Some((entry, path)) = fields.get("attachments") {
+        task.attachments = read_attachments(reader, entry.value, path);
+    }
+    task.max_output_tokens = reader.count_of(&fields, "max_output_tokens");
+    if reader.form == Form::Bare {
+        rewrite_result_references(reader, &mut task);
+    }
+    if task.kind == TaskKind::HumanReview
+        && task.agent.is_some()
+        && let Some((entry, path)) = fields.get("agent")
+    {
+        reader.invalid(
+            entry.value,
+            path,
+            "agent",
+            &format!("task `{}` is a `human_review`: a person does it, not an agent", task.id.value),
+        );
+    }
+    Some(task)
+}
+
+/// A task's `depends_on` after what its phase inherits, and a gate's `inputs`, which it also
+/// depends on.
+fn read_dependencies(reader: &mut Reader, fields: &Fields<'_>, inherited: &[At<String>], task: &mut Task) {
+    task.depends_on = inherited.to_vec();
+    if let Some((entry, path)) = fields.get("depends_on") {
+        task.depends_on.extend(reader.strings(entry, path, "a task id"));
+    }
+    if let Some((entry, path)) = fields.get("inputs") {
+        task.inputs = reader.strings(entry, path, "a task id");
+        if task.kind != TaskKind::SynthesisGate {
+            reader.invalid(entry.value, path, "inputs", "only a `synthesis_gate` has `inputs`; use `depends_on`");
+        }
+        for input in &task.inputs {
+            if !task.depends_on.iter().any(|d| d.value == input.value) {
+                task.depends_on.push(input.clone());
+            }
+        }
+    }
+    if task.kind == TaskKind::SynthesisGate && task.inputs.is_empty() {
+        task.inputs = task.depends_on.clone();
+    }
+}
+
+/// A task's failure policy: `on_failure`, or the bare form's `max_retries`; `fail` at `id`
+/// when neither is given.
+fn read_policy(reader: &mut Reader, fields: &Fields<'_>, id: Loc) -> At<FailurePolicy> {
+    let mut policy = At::new(FailurePolicy::default(), id);
+    if let Some((entry, path)) = fields.get("on_failure")
+        && let Some(read) = read_failure(reader, entry.value, path)
+    {
+        policy = read;
+    }
+    if let Some((entry, path)) = fields.get("max_retries")
+        && let Some(retries) = reader.count_of(fields, "max_retries")
+        && retries > 0
+        && policy.value.action != Action::Retry
+    {
+        let then = policy.value.action;
+        let mut retry = FailurePolicy::of(Action::Retry);
+        retry.max_attempts = retries.saturating_add(1);
+        retry.then = then;
+        policy = At::new(retry, Loc::new(entry.value.span, path));
+    }
+    policy
+}
+
+/// The bare form's `{{ results.X }}` means `{{ tasks.X.output }}`.
+fn rewrite_result_references(reader: &mut Reader, task: &mut Task) {
+    for text in [task.input.as_mut(), task.prompt.as_mut()].into_iter().flatten() {
+        if let Some(rewritten) = template::rewrite_results(&text.value) {
+            reader.push(
+                Diagnostic::info(
+                    Problem::Alias { written: "{{ results.X }}".into(), canonical: "{{ tasks.X.output }}".into() },
+                    text.loc.clone(),
+                )
+                .label("template rewritten"),
+            );
+            text.value = rewritten;
+        }
+    }
+}
+
+fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Option<Verification> {
+    if reader.form == Form::Bare && matches!(entry.value.value, Value::Str(_)) {
+        reader.push(
+            Diagnostic::warning(
+                Problem::Unsupported { what: "a PTC-Lisp verification predicate".into() },
+                Loc::new(entry.value.span, path),
+            )
+            .help("use `verification: {type: schema_check, schema: ...}` or `{type: command, command: [...]}`"),
+        );
+        return None;
+    }
+    let fields = reader.fields(entry.value, path, "a verification", VERIFICATION.fields, &[])?;
+    let (kind_entry, kind_path) = reader.require(&fields, "type", "a verification")?;
+    let kinds: Vec<(&str, &str)> = VERIFICATION_KIND.words().iter().map(|k| (*k, *k)).collect();
+    let kind = reader.word(kind_entry, kind_path, "verification type", &kinds, &[])?;
+    let extras: Vec<_> =
+        fields.not_for(kind).map(|(field, extra, path)| (field.name, extra, path.to_owned())).collect();
+    for (name, extra, extra_path) in extras {
+        reader.push(
+            Diagnostic::error(
+                Problem::UnknownField { field: name.into(), context: format!("a `{kind}` verification") },
+                Loc::new(extra.key.span, extra_path),
+            )
+            .label("does not apply here"),
+        );
+    }
+    let context = format!("a `{kind}` verification");
+    match kind {
+        "schema_check" => {
+            let (schema, schema_path) = reader.require(&fields, "schema", &context)?;
+            let loc = Loc::new(schema.value.span, schema_path);
+            Some(Verification::SchemaCheck { schema: At::new(reader.json(schema.value), loc) })
+        }
+        "llm_reviewer" => {
+            let (agent, agent_path) = reader.require(&fields, "agent", &context)?;
+            let agent = reader.string(agent, agent_path, "agent")?;
+            let criteria = fields.get("criteria").and_then(|(e, p)| reader.string(e, p, "criteria")).map(|c| c.value);
+            Some(Verification::LlmReviewer { agent, criteria })
+        }
+        "command" => {
+            let (command, command_path) = reader.require(&fields, "command", &context)?;
+            Some(Verification::Command { command: reader.argv(command, command_path, "command")? })
+        }
+        _ => None,
+    }
+}
+
+/// Reads a policy, located at the word that decides what finally happens: the action, or the
+/// `then` after retries.
+fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<FailurePolicy>> {
+    if !matches!(node.value, Value::Map(_)) {
+        let action = read_action(reader, node, path, "on_failure")?;
+        return Some(At::new(FailurePolicy::of(action), Loc::new(node.span, path)));
+    }
+    let fields = reader.fields(node, path, "on_failure", FAILURE.fields, &[])?;
+    let (action_entry, action_path) = reader.require(&fields, "action", "on_failure")?;
+    let action = read_action(reader, action_entry.value, action_path, "on_failure.action")?;
+    let mut policy = FailurePolicy::of(action);
+    let mut loc = Loc::new(action_entry.value.span, action_path);
+    let extras: Vec<_> =
+        fields.not_for(action.as_str()).map(|(f, entry, path)| (f.name, entry, path.to_owned())).collect();
+    for (name, entry, path) in extras {
+        reader.invalid(entry.value, &path, name, &format!("`{name}` applies only to `action: retry`"));
+    }
+    policy.max_attempts = reader.count_of(&fields, "max_attempts").unwrap_or(policy.max_attempts);
+    policy.backoff = reader.duration_of(&fields, "backoff").unwrap_or(policy.backoff);
+    policy.max_backoff = reader.duration_of(&fields, "max_backoff").unwrap_or(policy.max_backoff);
+    if let Some((entry, path)) = fields.get("retry_on") {
+        policy.retry_on = reader.word(entry, path, "retry_on", &words_of(&RETRY_ON), &[]).unwrap_or(policy.retry_on);
+    }
+    if let Some((entry, path)) = fields.get("then")
+        && let Some(then) = read_action(reader, entry.value, path, "on_failure.then")
+    {
+        if then == Action::Retry {
+            reader.invalid(
+                entry.value,
+                path,
+                "then",
+                "`then` says what happens after the retries: skip, replan or fail",
+            );
+        } else {
+            policy.then = then;
+            loc = Loc::new(entry.value.span, path);
+        }
+    }
+    Some(At::new(policy, loc))
+}
+
+fn read_action(reader: &mut Reader, node: &Node, path: &str, what: &str) -> Option<Action> {
+    let actions = words_of(&ACTION);
+    reader.word_or(
+        Entry { key: node, value: node },
+        path,
+        what,
+        &actions,
+        ACTION_SYNONYMS,
+        Some(("fail", Action::Fail)),
+    )
+}
+
+fn read_attachments(reader: &mut Reader, node: &Node, path: &str) -> Vec<At<crate::plan::Attachment>> {
+    let Value::Seq(items) = &node.value else {
+        reader.wrong_type(node, path, "attachments", "a list of `{link: ...}` or `{file: ...}`");
+        return Vec::new();
+    };
+    let mut attachments = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let item_path = join_index(path, i);
+        let Some(fields) = reader.fields(item, &item_path, "an attachment", ATTACHMENT.fields, &[]) else { continue };
+        match (fields.get("link"), fields.get("file")) {
+            (Some((entry, path)), None) => {
+                if let Some(link) = reader.string(entry, path, "link") {
+                    attachments.push(At::new(Attachment::Link(link.value), link.loc));
+                }
+            }
+            (None, Some((entry, path))) => {
+                if let Some(file) = reader.string(entry, path, "file") {
+                    attachments.push(At::new(Attachment::File(file.value), file.loc));
+                }
+            }
+            _ => reader.invalid(item, &item_path, "attachment", "give exactly one of `link` or `file`"),
+        }
+    }
+    attachments
+}
