@@ -134,7 +134,7 @@ pub fn find_json(answer: &str) -> Result<Found, AnswerError> {
     let fences = fences(answer);
     if let Some(fence) = fences.iter().find(|fence| fence.holds_json(answer)) {
         let range = trim(answer, fence.body.clone());
-        return read(answer, range.clone()).map(|value| Found { range, value });
+        return read(answer, range.clone()).map(|value| Found { range, value }).map_err(|u| u.error(answer));
     }
     in_prose(answer, &fences)
 }
@@ -202,7 +202,7 @@ fn fence_at_line_start(answer: &str, from: usize) -> Option<usize> {
 /// The one JSON record among the bracketed parts of the text outside the fences.
 fn in_prose(answer: &str, fences: &[Fence]) -> Result<Found, AnswerError> {
     let mut found = None;
-    let mut failed: Option<(usize, AnswerError)> = None;
+    let mut longest: Option<Unparsed> = None;
     for part in outside(answer, fences).into_iter().flat_map(|segment| bracketed(answer, segment)) {
         match read(answer, part.clone()) {
             Ok(value) if is_record(&value) => {
@@ -212,16 +212,16 @@ fn in_prose(answer: &str, fences: &[Fence]) -> Result<Found, AnswerError> {
                 found = Some(Found { range: part, value });
             }
             Ok(_) => {}
-            Err(error) => {
-                if failed.as_ref().is_none_or(|(longest, _)| part.len() > *longest) {
-                    failed = Some((part.len(), error));
+            Err(unparsed) => {
+                if longest.as_ref().is_none_or(|longest| unparsed.range.len() > longest.range.len()) {
+                    longest = Some(unparsed);
                 }
             }
         }
     }
-    match (found, failed) {
+    match (found, longest) {
         (Some(found), _) => Ok(found),
-        (None, Some((_, error))) => Err(error),
+        (None, Some(unparsed)) => Err(unparsed.error(answer)),
         (None, None) => Err(AnswerError::NoJson),
     }
 }
@@ -286,21 +286,35 @@ fn bracketed(answer: &str, segment: Range<usize>) -> Vec<Range<usize>> {
     parts
 }
 
-/// The value in `range` of the answer, or why it is not JSON, positioned in the whole answer.
-fn read(answer: &str, range: Range<usize>) -> Result<Value, AnswerError> {
+/// The value in `range` of the answer, or the strict parser's error.
+fn read(answer: &str, range: Range<usize>) -> Result<Value, Unparsed> {
     let text = &answer[range.clone()];
     let error = match serde_json::from_str(text) {
         Ok(value) => return Ok(value),
         Err(error) => error,
     };
-    if let Ok(value) = serde_json::from_str(&without_trailing_commas(text)) {
-        return Ok(value);
+    match serde_json::from_str(&without_trailing_commas(text)) {
+        Ok(value) => Ok(value),
+        Err(_) => Err(Unparsed { range, error }),
     }
-    let syntax = positioned(answer, range.start, &error);
-    if error.is_eof() {
-        Err(AnswerError::Truncated { depth: open_at_end(text), syntax })
-    } else {
-        Err(AnswerError::Syntax(syntax))
+}
+
+/// A part of the answer that is not JSON, and the parser's error, positioned in the whole
+/// answer only when it is reported (that takes a scan of the answer up to it).
+struct Unparsed {
+    range: Range<usize>,
+    error: serde_json::Error,
+}
+
+impl Unparsed {
+    /// The error to report: truncated when the parser ran out of text.
+    fn error(self, answer: &str) -> AnswerError {
+        let syntax = positioned(answer, self.range.start, &self.error);
+        if self.error.is_eof() {
+            AnswerError::Truncated { depth: open_at_end(&answer[self.range]), syntax }
+        } else {
+            AnswerError::Syntax(syntax)
+        }
     }
 }
 
@@ -532,6 +546,7 @@ mod tests {
         assert!(find_json(&many_fences).is_err());
         let lines = "```\n".repeat(50_000);
         assert!(find_json(&lines).is_err());
+        assert!(find_json(&"{a} ".repeat(200_000)).is_err());
         assert!(find_json(&"[".repeat(100_000)).is_err());
     }
 }
