@@ -121,7 +121,10 @@ impl fmt::Display for JsonSyntax {
     }
 }
 
-/// The JSON in a model's answer, by the rule in the module doc.
+/// The JSON in a model's answer: the whole answer when it is JSON; else the first code fence
+/// labelled `json` or whose body starts with `{` or `[`; else the one object (or list holding
+/// an object) in the prose outside fences, two being [`AnswerError::Several`]. Trailing commas
+/// are forgiven; a cut-off answer is [`AnswerError::Truncated`], never guessed at.
 pub fn find_json(answer: &str) -> Result<Found, AnswerError> {
     let bom = answer.len() - answer.trim_start_matches('\u{feff}').len();
     let whole = trim(answer, bom..answer.len());
