@@ -5,6 +5,7 @@
 //! a stable code and the exact span of the key or value it concerns. Nothing here panics on
 //! any input, and nothing does IO beyond reading the plan and checking its attachments exist.
 
+mod answer;
 pub mod critic;
 mod diagnostic;
 mod duration;
@@ -26,6 +27,7 @@ pub mod template;
 mod tree;
 mod validate;
 
+pub use answer::{AnswerError, Found, JsonSyntax, find_json};
 pub use diagnostic::{Diagnostic, Problem, Severity};
 pub use duration::{Duration, DurationError};
 pub use fields::{API_VERSION, TOKENIZERS};

@@ -1,7 +1,8 @@
 //! Splicing a planner's replacement into a running plan, when a task's `replan` policy fires.
 //!
-//! [`splice`] reads what the planner agent answered (JSON, possibly fenced or wrapped in prose;
-//! YAML is read too) with the loader's own workflow and task readers in the lenient bare form,
+//! [`splice`] reads what the planner agent answered (JSON found by the rule every reader of a
+//! model's answer shares, [`crate::find_json`]; YAML when the answer holds no JSON: a `yaml` fence,
+//! or the whole answer) with the loader's own workflow and task readers in the lenient bare form,
 //! so a task in a replacement means exactly what it would mean in a bare-form manifest. The new
 //! tasks take the place of the failed task in the workflow, and the whole new plan is validated
 //! as the loader validates a plan.
@@ -30,10 +31,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use crate::answer;
 use crate::diagnostic::{Diagnostic, Problem, Severity};
 use crate::graph::TaskGraph;
-use crate::json;
-use crate::json_strings::JsonStrings;
 use crate::normalize::{add_built_in_agent, append_dependency_outputs, chain_in_list_order, read_workflow};
 use crate::plan::{Form, Plan, Strategy, Task};
 use crate::read::{Field, Foreign, Reader, aliased};
@@ -440,16 +440,15 @@ fn sort(diagnostics: &mut [Diagnostic], root: &str) {
 }
 
 /// Finds the workflow in the planner's answer and reads it into a spanned tree whose spans point
-/// into the whole answer. On failure, the reason and the offset it concerns.
+/// into the whole answer: the JSON the shared rule finds ([`crate::find_json`]), else YAML (see
+/// [`yaml_workflow`]). On failure, the reason and the offset it concerns.
 fn read_answer(source: &Source) -> Result<Node, (String, usize)> {
     let text = &*source.text;
-    let Some(range) = locate(text) else {
-        return Err(("it holds no JSON object or list".into(), 0));
+    let range = match answer::find_json(text) {
+        Ok(found) => found.range,
+        Err(error) => yaml_workflow(text).ok_or_else(|| (error.to_string(), error.offset()))?,
     };
     let body = &text[range.clone()];
-    if body.trim().is_empty() {
-        return Err(("it is empty".into(), range.start));
-    }
     let mut node = tree::parse(body).map_err(|error| {
         let offset = (range.start + error.span.offset).min(text.len());
         let (line, column) = source.line_column(offset);
@@ -463,30 +462,16 @@ fn read_answer(source: &Source) -> Result<Node, (String, usize)> {
     Ok(node)
 }
 
-/// Where the workflow is in an answer: the first fenced block labelled `json` (else the first
-/// fenced block); else the whole answer when it is JSON; else the largest `{...}` or `[...]` that
-/// is a JSON object or a list holding an object; else the whole answer when it is a YAML list or
-/// a mapping with a workflow; else the largest bracketed part, so its syntax error is reported.
-fn locate(text: &str) -> Option<Range<usize>> {
-    if let Some(block) = fenced(text) {
-        return Some(block);
+/// Where a replacement written in YAML is, in an answer that holds no JSON: the body of the
+/// first fence labelled `yaml` or `yml` (any case), whatever it holds, so its syntax error is
+/// reported; else the whole answer when it reads as a YAML list or a mapping with a workflow.
+fn yaml_workflow(text: &str) -> Option<Range<usize>> {
+    let yaml = |label: &str| label.eq_ignore_ascii_case("yaml") || label.eq_ignore_ascii_case("yml");
+    if let Some(fence) = answer::fences(text).into_iter().find(|fence| yaml(&text[fence.label.clone()])) {
+        return Some(answer::trim(text, fence.body));
     }
-    let trimmed = trim(text, 0..text.len());
-    if json::parse(&text[trimmed.clone()]).is_ok() {
-        return Some(trimmed);
-    }
-    let candidates = bracketed(text);
-    let plausible = candidates
-        .iter()
-        .filter(|range| json::parse(&text[(*range).clone()]).is_ok_and(|node| looks_like_workflow(&node)))
-        .max_by_key(|range| range.len());
-    if let Some(range) = plausible {
-        return Some(range.clone());
-    }
-    if tree::parse_yaml(&text[trimmed.clone()]).is_ok_and(|node| is_yaml_workflow(&node)) {
-        return Some(trimmed);
-    }
-    candidates.into_iter().max_by_key(Range::len)
+    let whole = answer::trim(text, 0..text.len());
+    tree::parse_yaml(&text[whole.clone()]).is_ok_and(|node| is_yaml_workflow(&node)).then_some(whole)
 }
 
 /// A YAML list, or a mapping with a `workflow` under one of its names.
@@ -498,86 +483,6 @@ fn is_yaml_workflow(node: &Node) -> bool {
         }),
         _ => false,
     }
-}
-
-/// An object, or a list that holds an object: what a workflow or a wrapper looks like.
-fn looks_like_workflow(node: &Node) -> bool {
-    match &node.value {
-        Value::Map(_) => true,
-        Value::Seq(items) => items.iter().any(|item| matches!(item.value, Value::Map(_))),
-        _ => false,
-    }
-}
-
-/// The body of the first fenced block labelled `json`, else of the first fenced block; a fence
-/// that is never closed runs to the end.
-fn fenced(text: &str) -> Option<Range<usize>> {
-    let mut first = None;
-    let mut from = 0;
-    while let Some(open) = text[from..].find("```").map(|i| from + i) {
-        let after = open + 3;
-        let line_end = text[after..].find('\n').map_or(text.len(), |i| after + i);
-        let label = text[after..line_end].trim();
-        let start = (line_end + 1).min(text.len());
-        let close = text[start..].find("```").map_or(text.len(), |i| start + i);
-        let body = trim(text, start..close);
-        if label.eq_ignore_ascii_case("json") {
-            return Some(body);
-        }
-        first.get_or_insert(body);
-        if close >= text.len() {
-            break;
-        }
-        from = close + 3;
-    }
-    first
-}
-
-/// The range without surrounding whitespace.
-fn trim(text: &str, range: Range<usize>) -> Range<usize> {
-    let slice = &text[range.clone()];
-    let start = range.start + (slice.len() - slice.trim_start().len());
-    let end = range.end - (slice.len() - slice.trim_end().len());
-    start..end.max(start)
-}
-
-/// The top-level bracketed parts of a text, in order: each `{` or `[` outside an earlier part
-/// up to the bracket that balances it (quotes respected), or to the end when none does. One pass.
-fn bracketed(text: &str) -> Vec<Range<usize>> {
-    let bytes = text.as_bytes();
-    let mut parts = Vec::new();
-    let mut start = None;
-    let mut depth = 0usize;
-    let mut strings = JsonStrings::default();
-    for (i, &byte) in bytes.iter().enumerate() {
-        if start.is_none() {
-            if matches!(byte, b'{' | b'[') {
-                start = Some(i);
-                depth = 1;
-                strings = JsonStrings::default();
-            }
-            continue;
-        }
-        if !strings.outside(byte) {
-            continue;
-        }
-        match byte {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0
-                    && let Some(s) = start.take()
-                {
-                    parts.push(s..i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        parts.push(s..text.len());
-    }
-    parts
 }
 
 /// Moves every span of a tree `by` bytes, from a part of the answer to the whole answer.

@@ -20,6 +20,17 @@ pub struct Reference {
     pub field: Option<String>,
 }
 
+/// A template minijinja cannot parse: what is wrong, and on which line of the template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("{detail}{}", .line.map_or_else(String::new, |line| format!(" (line {line} of the template)")))]
+#[diagnostic(code(template::syntax), help("templates use minijinja (Jinja2) syntax: `{{{{ tasks.ID.output }}}}`"))]
+pub struct TemplateSyntaxError {
+    /// minijinja's account of the problem.
+    pub detail: String,
+    /// The line of the template it is on, from 1, when minijinja knows it.
+    pub line: Option<usize>,
+}
+
 /// Parses templates with one shared engine, so a large plan does not pay for a new one per task.
 pub struct Templates {
     env: Environment<'static>,
@@ -37,8 +48,8 @@ impl Templates {
         text.contains("{{") || text.contains("{%") || text.contains("{#")
     }
 
-    /// The variables a template reads, or the parse error as text.
-    pub fn references(&self, text: &str) -> Result<Vec<Reference>, String> {
+    /// The variables a template reads, or why it does not parse.
+    pub fn references(&self, text: &str) -> Result<Vec<Reference>, TemplateSyntaxError> {
         if !Self::is_template(text) {
             return Ok(Vec::new());
         }
@@ -49,13 +60,10 @@ impl Templates {
     }
 
     /// The variables a template reads, by parsing it with minijinja.
-    fn parsed_references(&self, text: &str) -> Result<Vec<Reference>, String> {
-        let template = self.env.template_from_str(text).map_err(|error| {
-            let detail = error.detail().map_or_else(|| error.kind().to_string(), str::to_owned);
-            match error.line() {
-                Some(line) => format!("{detail} (line {line} of the template)"),
-                None => detail,
-            }
+    fn parsed_references(&self, text: &str) -> Result<Vec<Reference>, TemplateSyntaxError> {
+        let template = self.env.template_from_str(text).map_err(|error| TemplateSyntaxError {
+            detail: error.detail().map_or_else(|| error.kind().to_string(), str::to_owned),
+            line: error.line(),
         })?;
         let paths: std::collections::BTreeSet<String> = template.undeclared_variables(true).into_iter().collect();
         Ok(paths.into_iter().map(reference).collect())
@@ -261,7 +269,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_say_where() {
-        let error = Templates::default().references("line one\n{{ tasks.a.output ").unwrap_err();
+        let error = Templates::default().references("line one\n{{ tasks.a.output ").unwrap_err().to_string();
         assert!(error.contains("line 2"), "{error}");
     }
 }

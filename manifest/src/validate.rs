@@ -316,7 +316,8 @@ fn check_templates<'s>(
             let owner = || format!("the input of task `{}`", task.id.value);
             let references = match templates.references(&text.value) {
                 Ok(references) => references,
-                Err(detail) => {
+                Err(error) => {
+                    let detail = error.to_string();
                     out.push(Diagnostic::error(Problem::TemplateSyntax { owner: owner(), detail }, text.loc.clone()));
                     continue;
                 }

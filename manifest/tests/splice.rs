@@ -114,6 +114,34 @@ fn aliases_in_the_replacement_are_notes() {
 }
 
 #[test]
+fn answers_are_read_by_the_shared_rule() {
+    // A fence labelled for another language is skipped, not read as the replacement.
+    let answer = format!("The old task was:\n```python\nsearch(site)\n```\nThe new one:\n```json\n{TWO_TASKS}\n```");
+    assert_eq!(splice(&plan(PLAN), &["search"], "search", &answer).added, ["fetch_sources", "search"]);
+    // A fence inside a JSON string is no fence.
+    let answer = r#"[{"id": "search", "agent": "researcher", "input": "Answer in ```json\n{}\n``` fences."}]"#;
+    let spliced = splice(&plan(PLAN), &["search"], "search", answer);
+    assert!(spliced.is_valid(), "{}", spliced.problems());
+    // Two candidate replacements in prose are ambiguous, as for every reader of answers.
+    let answer = format!("Either {TWO_TASKS} or {TWO_TASKS}");
+    let spliced = splice(&plan(PLAN), &["search"], "search", &answer);
+    assert_eq!(codes(&spliced), ["plan::replacement_not_json"]);
+    assert!(spliced.problems().contains("more than one JSON object or list"), "{}", spliced.problems());
+}
+
+#[test]
+fn yaml_is_read_when_the_answer_holds_no_json() {
+    let yaml = "- id: search\n  agent: researcher\n  input: Search {{ mission }} again.\n  depends_on: []\n";
+    for answer in [yaml.to_owned(), format!("Here you go:\n```yaml\n{yaml}```\nGood luck.")] {
+        let spliced = splice(&plan(PLAN), &["search"], "search", &answer);
+        assert!(spliced.is_valid(), "{answer}: {}", spliced.problems());
+        assert_eq!(ids(&spliced), ["search", "summarise", "write"]);
+    }
+    let spliced = splice(&plan(PLAN), &["search"], "search", "```yaml\n- id: [unclosed\n```");
+    assert_eq!(codes(&spliced), ["plan::replacement_not_json"]);
+}
+
+#[test]
 fn invalid_json_is_an_error_not_a_panic() {
     let spliced = splice(&plan(PLAN), &["search"], "search", r#"{"workflow": [{"id": "a", "agent": }"#);
     assert!(!spliced.is_valid());

@@ -72,12 +72,29 @@ impl From<StrategyArg> for Strategy {
     }
 }
 
-fn parse_var(text: &str) -> Result<(String, String), String> {
+/// Reads a `--var` value, `NAME=VALUE`.
+fn parse_var(text: &str) -> Result<(String, String), VarError> {
     match text.split_once('=') {
         Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.to_owned())),
-        _ => Err(format!("`{text}` is not NAME=VALUE")),
+        _ => Err(VarError { text: text.to_owned() }),
     }
 }
+
+/// A `--var` value without a name before `=`.
+#[derive(Debug, Clone, PartialEq, Eq, miette::Diagnostic)]
+#[diagnostic(code(cli::var))]
+struct VarError {
+    /// The value given.
+    text: String,
+}
+
+impl std::fmt::Display for VarError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not NAME=VALUE", self.text)
+    }
+}
+
+impl std::error::Error for VarError {}
 
 /// Loads, reviews, confirms and runs a plan; returns the run's exit code.
 pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {

@@ -84,14 +84,45 @@ pub enum ModelOrder {
     Given,
 }
 
-fn parse_binding(text: &str) -> Result<(Kind, String), String> {
-    let (kind, agent) = text.split_once('=').ok_or_else(|| format!("`{text}` is not KIND=AGENT"))?;
+/// Reads an `--agent-map` value, `KIND=AGENT`.
+fn parse_binding(text: &str) -> Result<(Kind, String), BindingError> {
+    let (kind, agent) = text.split_once('=').ok_or_else(|| BindingError::NotKindAgent { text: text.to_owned() })?;
     let kind = [Kind::Tool, Kind::Processing, Kind::Clarification]
         .into_iter()
         .find(|k| k.as_str() == kind.trim())
-        .ok_or_else(|| format!("unknown step kind `{kind}`: use tool or processing"))?;
+        .ok_or_else(|| BindingError::UnknownKind { kind: kind.to_owned() })?;
     Ok((kind, agent.trim().to_owned()))
 }
+
+/// Why an `--agent-map` value cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, miette::Diagnostic)]
+enum BindingError {
+    /// No `=` in the value.
+    #[diagnostic(code(cli::agent_map))]
+    NotKindAgent {
+        /// The value given.
+        text: String,
+    },
+    /// The kind before `=` is not a step kind.
+    #[diagnostic(code(cli::step_kind))]
+    UnknownKind {
+        /// The kind given.
+        kind: String,
+    },
+}
+
+impl std::fmt::Display for BindingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindingError::NotKindAgent { text } => write!(f, "`{text}` is not KIND=AGENT"),
+            BindingError::UnknownKind { kind } => {
+                write!(f, "unknown step kind `{kind}`: use tool, processing or clarification")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BindingError {}
 
 /// The longest request read from stdin.
 const REQUEST_LIMIT: u64 = 1 << 20;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use miette::Diagnostic;
 use thiserror::Error;
 
+use super::tools::ToolError;
 use crate::event::ErrorClass;
 
 /// An `llm` attempt's failure, before it becomes a [`Reply`](crate::runtime::Reply).
@@ -42,7 +43,7 @@ pub enum LlmError {
         /// The tool.
         tool: String,
         /// What is wrong with it.
-        reason: String,
+        reason: ToolError,
     },
 
     /// Neither the agent nor its provider names a model.

@@ -30,7 +30,7 @@ use manifest::plan::{Generation, Runtime};
 use crate::runtime::AgentRuntime;
 use client::Endpoint;
 use protocol::Sampling;
-use tools::{Tool, Toolbox};
+use tools::{Tool, ToolError, Toolbox};
 
 /// How long one unstreamed request may take when the provider sets no `timeout`. Streamed
 /// requests have no overall limit unless the provider sets one.
@@ -52,7 +52,7 @@ pub struct LlmAgents {
     endpoints: BTreeMap<String, Result<Arc<Endpoint>, LlmError>>,
     models: BTreeMap<String, Option<String>>,
     generation: BTreeMap<String, Generation>,
-    tools: BTreeMap<String, Result<Arc<Tool>, String>>,
+    tools: BTreeMap<String, Result<Arc<Tool>, ToolError>>,
     hidden: Arc<[String]>,
     substitutions: Substitutions,
 }
@@ -149,7 +149,7 @@ impl LlmAgents {
                     return Err(LlmError::ToolConfig {
                         agent: name.to_owned(),
                         tool: tool.clone(),
-                        reason: "the plan defines no such tool".to_owned(),
+                        reason: ToolError::Undefined,
                     });
                 }
             }

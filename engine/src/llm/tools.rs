@@ -22,6 +22,27 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of stderr a failed call reports.
 const STDERR_EXCERPT: usize = 2000;
 
+/// Why a tool of the plan cannot be offered to an agent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The plan defines no tool of that name.
+    #[error("the plan defines no such tool")]
+    #[diagnostic(code(tool::undefined))]
+    Undefined,
+    /// The tool's `command` is an empty list.
+    #[error("its command is empty")]
+    #[diagnostic(code(tool::empty_command))]
+    EmptyCommand,
+    /// The tool's `input_schema` does not compile.
+    #[error("its input_schema is not a valid JSON Schema: {message}")]
+    #[diagnostic(code(tool::bad_schema))]
+    BadSchema {
+        /// The JSON Schema compiler's message.
+        message: String,
+    },
+}
+
 /// One tool of the plan, ready to be offered and called.
 #[derive(Debug)]
 pub struct Tool {
@@ -35,14 +56,14 @@ pub struct Tool {
 
 impl Tool {
     /// A tool from the plan; an error says why it cannot be offered.
-    pub fn new(name: &str, tool: &manifest::plan::Tool) -> Result<Self, String> {
+    pub fn new(name: &str, tool: &manifest::plan::Tool) -> Result<Self, ToolError> {
         if tool.command.is_empty() {
-            return Err("its command is empty".to_owned());
+            return Err(ToolError::EmptyCommand);
         }
         let (parameters, validator) = match &tool.input_schema {
             Some(schema) => {
                 let validator = jsonschema::validator_for(&schema.value)
-                    .map_err(|error| format!("its input_schema is not a valid JSON Schema: {error}"))?;
+                    .map_err(|error| ToolError::BadSchema { message: error.to_string() })?;
                 (schema.value.clone(), Some(validator))
             }
             None => (json!({"type": "object"}), None),

@@ -18,6 +18,60 @@ use crate::llm::redact::excerpt;
 /// How many characters of an error response's body a failure quotes.
 const ERROR_EXCERPT: usize = 300;
 
+/// Why an `http` agent cannot be set up. The messages name variables, never their values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+enum SetupError {
+    /// The agent's runtime is another one.
+    #[error("agent `{agent}` is not an `http` agent")]
+    #[diagnostic(code(http::not_http))]
+    NotHttp {
+        /// The agent.
+        agent: String,
+    },
+    /// A variable the agent names is not set.
+    #[error(
+        "agent `{agent}`: the environment variable `{variable}` named in `{field}` is not set (or empty); set it before the run"
+    )]
+    #[diagnostic(code(http::unset_variable))]
+    Unset {
+        /// The agent.
+        agent: String,
+        /// The variable.
+        variable: String,
+        /// The field that names it: `api_key_env` or `headers_env`.
+        field: &'static str,
+    },
+    /// A key of `headers_env` is no header name.
+    #[error("agent `{agent}`: `{name}` is not a valid header name")]
+    #[diagnostic(code(http::header_name))]
+    HeaderName {
+        /// The agent.
+        agent: String,
+        /// The name given.
+        name: String,
+    },
+    /// A variable's value cannot be a header value.
+    #[error(
+        "agent `{agent}`: the value of `{variable}` cannot be sent in a header (it has a line break or other control character)"
+    )]
+    #[diagnostic(code(http::header_value))]
+    HeaderValue {
+        /// The agent.
+        agent: String,
+        /// The variable holding the value.
+        variable: String,
+    },
+    /// reqwest could not build a client.
+    #[error("agent `{agent}`: cannot build an HTTP client: {message}")]
+    #[diagnostic(code(http::client))]
+    Client {
+        /// The agent.
+        agent: String,
+        /// reqwest's message.
+        message: String,
+    },
+}
+
 /// POSTs each attempt's input to a URL: a 2xx body is the output (capped, secrets redacted),
 /// 5xx, 429 and connection errors are failures worth retrying, other statuses are not.
 /// No `Debug`: it holds the secrets.
@@ -42,24 +96,22 @@ impl HttpRuntime {
     pub fn with_env(agent: &str, runtime: &Runtime, env: impl Fn(&str) -> Option<String>) -> Arc<dyn AgentRuntime> {
         match HttpRuntime::build(agent, runtime, env) {
             Ok(runtime) => Arc::new(runtime),
-            Err(reason) => Arc::new(Refusing(reason)),
+            Err(error) => Arc::new(Refusing(error.to_string())),
         }
     }
 
-    fn build(agent: &str, runtime: &Runtime, env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    fn build(agent: &str, runtime: &Runtime, env: impl Fn(&str) -> Option<String>) -> Result<Self, SetupError> {
         let Runtime::Http { url, api_key_env, headers_env, max_output_bytes } = runtime else {
-            return Err(format!("agent `{agent}` is not an `http` agent"));
+            return Err(SetupError::NotHttp { agent: agent.to_owned() });
         };
         let mut headers = HeaderMap::new();
         let mut secrets = Vec::new();
-        let mut secret = |field: &str, variable: &str| match env(variable) {
+        let mut secret = |field: &'static str, variable: &str| match env(variable) {
             Some(value) if !value.is_empty() => {
                 secrets.push(value.clone());
                 Ok(value)
             }
-            _ => Err(format!(
-                "agent `{agent}`: the environment variable `{variable}` named in `{field}` is not set (or empty); set it before the run"
-            )),
+            _ => Err(SetupError::Unset { agent: agent.to_owned(), variable: variable.to_owned(), field }),
         };
         if let Some(variable) = api_key_env {
             let key = secret("api_key_env", &variable.value)?;
@@ -68,7 +120,7 @@ impl HttpRuntime {
         for (name, variable) in headers_env {
             let value = secret("headers_env", &variable.value)?;
             let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("agent `{agent}`: `{name}` is not a valid header name"))?;
+                .map_err(|_| SetupError::HeaderName { agent: agent.to_owned(), name: name.clone() })?;
             headers.insert(name, header_value(agent, &value, &variable.value)?);
         }
         headers.entry(CONTENT_TYPE).or_insert(HeaderValue::from_static("text/plain; charset=utf-8"));
@@ -76,7 +128,7 @@ impl HttpRuntime {
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|error| format!("agent `{agent}`: cannot build an HTTP client: {error}"))?;
+            .map_err(|error| SetupError::Client { agent: agent.to_owned(), message: error.to_string() })?;
         Ok(HttpRuntime {
             url: url.value.clone(),
             headers,
@@ -138,10 +190,9 @@ impl HttpRuntime {
 }
 
 /// A header value marked sensitive; an error names the variable, never the value.
-fn header_value(agent: &str, value: &str, variable: &str) -> Result<HeaderValue, String> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| {
-        format!("agent `{agent}`: the value of `{variable}` cannot be sent in a header (it has a line break or other control character)")
-    })?;
+fn header_value(agent: &str, value: &str, variable: &str) -> Result<HeaderValue, SetupError> {
+    let mut value = HeaderValue::from_str(value)
+        .map_err(|_| SetupError::HeaderValue { agent: agent.to_owned(), variable: variable.to_owned() })?;
     value.set_sensitive(true);
     Ok(value)
 }

@@ -1,70 +1,34 @@
-//! Finding the JSON in an output the way LLM output needs: bare, in a code fence, or as the
-//! first `{...}`/`[...]` value amid prose.
+//! The JSON in a task's output, found by the rule every reader of a model's answer shares
+//! ([`manifest::find_json`]): the whole output, else the first code fence holding JSON, else the
+//! one JSON object or list amid prose.
 
+use manifest::{AnswerError, find_json};
 use serde_json::Value;
 
-/// The JSON value in `text`: the whole text when it parses, else the first fenced block that
-/// holds an object or array, else the value starting at the first `{` or `[` (text after it
-/// is ignored). The error names the problem and its line and column in `text`.
-pub fn extract_json(text: &str) -> Result<Value, String> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err("the output is empty, not JSON".to_owned());
-    }
-    if let Ok(value) = serde_json::from_str(trimmed) {
-        return Ok(value);
-    }
-    if let Some((start, body)) = fenced(text) {
-        return serde_json::from_str(body).map_err(|e| not_json(text, start, &e));
-    }
-    let start = text.find(['{', '[']).unwrap_or(text.len() - text.trim_start().len());
-    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
-    match values.next() {
-        Some(Ok(value)) => Ok(value),
-        Some(Err(error)) => Err(not_json(text, start, &error)),
-        None => Err("the output holds no JSON value".to_owned()),
-    }
+/// Why an output holds no usable JSON, worded for the task's log and its next attempt's prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("{}", wording(.0))]
+#[diagnostic(code(verify::not_json))]
+pub struct NotJson(pub AnswerError);
+
+/// The JSON value in `text`; the error names the problem and its line and column in `text`.
+pub fn extract_json(text: &str) -> Result<Value, NotJson> {
+    find_json(text).map(|found| found.value).map_err(NotJson)
 }
 
-/// The byte offset and body of the first ``` fence whose body starts with `{` or `[`; an
-/// unclosed fence runs to the end of the text, so truncated JSON in it reports where it ends.
-fn fenced(text: &str) -> Option<(usize, &str)> {
-    let mut rest = 0;
-    while let Some(open) = text[rest..].find("```").map(|i| rest + i + 3) {
-        let line_end = text[open..].find('\n').map_or(text.len(), |i| open + i);
-        let info = text[open..line_end].trim();
-        let is_tag = info.chars().all(|c| c.is_alphanumeric() || "-_+.".contains(c));
-        let start = if is_tag && line_end < text.len() { line_end + 1 } else { open };
-        let end = text[start..].find("```").map_or(text.len(), |i| start + i);
-        let body = &text[start..end];
-        if body.trim_start().starts_with(['{', '[']) {
-            return Some((start, body));
+/// What an [`AnswerError`] says about an output.
+fn wording(error: &AnswerError) -> String {
+    match error {
+        AnswerError::Empty => "the output is empty, not JSON".to_owned(),
+        AnswerError::NoJson => "the output is not valid JSON: expected a JSON object or list, found none".to_owned(),
+        AnswerError::Several => {
+            "the output holds more than one JSON object or list, so which one is meant is unclear".to_owned()
         }
-        rest = (end + 3).min(text.len());
-        if end == text.len() {
-            return None;
-        }
+        other => match other.syntax() {
+            Some(syntax) => format!("the output is not valid JSON: {syntax}"),
+            None => format!("the output is not valid JSON: {other}"),
+        },
     }
-    None
-}
-
-/// A parse error of the JSON that starts at byte `start` of `text`, its position made
-/// relative to the whole text.
-fn not_json(text: &str, start: usize, error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    let Some(message) = message.strip_suffix(&position) else {
-        return format!("the output is not valid JSON: {message}");
-    };
-    let before = &text[..start];
-    let lines_before = before.matches('\n').count();
-    let (line, column) = if error.line() <= 1 {
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (lines_before + 1, before.len() - line_start + error.column())
-    } else {
-        (lines_before + error.line(), error.column())
-    };
-    format!("the output is not valid JSON: {message} at line {line} column {column}")
 }
 
 #[cfg(test)]
@@ -72,6 +36,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn message(text: &str) -> String {
+        extract_json(text).expect_err(text).to_string()
+    }
 
     #[test]
     fn bare_json_with_whitespace_parses() {
@@ -104,28 +72,38 @@ mod tests {
 
     #[test]
     fn truncated_json_fails_with_its_position() {
-        let error = extract_json("{\"a\": [1, 2").unwrap_err();
-        assert_eq!(error, "the output is not valid JSON: EOF while parsing a list at line 1 column 11");
+        assert_eq!(
+            message("{\"a\": [1, 2"),
+            "the output is not valid JSON: EOF while parsing a list at line 1 column 11"
+        );
     }
 
     #[test]
     fn positions_count_from_the_start_of_the_output() {
-        let error = extract_json("Result:\n```json\n{\n  \"a\": 1,\n  \"b\": oops\n}\n```").unwrap_err();
+        let error = message("Result:\n```json\n{\n  \"a\": 1,\n  \"b\": oops\n}\n```");
         assert!(error.ends_with("at line 5 column 8"), "{error}");
-        let error = extract_json("The value: {\"a\": tru}").unwrap_err();
+        let error = message("The value: {\"a\": tru}");
         assert!(error.ends_with("expected ident at line 1 column 21"), "{error}");
     }
 
     #[test]
     fn an_unclosed_fence_reports_the_truncation() {
-        let error = extract_json("```json\n{\"a\": 1,").unwrap_err();
-        assert_eq!(error, "the output is not valid JSON: EOF while parsing a value at line 2 column 8");
+        assert_eq!(
+            message("```json\n{\"a\": 1,"),
+            "the output is not valid JSON: EOF while parsing a value at line 2 column 8"
+        );
     }
 
     #[test]
     fn prose_is_not_json() {
-        let error = extract_json("I could not find anything.").unwrap_err();
+        let error = message("I could not find anything.");
         assert!(error.starts_with("the output is not valid JSON: expected"), "{error}");
-        assert_eq!(extract_json("   "), Err("the output is empty, not JSON".to_owned()));
+        assert_eq!(message("   "), "the output is empty, not JSON");
+    }
+
+    #[test]
+    fn two_values_in_prose_are_ambiguous() {
+        let error = message("Either {\"a\": 1} or {\"a\": 2}.");
+        assert!(error.contains("more than one JSON object or list"), "{error}");
     }
 }

@@ -10,8 +10,8 @@ mod json;
 mod review;
 mod schema;
 
-pub use json::extract_json;
-pub use review::{parse_review, review_prompt, review_schema};
+pub use json::{NotJson, extract_json};
+pub use review::{ReviewError, parse_review, review_prompt, review_schema};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{Check, Verdict, Verified, excerpt, extract_json};
+use super::{Check, NotJson, Verdict, Verified, excerpt, extract_json};
 use crate::runtime::{Attempt, Reply};
 
 /// What is checked when the plan names no criteria.
@@ -52,22 +52,46 @@ pub fn review_prompt(task: &str, input: &str, output: &str, criteria: Option<&st
     )
 }
 
+/// Why a reviewer's answer holds no verdict.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
+pub enum ReviewError {
+    /// No JSON could be taken from the answer.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    NotJson(#[from] NotJson),
+    /// The JSON is not an object.
+    #[error("the answer is not a JSON object")]
+    #[diagnostic(code(review::not_object))]
+    NotObject,
+    /// The object has neither `pass` nor `passed`.
+    #[error("the answer has no `pass` field")]
+    #[diagnostic(code(review::no_pass))]
+    NoPass,
+    /// `pass` is there but says neither yes nor no.
+    #[error("`pass` is {found}, not true or false")]
+    #[diagnostic(code(review::unclear_pass))]
+    UnclearPass {
+        /// The value of `pass`.
+        found: Value,
+    },
+}
+
 /// The verdict in a reviewer's answer, or why there is none. The answer may be fenced or
 /// wrapped in prose (see [`super::extract_json`]); it must be an object whose `pass` (or
 /// `passed`) is a boolean or one of the strings `true`/`false`, `yes`/`no`, `pass`/`fail`
 /// (any case); `reason` is optional and any other JSON value is quoted as text.
-pub fn parse_review(answer: &str) -> Result<Verdict, String> {
-    let value = extract_json(answer)?;
-    let Value::Object(object) = value else { return Err("the answer is not a JSON object".to_owned()) };
+pub fn parse_review(answer: &str) -> Result<Verdict, ReviewError> {
+    let Value::Object(object) = extract_json(answer)? else { return Err(ReviewError::NotObject) };
     let pass = match object.get("pass").or_else(|| object.get("passed")) {
         Some(Value::Bool(pass)) => *pass,
-        Some(Value::String(word)) => match word.trim().to_ascii_lowercase().as_str() {
+        Some(found @ Value::String(word)) => match word.trim().to_ascii_lowercase().as_str() {
             "true" | "yes" | "pass" | "passed" => true,
             "false" | "no" | "fail" | "failed" => false,
-            _ => return Err(format!("`pass` is {word:?}, not true or false")),
+            _ => return Err(ReviewError::UnclearPass { found: found.clone() }),
         },
-        Some(other) => return Err(format!("`pass` is {other}, not true or false")),
-        None => return Err("the answer has no `pass` field".to_owned()),
+        Some(other) => return Err(ReviewError::UnclearPass { found: other.clone() }),
+        None => return Err(ReviewError::NoPass),
     };
     if pass {
         return Ok(Verdict::Pass);
@@ -186,10 +210,11 @@ mod tests {
 
     #[test]
     fn unusable_reviews_say_why() {
-        assert_eq!(parse_review("[true]"), Err("the answer is not a JSON object".to_owned()));
-        assert_eq!(parse_review(r#"{"ok": true}"#), Err("the answer has no `pass` field".to_owned()));
-        assert_eq!(parse_review(r#"{"pass": "maybe"}"#), Err(r#"`pass` is "maybe", not true or false"#.to_owned()));
-        assert_eq!(parse_review(r#"{"pass": 1}"#), Err("`pass` is 1, not true or false".to_owned()));
+        let why = |answer: &str| parse_review(answer).expect_err(answer).to_string();
+        assert_eq!(why("[true]"), "the answer is not a JSON object");
+        assert_eq!(why(r#"{"ok": true}"#), "the answer has no `pass` field");
+        assert_eq!(why(r#"{"pass": "maybe"}"#), r#"`pass` is "maybe", not true or false"#);
+        assert_eq!(why(r#"{"pass": 1}"#), "`pass` is 1, not true or false");
         assert!(parse_review("Looks good to me!").is_err());
     }
 

@@ -19,7 +19,7 @@ pub(super) fn check(schema: &Value, output: &str) -> Verdict {
     };
     let instance = match extract_json(output) {
         Ok(instance) => instance,
-        Err(reason) => return Verdict::Fail(reason),
+        Err(reason) => return Verdict::Fail(reason.to_string()),
     };
     let mut errors = validator.iter_errors(&instance);
     let listed: Vec<String> = errors

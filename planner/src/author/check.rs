@@ -1,6 +1,8 @@
 //! Checking a candidate manifest: load and validate it as `runner critic` would, hold it to
 //! what the template allows, and score it with the critic.
 
+use std::fmt;
+
 use manifest::Plan;
 use manifest::critic::critique;
 use manifest::plan::Runtime;
@@ -17,34 +19,72 @@ pub(crate) struct Accepted {
     pub tasks: usize,
 }
 
-/// Loads `object` as `candidate-{number}.json` and checks it. The error lists every problem
-/// one per line as `code: message (at path)`, for the repair prompt.
+/// Why a candidate cannot run, written for the repair prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub(crate) enum Rejected {
+    /// The loader read no plan and reported no error.
+    #[error("author::unreadable: the answer is not a plan manifest")]
+    #[diagnostic(code(author::unreadable))]
+    Unreadable,
+    /// What the loader or the policy found, one problem per line.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    #[diagnostic(code(author::invalid))]
+    Problems(Vec<Problem>),
+}
+
+/// One thing wrong with a candidate, shown as `code: message (at path); help: ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    code: String,
+    message: String,
+    /// The YAML path of the part concerned; empty for the whole plan.
+    path: String,
+    help: Option<String>,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if !self.path.is_empty() {
+            write!(f, " (at {})", self.path)?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "; help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Problem {
+    /// A problem the policy found, with its path and help.
+    fn policy(code: &str, message: String, path: String, help: &str) -> Self {
+        Problem { code: code.to_owned(), message, path, help: Some(help.to_owned()) }
+    }
+}
+
+/// Loads `object` as `candidate-{number}.json` and checks it; the error lists every problem.
 pub(crate) fn check(
     object: &Map<String, Value>,
     name: &str,
     number: usize,
     template: Option<&Plan>,
-) -> Result<Accepted, String> {
-    let manifest = serde_json::to_string_pretty(object).map_err(|error| format!("author::encode: {error}"))?;
+) -> Result<Accepted, Rejected> {
+    let manifest = serde_json::to_string_pretty(object).expect("a JSON object with string keys always encodes");
     // The authored plan may attach no files: nothing here may look at the disk, and a model
     // must not point a run at files it has never seen.
     let loaded = manifest::load_str(&format!("candidate-{number}.json"), name, &manifest, &|_| false);
-    let mut problems: Vec<String> = loaded
+    let mut problems: Vec<Problem> = loaded
         .errors()
-        .map(|d| {
-            let at = if d.loc.path.is_empty() { String::new() } else { format!(" (at {})", d.loc.path) };
-            let help = d.help.as_ref().map(|h| format!("; help: {h}")).unwrap_or_default();
-            format!("{}: {d}{at}{help}", d.code())
-        })
+        .map(|d| Problem { code: d.code(), message: d.to_string(), path: d.loc.path.clone(), help: d.help.clone() })
         .collect();
     let plan = match (&loaded.plan, problems.is_empty()) {
         (Some(plan), true) => plan,
-        (None, true) => return Err("author::unreadable: the answer is not a plan manifest".to_owned()),
-        (_, false) => return Err(problems.join("\n")),
+        (None, true) => return Err(Rejected::Unreadable),
+        (_, false) => return Err(Rejected::Problems(problems)),
     };
     policy(plan, template, &mut problems);
     if !problems.is_empty() {
-        return Err(problems.join("\n"));
+        return Err(Rejected::Problems(problems));
     }
     let critique = critique(plan);
     Ok(Accepted { manifest, score: critique.scores.overall, tasks: plan.tasks.len() })
@@ -53,7 +93,7 @@ pub(crate) fn check(
 /// What an authored plan may define: with a template, only its providers and tools, and
 /// command agents that run one of its agents' commands; without one, mock agents only. A
 /// model must not be able to point a run at a new endpoint or a new program.
-fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
+fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<Problem>) {
     let empty = Plan::default();
     let allowed = template.unwrap_or(&empty);
     for (name, provider) in &plan.providers {
@@ -62,17 +102,21 @@ fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
                 && known.api_key_env.as_ref().map(|v| &v.value) == provider.api_key_env.as_ref().map(|v| &v.value)
         });
         if !same {
-            problems.push(format!(
-                "author::unknown_provider: provider `{name}` is not one of the available providers, or differs from it \
-                 (at spec.providers.{name}); help: copy an available provider unchanged, or leave it out"
+            problems.push(Problem::policy(
+                "author::unknown_provider",
+                format!("provider `{name}` is not one of the available providers, or differs from it"),
+                format!("spec.providers.{name}"),
+                "copy an available provider unchanged, or leave it out",
             ));
         }
     }
     for (name, tool) in &plan.tools {
         if allowed.tools.get(name).is_none_or(|known| known.command != tool.command) {
-            problems.push(format!(
-                "author::unknown_tool: tool `{name}` is not one of the available tools, or runs a different command \
-                 (at spec.tools.{name}); help: copy an available tool unchanged, or leave it out"
+            problems.push(Problem::policy(
+                "author::unknown_tool",
+                format!("tool `{name}` is not one of the available tools, or runs a different command"),
+                format!("spec.tools.{name}"),
+                "copy an available tool unchanged, or leave it out",
             ));
         }
     }
@@ -84,15 +128,19 @@ fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
                     .values()
                     .any(|a| matches!(&a.runtime, Runtime::Command { command: c, .. } if c == command));
                 if !known {
-                    problems.push(format!(
-                        "author::unknown_command: agent `{name}` runs a command no available agent runs \
-                         (at spec.agent_definitions.{name}.command); help: use an available agent, or a mock agent"
+                    problems.push(Problem::policy(
+                        "author::unknown_command",
+                        format!("agent `{name}` runs a command no available agent runs"),
+                        format!("spec.agent_definitions.{name}.command"),
+                        "use an available agent, or a mock agent",
                     ));
                 }
             }
-            Runtime::Llm { .. } if template.is_none() => problems.push(format!(
-                "author::no_provider: agent `{name}` is an llm agent but no provider is available \
-                 (at spec.agent_definitions.{name}.runtime); help: use `runtime: mock` placeholder agents"
+            Runtime::Llm { .. } if template.is_none() => problems.push(Problem::policy(
+                "author::no_provider",
+                format!("agent `{name}` is an llm agent but no provider is available"),
+                format!("spec.agent_definitions.{name}.runtime"),
+                "use `runtime: mock` placeholder agents",
             )),
             // A model may not invent a URL to send task inputs to, nor which secrets go with them:
             // only an available agent's.
@@ -105,9 +153,11 @@ fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<String>) {
                 };
                 let mine = secrets(&agent.runtime);
                 if !allowed.agents.values().any(|a| secrets(&a.runtime) == mine) {
-                    problems.push(format!(
-                        "author::unknown_url: agent `{name}` posts to a URL, or with secrets, no available agent \
-                         does (at spec.agent_definitions.{name}.url); help: use an available agent, or a mock agent"
+                    problems.push(Problem::policy(
+                        "author::unknown_url",
+                        format!("agent `{name}` posts to a URL, or with secrets, no available agent does"),
+                        format!("spec.agent_definitions.{name}.url"),
+                        "use an available agent, or a mock agent",
                     ));
                 }
             }
@@ -137,7 +187,7 @@ mod tests {
         let text = r#"{"apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "x"}, "spec": {
             "agent_definitions": {"shell": {"runtime": "command", "command": ["rm", "-rf", "/"]}},
             "workflow": [{"id": "a", "agent": "shell", "input": "go"}]}}"#;
-        let problems = check(&object(text), "x", 1, None).unwrap_err();
+        let problems = check(&object(text), "x", 1, None).unwrap_err().to_string();
         assert!(problems.contains("author::unknown_command"), "{problems}");
     }
 
@@ -155,7 +205,7 @@ mod tests {
             .expect("the template loads");
         assert!(check(&object(&plan("https://ok.example/s", "SVC_KEY")), "x", 1, Some(&template)).is_ok());
         for (url, key) in [("https://evil.example/s", "SVC_KEY"), ("https://ok.example/s", "OTHER_SECRET")] {
-            let problems = check(&object(&plan(url, key)), "x", 1, Some(&template)).unwrap_err();
+            let problems = check(&object(&plan(url, key)), "x", 1, Some(&template)).unwrap_err().to_string();
             assert!(problems.contains("author::unknown_url"), "{url} {key}: {problems}");
         }
     }

@@ -368,7 +368,8 @@ impl Author<'_> {
                         record.outcome = Outcome::Valid { score: accepted.score, tasks: accepted.tasks };
                         Step::Accepted(accepted)
                     }
-                    Err(problems) => {
+                    Err(rejected) => {
+                        let problems = rejected.to_string();
                         record.outcome = Outcome::Invalid(problems.clone());
                         Step::Unusable(problems)
                     }
