@@ -1,7 +1,7 @@
 //! `apply`: how each event changes the state. It never fails and never decides: an event
 //! for a task the plan does not have (only a tampered log has one) changes nothing but `seq`.
 //! One function per event or family of events; the task flags and the tally move only
-//! through `transitions.rs`.
+//! through `transitions.rs` (and `rebuild.rs`, which derives them afresh).
 
 use std::sync::Arc;
 
@@ -99,14 +99,7 @@ impl<C: TokenCounter> RunState<C> {
         state.dispatched_seq = Some(self.seq);
         // Told to this attempt in its input; later ones are not.
         state.feedback = None;
-        state.in_flight = true;
-        let level = self.graph.level(i);
-        self.tally.running += 1;
-        self.tally.phase_busy[level] += 1;
-        if let Some(group) = &self.plan.tasks[i].parallel_group {
-            *self.tally.group_running.entry(group.value.clone()).or_default() += 1;
-        }
-        self.tally.turns[level] += 1;
+        self.start_attempt(i);
     }
 
     /// `TaskSucceeded`: the output is recorded and dependents may go.

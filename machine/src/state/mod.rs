@@ -7,7 +7,7 @@
 //! The files of this module: `process.rs` (one function per command), `apply.rs` (one per
 //! event), `schedule/` (one scheduler per strategy), `failure.rs` (retries, replans, skips),
 //! `budget.rs`, `input.rs` (rendering a task's input), `rebuild.rs` (installing a plan),
-//! `transitions.rs` (the only places the task flags and the tally change), `tally.rs` and
+//! `transitions.rs` (where the task flags and the tally change), `tally.rs` and
 //! `queue.rs` (the derived counters and caches).
 //!
 //! The token counter is the type parameter `C`: see [`crate::tokens`] for why.

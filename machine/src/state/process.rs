@@ -65,7 +65,7 @@ impl<C: TokenCounter> RunState<C> {
         Ok(match command {
             Command::Start(start) => self.start(start, out)?,
             Command::Succeeded { task, attempt, output, tokens, duration_ms } => {
-                self.succeeded(&task, attempt, output, tokens, duration_ms, out)?
+                self.succeeded(task, attempt, output, tokens, duration_ms, out)?
             }
             Command::VerificationFailed { task, attempt, reason, tokens, jitter } => {
                 self.verification_failed(task, attempt, reason, tokens, jitter, out)?
@@ -140,18 +140,17 @@ impl<C: TokenCounter> RunState<C> {
     /// asks for a replan of an empty one under `replan_on_empty_result`.
     fn succeeded(
         &mut self,
-        task: &str,
+        task: String,
         attempt: u32,
         output: String,
         tokens: Option<Tokens>,
         duration_ms: u64,
         out: &mut Vec<Event>,
     ) -> Result<Next, EngineError> {
-        let i = self.task_index(task)?;
+        let i = self.task_index(&task)?;
         if !self.takes_result(i, attempt) {
             return Ok(Next::Stop);
         }
-        let task = task.to_owned();
         let dispatched_seq = self.tasks[i].dispatched_seq;
         let empty = output.trim().is_empty();
         if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {

@@ -4,7 +4,7 @@
 //! Invariants, after every event (and rebuilt from the task states by `rebuild` whenever a
 //! plan is installed):
 //! - `running`: tasks with an attempt in flight; `group_running[g]`: those of parallel group `g`.
-//! - `queued`: tasks in the ready queue; `waiting`: tasks whose retry timer runs.
+//! - `waiting`: tasks whose retry timer runs.
 //! - `paused`: tasks `Paused`; `finished`: tasks whose status is final (so `finished ==
 //!   tasks.len()` means the run can end).
 //! - `phase_left[l]`: tasks of topological level `l` that are not final.
@@ -24,8 +24,6 @@ pub(super) struct Tally {
     pub(super) running: usize,
     /// Attempts in flight per parallel group.
     pub(super) group_running: HashMap<String, usize>,
-    /// Tasks in the ready queue.
-    pub(super) queued: usize,
     /// Tasks whose retry timer runs.
     pub(super) waiting: usize,
     /// Tasks waiting for a person.

@@ -1,6 +1,7 @@
-//! The only places where a task's scheduling flags (`queued`, `waiting_timer`, `in_flight`,
-//! `blocked_by`) and status change, each moving the tally and the queue with it, so that
-//! their invariants (see `tally.rs` and `queue.rs`) hold after every event.
+//! Where a task's scheduling flags (`queued`, `waiting_timer`, `in_flight`, `blocked_by`)
+//! and status change during a run, each moving the tally and the queue with it, so that their
+//! invariants (see `tally.rs` and `queue.rs`) hold after every event. (`rebuild.rs` derives
+//! them all afresh when a plan is installed.)
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -41,20 +42,20 @@ impl<C: TokenCounter> RunState<C> {
         }
     }
 
+    /// Puts task `i` in the ready queue, unless it is there.
     pub(super) fn enqueue(&mut self, i: usize) {
         if !self.tasks[i].queued {
             self.tasks[i].queued = true;
-            self.tally.queued += 1;
             self.queue.ready.push((self.priority(i), Reverse(i)));
         }
     }
 
+    /// Takes task `i` out of the ready queue (its entry there goes stale).
     pub(super) fn dequeue(&mut self, i: usize) {
-        if std::mem::take(&mut self.tasks[i].queued) {
-            self.tally.queued -= 1;
-        }
+        self.tasks[i].queued = false;
     }
 
+    /// Starts or stops task `i`'s retry timer.
     pub(super) fn set_waiting(&mut self, i: usize, waiting: bool) {
         if self.tasks[i].waiting_timer != waiting {
             self.tasks[i].waiting_timer = waiting;
@@ -69,6 +70,7 @@ impl<C: TokenCounter> RunState<C> {
         }
     }
 
+    /// Sets task `i`'s status, moving `paused`, `finished` and `phase_left` with it.
     pub(super) fn set_status(&mut self, i: usize, status: TaskStatus) {
         let old = std::mem::replace(&mut self.tasks[i].status, status);
         if old == status {
@@ -95,6 +97,20 @@ impl<C: TokenCounter> RunState<C> {
         }
     }
 
+    /// Puts an attempt of task `i` in flight, counted against every limit and its phase's turns.
+    pub(super) fn start_attempt(&mut self, i: usize) {
+        self.tasks[i].in_flight = true;
+        let level = self.graph.level(i);
+        self.tally.running += 1;
+        self.tally.phase_busy[level] += 1;
+        if let Some(group) = &self.plan.tasks[i].parallel_group {
+            *self.tally.group_running.entry(group.value.clone()).or_default() += 1;
+        }
+        self.tally.turns[level] += 1;
+    }
+
+    /// Ends task `i`'s attempt in flight, if any, freeing its slots (and a parked member of
+    /// its group).
     pub(super) fn end_attempt(&mut self, i: usize) {
         if std::mem::take(&mut self.tasks[i].in_flight) {
             self.tally.running -= 1;
