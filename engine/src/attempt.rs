@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use manifest::plan::Verification;
 use tokio_util::sync::CancellationToken;
 
-use crate::command::Command;
+use crate::Command;
 use crate::context::errors::compact_error;
 use crate::context::extract;
-use crate::context::tokens::{Tokenizer, count};
+use crate::context::tokens::{Tokenizer, count, meter};
 use crate::event::{ErrorClass, Scope, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 use crate::verify::{self, Verdict};
@@ -145,7 +145,7 @@ impl Job {
         }
         let mut after = count(&text, gate.tokenizer);
         if after > cap {
-            let compacted = extract::compact(&text, cap, gate.tokenizer);
+            let compacted = extract::compact(&text, cap, meter(gate.tokenizer));
             text = compacted.text;
             after = compacted.tokens_after;
             by = "extractive".to_owned();

@@ -18,18 +18,18 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::Command;
+use crate::Handler;
 use crate::attempt::{Gate, Job};
 use crate::clock;
-use crate::command::Command;
 use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
-use crate::handler::Handler;
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
 use crate::runtime::{Agents, Attempt, Registry};
-use crate::state::{RunState, RunStatus, TaskStatus};
 use crate::store::{EventStore, StoreError};
 use crate::summarizer::{self, Compactor, Summarizer};
+use crate::{RunState, RunStatus, TaskStatus};
 
 /// Why a run could not be driven.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -42,7 +42,7 @@ pub enum DriverError {
     /// The first command was refused.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Refused(#[from] crate::error::EngineError),
+    Refused(#[from] crate::EngineError),
 }
 
 /// Receives each record once it is durable (for a live view).

@@ -1,31 +1,30 @@
 //! Running a plan.
 //!
-//! [`RunState`] is the pure, event-sourced state machine: [`Command`]s in, [`Event`]s out,
-//! state rebuilt by [`Handler::fold`]. The driver, agent runtimes and event store that do the
-//! IO around it live beside it.
+//! [`RunState`] is the pure, event-sourced state machine of the `machine` crate ([`Command`]s
+//! in, [`Event`]s out, state rebuilt by [`Handler::fold`]), counting tokens with tiktoken
+//! ([`context::tokens::Tiktoken`]). The driver, agent runtimes and event store that do the IO
+//! around it live here.
 
 mod attempt;
 pub mod clock;
-mod command;
 pub mod context;
 pub mod driver;
-mod error;
-pub mod event;
-mod handler;
 pub mod llm;
 mod process;
 mod replan;
 pub mod runtime;
-mod state;
 pub mod store;
 mod summarizer;
 pub mod survivors;
-pub mod template;
 pub mod verify;
 
 pub use attempt::Job;
-pub use command::{Command, Start};
-pub use error::EngineError;
-pub use event::{Event, Outcome, Record, Scope, Tokens};
-pub use handler::Handler;
-pub use state::{RunState, RunStatus, TaskState, TaskStatus};
+pub use machine::{
+    Command, EngineError, Event, Handler, Outcome, Record, RunStatus, Scope, Start, TaskState, TaskStatus, Tokens,
+    event, template,
+};
+
+/// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting
+/// tokens with tiktoken. Every fold of a log in the engine and the CLI names this type, so they
+/// all count the same way.
+pub type RunState = machine::RunState<context::tokens::Tiktoken>;

@@ -10,13 +10,13 @@ use manifest::Plan;
 use manifest::splice::splice;
 use tokio_util::sync::CancellationToken;
 
+use crate::Command;
 use crate::attempt::add;
-use crate::command::Command;
 use crate::context::extract;
-use crate::context::tokens::Tokenizer;
+use crate::context::tokens::{Tokenizer, meter};
 use crate::event::Tokens;
 use crate::runtime::{AgentRuntime, Attempt, Reply};
-use crate::state::{RunState, TaskStatus};
+use crate::{RunState, TaskStatus};
 
 /// The most tokens of each finished task's output shown to the planner.
 const OUTPUT_TOKENS: usize = 400;
@@ -139,7 +139,7 @@ fn prompt(run: &RunState, failed: &str, error: &str, removed: &[String]) -> Stri
         let _ = writeln!(text, "\nOutputs so far:");
         for i in finished {
             let output = run.tasks[i].output.as_deref().unwrap_or("");
-            let output = extract::compact(output, OUTPUT_TOKENS, Tokenizer::O200k).text;
+            let output = extract::compact(output, OUTPUT_TOKENS, meter(Tokenizer::O200k)).text;
             let _ = writeln!(text, "## {}\n{output}\n", plan.tasks[i].id.value);
         }
     }

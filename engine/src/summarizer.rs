@@ -1,33 +1,22 @@
 //! The rolling context summary kept by a compactor agent: a worker that merges each successful
 //! task's output into it, one at a time and in the order the outputs were recorded, and reports
-//! each new summary. (Without a compactor the run state merges extractively as outputs arrive.)
+//! each new summary. (Without a compactor the run state merges extractively as outputs arrive;
+//! how a plan keeps its summary is `machine::summary_mode`.)
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use manifest::Plan;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::command::Command;
-use crate::context::tokens::{Tokenizer, count};
+use crate::Command;
+use crate::context::tokens::{Tokenizer, count, meter};
 use crate::context::{extract, summary};
 use crate::event::Scope;
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 
-/// The summary budget in tokens when `control_logic.summary_budget` is not set.
-pub const DEFAULT_BUDGET: u64 = 1000;
-
-/// Whether any task of the plan reads `{{ context_summary }}`; only then is one kept.
-pub fn wanted(plan: &Plan) -> bool {
-    plan.tasks.iter().any(manifest::plan::Task::reads_context_summary)
-}
-
-/// Whether the plan has a compactor agent keep its context summary.
-pub fn by_agent(plan: &Plan) -> bool {
-    wanted(plan) && plan.control.compactor.is_some()
-}
+pub use machine::summary_mode::{DEFAULT_BUDGET, by_agent};
 
 /// Hands outputs to the worker.
 pub struct Summarizer {
@@ -75,18 +64,20 @@ impl Summarizer {
                         let work = compactor.runtime.run(attempt, stop.child_token());
                         match crate::process::marked(mark, work).await {
                             Reply::Output { text, tokens } => {
-                                let text = extract::compact(text.trim(), budget, Tokenizer::O200k).text;
+                                let text = extract::compact(text.trim(), budget, meter(Tokenizer::O200k)).text;
                                 (text, compactor.name.clone(), tokens)
                             }
                             // A compactor that fails leaves the job to the extractive merge; the
                             // tokens it used still count.
                             failed => {
-                                let merged = summary::merge(&current, &task, &output, budget, Tokenizer::O200k);
+                                let merged = summary::merge(&current, &task, &output, budget, meter(Tokenizer::O200k));
                                 (merged, extractive(), failed.tokens())
                             }
                         }
                     }
-                    None => (summary::merge(&current, &task, &output, budget, Tokenizer::O200k), extractive(), None),
+                    None => {
+                        (summary::merge(&current, &task, &output, budget, meter(Tokenizer::O200k)), extractive(), None)
+                    }
                 };
                 let after = count(&merged, Tokenizer::O200k);
                 current.clone_from(&merged);

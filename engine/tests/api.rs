@@ -1,6 +1,7 @@
 //! The public API can grow: the enums callers match on are `#[non_exhaustive]`, so a new
-//! event, command or error is not a breaking change for code outside the engine; and only the
-//! modules that are part of the API are public.
+//! error is not a breaking change for code outside the engine (the machine's `Event`, `Command`
+//! and `EngineError` are pinned by `machine/tests/api.rs`); and only the modules that are part
+//! of the API are public.
 
 use std::path::Path;
 
@@ -19,14 +20,7 @@ fn non_exhaustive(file: &str, name: &str) -> bool {
 
 #[test]
 fn matched_enums_are_non_exhaustive() {
-    let enums = [
-        ("event.rs", "Event"),
-        ("command.rs", "Command"),
-        ("error.rs", "EngineError"),
-        ("store/mod.rs", "StoreError"),
-        ("driver.rs", "DriverError"),
-        ("llm/error.rs", "LlmError"),
-    ];
+    let enums = [("store/mod.rs", "StoreError"), ("driver.rs", "DriverError"), ("llm/error.rs", "LlmError")];
     let closed: Vec<&str> =
         enums.iter().filter(|(file, name)| !non_exhaustive(file, name)).map(|(_, name)| *name).collect();
     assert!(closed.is_empty(), "these public enums are closed to new variants: {closed:?}");
@@ -38,10 +32,13 @@ fn only_api_modules_are_public() {
     let text = std::fs::read_to_string(&path).expect("lib.rs is readable text");
     let public: Vec<&str> =
         text.lines().filter_map(|line| line.strip_prefix("pub mod ")).map(|name| name.trim_end_matches(';')).collect();
-    // The rest (the state machine, commands, errors, attempts, replans, processes, summaries) is
-    // reached through the crate root's re-exports, so it can be rearranged freely.
-    assert_eq!(
-        public,
-        ["clock", "context", "driver", "event", "llm", "runtime", "store", "survivors", "template", "verify"]
-    );
+    // The rest (attempts, replans, processes, summaries) is reached through the crate root's
+    // re-exports, so it can be rearranged freely.
+    assert_eq!(public, ["clock", "context", "driver", "llm", "runtime", "store", "survivors", "verify"]);
+    // The machine's modules the engine passes on as its own: the state machine, commands and
+    // errors are reached through the crate root's re-exports.
+    let passed_on = text.split("pub use machine::{").nth(1).and_then(|rest| rest.split('}').next()).unwrap_or("");
+    let modules: Vec<&str> =
+        passed_on.split(',').map(str::trim).filter(|name| name.starts_with(|c: char| c.is_lowercase())).collect();
+    assert_eq!(modules, ["event", "template"]);
 }

@@ -192,7 +192,7 @@ fn template_syntax_in_the_request_renders_as_written() {
     let draft = plan(request, "t", &Bindings::default(), &exists);
     assert_sound(request, &draft);
     let input = workflow(&draft)[0]["input"].as_str().unwrap();
-    let rendered = engine::template::Renderer::default().render(input, &engine::RunState::new()).unwrap();
+    let rendered = engine::RunState::new().render(input).unwrap();
     assert_eq!(rendered, draft.steps[0].text);
 }
 

@@ -220,7 +220,7 @@ async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Opt
 pub fn review_text(state: &RunState, i: usize) -> String {
     let task = &state.plan.tasks[i];
     let raw = task.prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
-    let prompt = engine::template::Renderer::default().render(&raw, state).unwrap_or(raw);
+    let prompt = state.render(&raw).unwrap_or(raw);
     let mut text = format!("review `{}`: {}\n", task.id.value, prompt.trim_end());
     for parent in state.graph.parents(i) {
         let output = state.tasks[parent].output.as_deref().unwrap_or("(no output)");

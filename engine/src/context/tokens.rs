@@ -1,78 +1,30 @@
-//! Counting tokens with a real BPE tokenizer, loaded once per process.
-
-use std::fmt;
+//! Counting tokens with a real BPE tokenizer (tiktoken), loaded once per process: the
+//! engine's [`TokenCounter`], which `engine::RunState` counts with.
 
 use tiktoken_rs::CoreBPE;
 
-/// The BPE vocabulary used to count tokens; `O200k` (GPT-4o and later) is the default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Tokenizer {
-    /// `o200k_base`, used by GPT-4o, GPT-4.1 and the o-series.
-    #[default]
-    O200k,
-    /// `cl100k_base`, used by GPT-4 and GPT-3.5.
-    Cl100k,
-}
+pub use machine::tokens::{Meter, TOKENIZER_NAMES, TokenCounter, Tokenizer, UnknownTokenizer};
 
-/// The names [`Tokenizer::named`] accepts.
-pub const TOKENIZER_NAMES: [&str; 4] = manifest::TOKENIZERS;
+/// The engine's token counter: tiktoken's vocabularies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tiktoken;
 
-/// A tokenizer name that is not one of [`TOKENIZER_NAMES`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
-#[error("unknown tokenizer `{name}`; expected one of o200k_base, o200k, cl100k_base, cl100k")]
-#[diagnostic(
-    code(context::unknown_tokenizer),
-    help("set the provider's `tokenizer` to `o200k_base` (the default) or `cl100k_base`")
-)]
-pub struct UnknownTokenizer {
-    /// The name given.
-    pub name: String,
-}
-
-impl Tokenizer {
-    /// The tokenizer of an agent's provider: o200k for agents without one (command, mock,
-    /// none) and providers that name none.
-    pub fn of_agent(plan: &manifest::Plan, agent: Option<&str>) -> Tokenizer {
-        let provider = agent
-            .and_then(|name| plan.agents.get(name))
-            .and_then(|agent| match &agent.runtime {
-                manifest::plan::Runtime::Llm { provider, .. } => provider.as_ref(),
-                _ => None,
-            })
-            .and_then(|provider| plan.providers.get(&provider.value));
-        Tokenizer::named(provider.and_then(|p| p.tokenizer.as_deref())).unwrap_or_default()
-    }
-
-    /// The tokenizer called `name` (`o200k_base`/`o200k`, `cl100k_base`/`cl100k`); `None` means
-    /// the default, [`Tokenizer::O200k`].
-    pub fn named(name: Option<&str>) -> Result<Tokenizer, UnknownTokenizer> {
-        match name {
-            None | Some("o200k_base" | "o200k") => Ok(Tokenizer::O200k),
-            Some("cl100k_base" | "cl100k") => Ok(Tokenizer::Cl100k),
-            Some(other) => Err(UnknownTokenizer { name: other.to_owned() }),
-        }
-    }
-
-    /// The canonical name, as tiktoken spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tokenizer::O200k => "o200k_base",
-            Tokenizer::Cl100k => "cl100k_base",
-        }
-    }
-
-    fn bpe(self) -> &'static CoreBPE {
-        // tiktoken-rs keeps each vocabulary in a process-wide LazyLock.
-        match self {
-            Tokenizer::O200k => tiktoken_rs::o200k_base_singleton(),
-            Tokenizer::Cl100k => tiktoken_rs::cl100k_base_singleton(),
-        }
+impl TokenCounter for Tiktoken {
+    fn count(&self, text: &str, tokenizer: Tokenizer) -> usize {
+        count(text, tokenizer)
     }
 }
 
-impl fmt::Display for Tokenizer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// A [`Meter`] counting with [`Tiktoken`] in `tokenizer`'s vocabulary.
+pub fn meter(tokenizer: Tokenizer) -> Meter<'static> {
+    Meter::new(&Tiktoken, tokenizer)
+}
+
+fn bpe(tokenizer: Tokenizer) -> &'static CoreBPE {
+    // tiktoken-rs keeps each vocabulary in a process-wide LazyLock.
+    match tokenizer {
+        Tokenizer::O200k => tiktoken_rs::o200k_base_singleton(),
+        Tokenizer::Cl100k => tiktoken_rs::cl100k_base_singleton(),
     }
 }
 
@@ -87,7 +39,7 @@ const PIECE: usize = 4096;
 /// the sum is exact); only a run of [`PIECE`] bytes with no such place is cut arbitrarily,
 /// which may miscount it by a token or so.
 pub fn count(text: &str, tokenizer: Tokenizer) -> usize {
-    count_in_pieces(text, tokenizer.bpe(), PIECE)
+    count_in_pieces(text, bpe(tokenizer), PIECE)
 }
 
 fn count_in_pieces(text: &str, bpe: &CoreBPE, piece: usize) -> usize {
@@ -142,31 +94,6 @@ mod tests {
     }
 
     #[test]
-    fn names_are_accepted() {
-        assert_eq!(Tokenizer::named(None), Ok(Tokenizer::O200k));
-        assert_eq!(Tokenizer::named(Some("o200k")), Ok(Tokenizer::O200k));
-        assert_eq!(Tokenizer::named(Some("o200k_base")), Ok(Tokenizer::O200k));
-        assert_eq!(Tokenizer::named(Some("cl100k")), Ok(Tokenizer::Cl100k));
-        assert_eq!(Tokenizer::named(Some("cl100k_base")), Ok(Tokenizer::Cl100k));
-        for name in TOKENIZER_NAMES {
-            assert!(Tokenizer::named(Some(name)).is_ok());
-        }
-    }
-
-    #[test]
-    fn unknown_names_are_diagnosed() {
-        use miette::Diagnostic;
-        let error = Tokenizer::named(Some("gpt2")).unwrap_err();
-        assert_eq!(error.name, "gpt2");
-        assert_eq!(error.code().map(|c| c.to_string()).as_deref(), Some("context::unknown_tokenizer"));
-        let message = error.to_string();
-        for name in TOKENIZER_NAMES {
-            assert!(message.contains(name), "{message}");
-        }
-        assert!(Tokenizer::named(Some("")).is_err());
-    }
-
-    #[test]
     fn pathological_runs_do_not_panic() {
         // A megabyte of spaces makes the tokenizer itself panic.
         assert!(count(&" ".repeat(600_000), Tokenizer::O200k) > 0);
@@ -184,7 +111,7 @@ mod tests {
             "日本語のテキスト と スペース。 Ünïcödé wörds ça va\n\u{3000}wide space",
         ];
         for tokenizer in [Tokenizer::O200k, Tokenizer::Cl100k] {
-            let bpe = tokenizer.bpe();
+            let bpe = bpe(tokenizer);
             for sample in samples {
                 let text = sample.repeat(7);
                 let whole = bpe.encode_ordinary(&text).len();

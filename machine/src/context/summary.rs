@@ -2,7 +2,7 @@
 //! token budget, older sections compacted harder than newer ones.
 
 use super::extract::compact;
-use super::tokens::{Tokenizer, count};
+use crate::tokens::Meter;
 
 /// One `## task` section of a summary, or the text before the first one.
 #[derive(Debug, Clone)]
@@ -25,12 +25,12 @@ impl Section {
 /// section holding the output (replacing an earlier section for the same task), all within
 /// `budget` tokens. Older sections are compacted harder than newer ones; every heading
 /// stays while the headings alone fit. Deterministic.
-pub fn merge(summary: &str, task: &str, output: &str, budget: usize, tokenizer: Tokenizer) -> String {
+pub fn merge(summary: &str, task: &str, output: &str, budget: usize, meter: Meter<'_>) -> String {
     let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut sections = parse(summary);
     sections.retain(|s| s.heading.as_deref() != Some(task.as_str()));
     sections.push(Section { heading: Some(task), body: demote(output.trim()) });
-    fit(&sections, budget, tokenizer)
+    fit(&sections, budget, meter)
 }
 
 /// Splits a summary at its `## ` lines.
@@ -68,48 +68,45 @@ fn render(sections: &[Section], bodies: &[String]) -> String {
     sections.iter().zip(bodies).map(|(s, b)| s.render(b)).collect::<Vec<_>>().join("\n\n")
 }
 
-fn fit(sections: &[Section], budget: usize, tokenizer: Tokenizer) -> String {
+fn fit(sections: &[Section], budget: usize, meter: Meter<'_>) -> String {
     let whole: Vec<String> = sections.iter().map(|s| s.body.clone()).collect();
     let full = render(sections, &whole);
-    if count(&full, tokenizer) <= budget {
+    if meter.count(&full) <= budget {
         return full;
     }
     // A heading costs its own tokens plus the separators around it.
     let heads: Vec<usize> =
-        sections.iter().map(|s| s.heading.as_ref().map_or(0, |h| count(&format!("## {h}"), tokenizer) + 2)).collect();
+        sections.iter().map(|s| s.heading.as_ref().map_or(0, |h| meter.count(&format!("## {h}")) + 2)).collect();
     let mut first = 0;
     while first < sections.len() && heads[first..].iter().sum::<usize>() > budget {
         first += 1;
     }
     let live = &sections[first..];
     if live.iter().all(|s| s.heading.is_none()) {
-        return compact(&full, budget, tokenizer).text;
+        return compact(&full, budget, meter).text;
     }
-    let needs: Vec<usize> =
-        live.iter().map(|s| if s.body.is_empty() { 0 } else { count(&s.body, tokenizer) + 1 }).collect();
+    let needs: Vec<usize> = live.iter().map(|s| if s.body.is_empty() { 0 } else { meter.count(&s.body) + 1 }).collect();
     let weights: Vec<usize> = (1..=live.len()).collect();
     let mut room = budget - heads[first..].iter().sum::<usize>();
     for _ in 0..4 {
         let shares = allocate(&needs, &weights, room);
-        let bodies: Vec<String> =
-            live.iter()
-                .zip(needs.iter().zip(&shares))
-                .map(|(s, (&need, &share))| {
-                    if share >= need {
-                        s.body.clone()
-                    } else {
-                        compact(&s.body, share.saturating_sub(1), tokenizer).text
-                    }
-                })
-                .collect();
+        let bodies: Vec<String> = live
+            .iter()
+            .zip(needs.iter().zip(&shares))
+            .map(
+                |(s, (&need, &share))| {
+                    if share >= need { s.body.clone() } else { compact(&s.body, share.saturating_sub(1), meter).text }
+                },
+            )
+            .collect();
         let out = render(live, &bodies);
-        let size = count(&out, tokenizer);
+        let size = meter.count(&out);
         if size <= budget {
             return out;
         }
         room = room.saturating_sub(size - budget + 1);
     }
-    compact(&render(live, &whole[first..]), budget, tokenizer).text
+    compact(&render(live, &whole[first..]), budget, meter).text
 }
 
 /// Splits `room` among sections in proportion to `weights`, giving none more than it
@@ -146,7 +143,7 @@ fn allocate(needs: &[usize], weights: &[usize], room: usize) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    const T: Tokenizer = Tokenizer::O200k;
+    use crate::tokens::test_counter::{T, count};
 
     fn report(task: &str, lines: usize) -> String {
         (0..lines)
@@ -167,7 +164,7 @@ mod tests {
         let mut summary = String::new();
         for (i, task) in ["search", "fetch", "parse", "rank", "write"].iter().enumerate() {
             summary = merge(&summary, task, &report(task, 20 + i), 200, T);
-            assert!(count(&summary, T) <= 200, "{summary}");
+            assert!(count(&summary) <= 200, "{summary}");
         }
         for task in ["search", "fetch", "parse", "rank", "write"] {
             assert!(summary.contains(&format!("## {task}")), "{summary}");
@@ -179,7 +176,7 @@ mod tests {
         let summary = merge("", "old", &report("old", 40), 10_000, T);
         let merged = merge(&summary, "new", &report("new", 40), 400, T);
         let (old, new) = merged.split_once("## new").expect("the new section is there");
-        assert!(count(old, T) < count(new, T), "{merged}");
+        assert!(count(old) < count(new), "{merged}");
     }
 
     #[test]
@@ -193,7 +190,7 @@ mod tests {
         let mut summary = String::new();
         for i in 0..30 {
             summary = merge(&summary, &format!("task_{i}"), "done", 40, T);
-            assert!(count(&summary, T) <= 40);
+            assert!(count(&summary) <= 40);
         }
         assert!(summary.contains("## task_29"), "{summary}");
         assert!(!summary.contains("## task_0\n"), "{summary}");
@@ -226,7 +223,7 @@ mod tests {
             #[test]
             fn never_exceeds_the_budget(summary in any::<String>(), output in "[a-zA-Z0-9 #.:\n-]{0,300}", budget in 0usize..300) {
                 let merged = merge(&summary, "task", &output, budget, T);
-                prop_assert!(count(&merged, T) <= budget);
+                prop_assert!(count(&merged) <= budget);
             }
         }
     }

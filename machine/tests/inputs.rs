@@ -3,8 +3,21 @@
 
 use std::sync::Arc;
 
-use engine::template::MAX_INPUT_BYTES;
-use engine::{Command, Event, Handler, RunState, Start};
+use machine::template::MAX_INPUT_BYTES;
+use machine::tokens::{TokenCounter, Tokenizer};
+use machine::{Command, Event, Handler, Start};
+
+/// A counter for runs that count nothing: these plans have no token budget and no summary.
+#[derive(Debug, Clone, Copy, Default)]
+struct Uncounted;
+
+impl TokenCounter for Uncounted {
+    fn count(&self, _text: &str, _tokenizer: Tokenizer) -> usize {
+        unreachable!("a plan without a token budget or a summary counts no tokens")
+    }
+}
+
+type RunState = machine::RunState<Uncounted>;
 
 fn start(input: &str) -> Vec<Event> {
     let yaml = format!(

@@ -4,16 +4,20 @@
 //! The context holds `mission`, `vars`, `context_summary` and, under `tasks`, only the tasks
 //! the template reads, so rendering does not grow with the size of the plan. A rendered text
 //! is capped at [`MAX_INPUT_BYTES`]: rendering stops there and fails.
+//!
+//! It reads a run through [`Values`], a borrowed view of the parts a template can see, so
+//! rendering knows nothing of the state machine (which renders through `RunState::render`).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::sync::Arc;
 
+use manifest::{Plan, TaskGraph};
 use minijinja::value::{Object, ObjectRepr, Value};
 use minijinja::{Environment, UndefinedBehavior};
 
-use crate::state::{RunState, TaskStatus};
+use crate::task::{TaskState, TaskStatus};
 
 /// A task's output in a template: renders as its text; when the text is a JSON object, its
 /// fields read as `tasks.X.output.field`.
@@ -45,12 +49,40 @@ impl Object for Output {
 /// default `max_output_bytes`, and far below what would flood the event log.
 pub const MAX_INPUT_BYTES: usize = 8 * 1024 * 1024;
 
-/// Why an input is refused when it is over [`MAX_INPUT_BYTES`].
-pub fn over_cap() -> String {
-    format!(
+/// Why a template could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// The template does not compile, or reads something the run does not have (strict mode).
+    #[error("{detail}")]
+    #[diagnostic(code(template::render), help("`runner validate` checks what a template reads"))]
+    Template {
+        /// What minijinja reported, with the template's line when it knows it.
+        detail: String,
+    },
+    /// The rendered text is over [`MAX_INPUT_BYTES`].
+    #[error(
         "the rendered input is larger than {MAX_INPUT_BYTES} bytes (8 MiB), the cap on a task's input; \
          make the template read less"
-    )
+    )]
+    #[diagnostic(code(template::too_large))]
+    TooLarge,
+}
+
+/// What a template can read of a run: the plan's mission, `--var` values, the context summary
+/// and the tasks' outputs and statuses.
+#[derive(Debug, Clone, Copy)]
+pub struct Values<'a> {
+    /// The plan (its mission and task ids).
+    pub plan: &'a Plan,
+    /// The plan's graph (to find a task by id).
+    pub graph: &'a TaskGraph,
+    /// Each task's state, in workflow order.
+    pub tasks: &'a [TaskState],
+    /// `--var` values.
+    pub vars: &'a BTreeMap<String, String>,
+    /// The rolling context summary.
+    pub context_summary: &'a str,
 }
 
 /// The rendered text, refusing to grow past the cap.
@@ -91,7 +123,7 @@ impl Default for Renderer {
 impl Renderer {
     /// Renders `template` with the run's mission, vars and the outputs it reads; fails when the
     /// text grows past [`MAX_INPUT_BYTES`].
-    pub fn render(&self, template: &str, run: &RunState) -> Result<String, String> {
+    pub fn render(&self, template: &str, run: &Values<'_>) -> Result<String, RenderError> {
         if !manifest::template::Templates::is_template(template) {
             return Ok(template.to_owned());
         }
@@ -109,7 +141,7 @@ impl Renderer {
         let ids: Box<dyn Iterator<Item = usize>> = if everything {
             Box::new(0..run.tasks.len())
         } else {
-            Box::new(read.iter().filter_map(|id| run.index_of(id)))
+            Box::new(read.iter().filter_map(|id| run.graph.index_of(id)))
         };
         for i in ids {
             let state = &run.tasks[i];
@@ -126,7 +158,7 @@ impl Renderer {
         let context = BTreeMap::from([
             ("mission", Value::from(run.plan.mission.clone().unwrap_or_default())),
             ("vars", Value::from(run.vars.clone())),
-            ("context_summary", Value::from(run.context_summary.as_str())),
+            ("context_summary", Value::from(run.context_summary)),
             ("tasks", Value::from(tasks)),
         ]);
         let mut out = Capped { bytes: Vec::new(), over: false };
@@ -134,16 +166,17 @@ impl Renderer {
             Ok(_) => {
                 Ok(String::from_utf8(out.bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
             }
-            Err(_) if out.over => Err(over_cap()),
+            Err(_) if out.over => Err(RenderError::TooLarge),
             Err(error) => Err(describe(&error)),
         }
     }
 }
 
-fn describe(error: &minijinja::Error) -> String {
+fn describe(error: &minijinja::Error) -> RenderError {
     let detail = error.detail().map_or_else(|| error.kind().to_string(), str::to_owned);
-    match error.line() {
+    let detail = match error.line() {
         Some(line) => format!("{detail} (line {line} of the template)"),
         None => detail,
-    }
+    };
+    RenderError::Template { detail }
 }

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::tokens::{Tokenizer, count};
 use super::units::{self, Sep, Unit};
+use crate::tokens::Meter;
 
 /// Text compacted to a token budget, with what it cost before and after.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,27 +22,27 @@ pub struct Compacted {
 /// Compacts `text` to at most `budget` tokens: unchanged if it fits, otherwise the most
 /// informative lines (sentences, in long prose lines) in their original order, each run of
 /// dropped ones replaced by a marker such as `[… 3 lines dropped]`; never cuts inside a word.
-pub fn compact(text: &str, budget: usize, tokenizer: Tokenizer) -> Compacted {
-    let tokens_before = count(text, tokenizer);
+pub fn compact(text: &str, budget: usize, meter: Meter<'_>) -> Compacted {
+    let tokens_before = meter.count(text);
     if tokens_before <= budget {
         return Compacted { text: text.to_owned(), tokens_before, tokens_after: tokens_before, dropped: 0 };
     }
     let units = units::split(text, true);
-    let fitted = fit(text, &units, budget, Measure::Tokens(tokenizer), false);
+    let fitted = fit(text, &units, budget, Measure::Tokens(meter), false);
     Compacted { text: fitted.text, tokens_before, tokens_after: fitted.size, dropped: fitted.dropped }
 }
 
 /// How a budget is measured.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Measure {
-    Tokens(Tokenizer),
+pub(crate) enum Measure<'a> {
+    Tokens(Meter<'a>),
     Chars,
 }
 
-impl Measure {
+impl Measure<'_> {
     pub(crate) fn of(self, text: &str) -> usize {
         match self {
-            Measure::Tokens(tokenizer) => count(text, tokenizer),
+            Measure::Tokens(meter) => meter.count(text),
             Measure::Chars => text.chars().count(),
         }
     }
@@ -83,12 +83,12 @@ struct Markers<'a> {
     units: &'a [Unit],
     /// `sentences[i]`: sentence units among the first `i`.
     sentences: Vec<usize>,
-    measure: Measure,
+    measure: Measure<'a>,
     cache: HashMap<(usize, usize), usize>,
 }
 
 impl<'a> Markers<'a> {
-    fn new(units: &'a [Unit], measure: Measure) -> Self {
+    fn new(units: &'a [Unit], measure: Measure<'a>) -> Self {
         let mut sentences = Vec::with_capacity(units.len() + 1);
         sentences.push(0);
         for unit in units {
@@ -121,7 +121,7 @@ impl<'a> Markers<'a> {
 
 /// Fits `text`, cut into `units`, into `budget` (in `measure`). With `pin_first`, the
 /// first unit is kept before any other. The result never exceeds the budget.
-pub(crate) fn fit(text: &str, units: &[Unit], budget: usize, measure: Measure, pin_first: bool) -> Fitted {
+pub(crate) fn fit(text: &str, units: &[Unit], budget: usize, measure: Measure<'_>, pin_first: bool) -> Fitted {
     let n = units.len();
     if n == 0 {
         return Fitted { text: String::new(), size: 0, dropped: 0 };
@@ -267,7 +267,7 @@ fn truncate_best(text: &str, units: &[Unit], best: usize, budget: usize, markers
 
 /// The longest prefix of `text` that ends at the end of a word and measures at most
 /// `budget`; possibly empty.
-pub(crate) fn word_prefix(text: &str, budget: usize, measure: Measure) -> &str {
+pub(crate) fn word_prefix<'t>(text: &'t str, budget: usize, measure: Measure<'_>) -> &'t str {
     // No token or char is longer than this many bytes, so a fitting prefix is no longer.
     let cap = match measure {
         Measure::Tokens(_) => budget.saturating_add(1).saturating_mul(256),
@@ -307,7 +307,7 @@ pub(crate) fn word_prefix(text: &str, budget: usize, measure: Measure) -> &str {
 pub(crate) mod tests {
     use super::*;
 
-    const T: Tokenizer = Tokenizer::O200k;
+    use crate::tokens::test_counter::{T, count};
 
     /// Every word of `output` outside markers (and a trailing `…`) is a word of `input`.
     pub(crate) fn words_are_whole(input: &str, output: &str) -> bool {
@@ -372,7 +372,7 @@ pub(crate) mod tests {
         let text = log(60);
         let result = compact(&text, 120, T);
         assert!(result.tokens_after <= 120, "{}", result.tokens_after);
-        assert_eq!(count(&result.text, T), result.tokens_after);
+        assert_eq!(count(&result.text), result.tokens_after);
         assert!(result.text.contains("ERROR failed to open src/module_2.rs:2"), "{}", result.text);
         assert!(result.text.contains("dropped]"));
         assert!(words_are_whole(&text, &result.text));
@@ -447,7 +447,7 @@ pub(crate) mod tests {
         for budget in 0..12 {
             let result = compact(&text, budget, T);
             assert!(result.tokens_after <= budget);
-            assert_eq!(count(&result.text, T), result.tokens_after);
+            assert_eq!(count(&result.text), result.tokens_after);
             assert!(words_are_whole(&text, &result.text), "{budget}: {:?}", result.text);
         }
         assert_eq!(compact(&text, 0, T).text, "");
@@ -487,8 +487,8 @@ pub(crate) mod tests {
             #[test]
             fn never_exceeds_the_budget_nor_cuts_words(text in texts(), budget in 0usize..500) {
                 let result = compact(&text, budget, T);
-                prop_assert!(count(&result.text, T) <= budget);
-                prop_assert_eq!(count(&result.text, T), result.tokens_after);
+                prop_assert!(count(&result.text) <= budget);
+                prop_assert_eq!(count(&result.text), result.tokens_after);
                 if result.tokens_before <= budget {
                     prop_assert_eq!(&result.text, &text);
                 }

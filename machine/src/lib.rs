@@ -1,0 +1,28 @@
+//! The run state machine of runner, pure: [`Command`]s in, [`Event`]s out, state rebuilt by
+//! [`Handler::fold`], plus what it needs to decide (template rendering, the extractive text
+//! compactors).
+//!
+//! This crate does no IO: no clocks, files, network, processes or randomness, and no tokio;
+//! its dependency list holds only pure crates, and CI fails when `cargo tree -p machine -e
+//! normal` shows tokio, reqwest or tiktoken. Token counting comes in through
+//! [`tokens::TokenCounter`]. The `engine` crate drives it.
+
+mod command;
+pub mod context;
+mod error;
+pub mod event;
+mod handler;
+mod run_status;
+mod state;
+pub mod summary_mode;
+mod task;
+pub mod template;
+pub mod tokens;
+
+pub use command::{Command, Start};
+pub use error::EngineError;
+pub use event::{Event, Outcome, Record, Scope, Tokens};
+pub use handler::Handler;
+pub use run_status::RunStatus;
+pub use state::RunState;
+pub use task::{TaskState, TaskStatus};

@@ -1,0 +1,224 @@
+//! `apply`: how each event changes the state. It never fails and never decides: an event
+//! for a task the plan does not have (only a tampered log has one) changes nothing but `seq`.
+//! One function per event or family of events; the task flags and the tally move only
+//! through `transitions.rs` (and `rebuild.rs`, which derives them afresh).
+
+use std::sync::Arc;
+
+use manifest::{Plan, TaskGraph};
+
+use super::RunState;
+use crate::event::{Event, Scope, Tokens};
+use crate::run_status::RunStatus;
+use crate::summary_mode::SummaryMode;
+use crate::task::{TaskState, TaskStatus};
+use crate::tokens::TokenCounter;
+
+impl<C: TokenCounter> RunState<C> {
+    /// Applies one event to the state.
+    pub(super) fn apply_event(&mut self, event: &Event) {
+        self.seq += 1;
+        match event {
+            Event::RunCreated { plan, vars, strategy, .. } => self.created(plan, vars, *strategy),
+            Event::TaskReused { task, output } => self.reused(task, output),
+            Event::TaskDispatched { task, attempt, input } => self.dispatched(task, *attempt, input),
+            Event::TaskSucceeded { task, output, tokens, .. } => self.task_succeeded(task, output, *tokens),
+            Event::TaskFailed { task, error, tokens, .. } => self.task_failed(task, error, *tokens),
+            Event::RetryScheduled { task, .. } => self.retry_scheduled(task),
+            Event::RetryDue { task } => self.retry_due(task),
+            Event::TaskSkipped { task, .. } => self.skipped(task),
+            Event::ClarificationRequested { task, question, tokens } => self.asked(task, question, *tokens),
+            Event::ClarificationProvided { task, answer } => self.answered(task, answer),
+            Event::ReviewRequested { task, .. } => self.review_requested(task),
+            Event::ReviewDecided { task, approved, comment } => self.review_decided(task, *approved, comment),
+            Event::VerificationFailed { task, reason, tokens, .. } => {
+                self.add_tokens(*tokens);
+                if let Some(i) = self.index_of(task) {
+                    self.tasks[i].feedback = Some(reason.clone());
+                }
+            }
+            Event::ContextCompacted { scope, summary, tokens, .. } => self.compaction(*scope, summary, *tokens),
+            Event::ReplanRequested { task, .. } => {
+                self.replanning.insert(task.clone());
+            }
+            Event::Replanned { task, plan, tokens, .. } => {
+                self.add_tokens(*tokens);
+                self.replanning.remove(task);
+                self.replans += 1;
+                self.splice(Arc::clone(plan));
+            }
+            Event::ReplanFailed { task, tokens, .. } => {
+                self.add_tokens(*tokens);
+                self.replanning.remove(task);
+            }
+            Event::BudgetExhausted { reason } => self.exhausted = Some(reason.clone()),
+            Event::RunPaused { .. } => self.status = RunStatus::Paused,
+            Event::RunResumed => self.resumed(),
+            Event::RunCancelled { .. } => self.status = RunStatus::Cancelled,
+            Event::RunCompleted { status, .. } => self.status = RunStatus::Finished(*status),
+        }
+    }
+
+    /// `RunCreated`: installs the plan, every task pending.
+    fn created(
+        &mut self,
+        plan: &Arc<Plan>,
+        vars: &std::collections::BTreeMap<String, String>,
+        strategy: manifest::plan::Strategy,
+    ) {
+        let graph = self.prebuilt.take().unwrap_or_else(|| {
+            Arc::new(TaskGraph::build(plan).unwrap_or_else(|_| {
+                TaskGraph::build(&Plan::default()).unwrap_or_else(|_| unreachable!("an empty plan has no cycle"))
+            }))
+        });
+        // The strategy first: it sets the priorities the ready queue is built with.
+        self.strategy = strategy;
+        self.vars = vars.clone();
+        let tasks = vec![TaskState::new(0); plan.tasks.len()];
+        self.rebuild(Arc::clone(plan), graph, tasks);
+        self.status = RunStatus::Running;
+    }
+
+    /// `TaskReused`: the task succeeded in the run this one retries.
+    fn reused(&mut self, task: &str, output: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.dequeue(i);
+        self.set_status(i, TaskStatus::Succeeded);
+        self.tasks[i].output = Some(output.to_owned());
+        self.release_dependents(i);
+    }
+
+    /// `TaskDispatched`: an attempt is in flight, counted against every limit.
+    fn dispatched(&mut self, task: &str, attempt: u32, input: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.dequeue(i);
+        self.set_status(i, TaskStatus::Running);
+        let state = &mut self.tasks[i];
+        state.attempts = attempt;
+        state.input = Some(input.to_owned());
+        state.dispatched_seq = Some(self.seq);
+        // Told to this attempt in its input; later ones are not.
+        state.feedback = None;
+        self.start_attempt(i);
+    }
+
+    /// `TaskSucceeded`: the output is recorded and dependents may go.
+    fn task_succeeded(&mut self, task: &str, output: &str, tokens: Option<Tokens>) {
+        self.add_tokens(tokens);
+        if self.summary == SummaryMode::ByAgent {
+            self.summary_pending += 1;
+        }
+        let Some(i) = self.index_of(task) else { return };
+        self.end_attempt(i);
+        self.set_status(i, TaskStatus::Succeeded);
+        self.tasks[i].output = Some(output.to_owned());
+        self.tasks[i].error = None;
+        self.release_dependents(i);
+    }
+
+    /// `TaskFailed`: the attempt failed (a retry, replan or skip may follow).
+    fn task_failed(&mut self, task: &str, error: &str, tokens: Option<Tokens>) {
+        self.add_tokens(tokens);
+        let Some(i) = self.index_of(task) else { return };
+        self.tasks[i].failures += 1;
+        self.end_attempt(i);
+        self.set_status(i, TaskStatus::Failed);
+        self.tasks[i].error = Some(error.to_owned());
+        self.tasks[i].question = None;
+    }
+
+    /// `RetryScheduled`: pending again, behind a timer.
+    fn retry_scheduled(&mut self, task: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.set_status(i, TaskStatus::Pending);
+        self.set_waiting(i, true);
+    }
+
+    /// `RetryDue`: the timer is done; the task is ready.
+    fn retry_due(&mut self, task: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.set_waiting(i, false);
+        self.enqueue(i);
+    }
+
+    /// `TaskSkipped`: final without an output; dependents still go.
+    fn skipped(&mut self, task: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.end_attempt(i);
+        self.dequeue(i);
+        self.set_waiting(i, false);
+        self.set_status(i, TaskStatus::Skipped);
+        self.release_dependents(i);
+    }
+
+    /// `ClarificationRequested`: the task waits for an answer.
+    fn asked(&mut self, task: &str, question: &str, tokens: Option<Tokens>) {
+        self.add_tokens(tokens);
+        let Some(i) = self.index_of(task) else { return };
+        self.end_attempt(i);
+        self.set_status(i, TaskStatus::Paused);
+        self.tasks[i].question = Some(question.to_owned());
+    }
+
+    /// `ClarificationProvided`: the task is ready again, with the answer.
+    fn answered(&mut self, task: &str, answer: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.tasks[i].question = None;
+        self.tasks[i].answers.push(answer.to_owned());
+        self.set_status(i, TaskStatus::Pending);
+        self.enqueue(i);
+    }
+
+    /// `ReviewRequested`: the review task waits for a decision (its one attempt).
+    fn review_requested(&mut self, task: &str) {
+        let Some(i) = self.index_of(task) else { return };
+        self.dequeue(i);
+        self.set_status(i, TaskStatus::Paused);
+        self.tasks[i].attempts = 1;
+    }
+
+    /// `ReviewDecided`: an approval succeeds the review (a rejection's `TaskFailed` follows).
+    fn review_decided(&mut self, task: &str, approved: bool, comment: &Option<String>) {
+        let Some(i) = self.index_of(task) else { return };
+        if approved {
+            self.set_status(i, TaskStatus::Succeeded);
+            self.tasks[i].output = Some(comment.clone().unwrap_or_else(|| "approved".to_owned()));
+            self.release_dependents(i);
+        }
+    }
+
+    /// `ContextCompacted`: a new context summary; tasks held for it go once it has caught up.
+    fn compaction(&mut self, scope: Scope, summary: &Option<String>, tokens: Option<Tokens>) {
+        self.add_tokens(tokens);
+        if let (Scope::Summary, Some(summary)) = (scope, summary) {
+            self.context_summary.clone_from(summary);
+            if self.summary == SummaryMode::ByAgent {
+                self.summary_pending = self.summary_pending.saturating_sub(1);
+                if self.summary_pending == 0 {
+                    self.release_held();
+                }
+            }
+        }
+    }
+
+    /// `RunResumed`: attempts that never reported back and retries whose timer was cut short
+    /// become ready again.
+    fn resumed(&mut self) {
+        self.status = RunStatus::Running;
+        // The compactor's work in flight was lost with the process: go on without it.
+        self.summary_pending = 0;
+        self.release_held();
+        for i in 0..self.tasks.len() {
+            // An attempt that never reported back runs again as a new attempt.
+            if self.tasks[i].in_flight {
+                self.end_attempt(i);
+                self.set_status(i, TaskStatus::Pending);
+                self.enqueue(i);
+            }
+            if self.tasks[i].waiting_timer {
+                self.set_waiting(i, false);
+                self.enqueue(i);
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! A task's input: its template rendered against the run, with what later attempts are told.
+
+use manifest::Plan;
+use manifest::plan::TaskKind;
+
+use super::RunState;
+use crate::template::{MAX_INPUT_BYTES, RenderError, Values};
+use crate::tokens::TokenCounter;
+
+impl<C: TokenCounter> RunState<C> {
+    /// Renders `template` against the run: its mission, vars, summary and the outputs it reads.
+    pub fn render(&self, template: &str) -> Result<String, RenderError> {
+        let values = Values {
+            plan: &self.plan,
+            graph: &self.graph,
+            tasks: &self.tasks,
+            vars: &self.vars,
+            context_summary: &self.context_summary,
+        };
+        self.renderer.render(template, &values)
+    }
+
+    /// The task's input template rendered against the run, with any answers appended.
+    pub fn render_input(&self, i: usize) -> Result<String, RenderError> {
+        let task = &self.plan.tasks[i];
+        let template = match (&task.input, task.kind) {
+            (Some(input), _) => input.value.clone(),
+            (None, TaskKind::SynthesisGate) => gate_input(&self.plan, i),
+            (None, _) => String::new(),
+        };
+        let mut input = self.render(&template)?;
+        if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {
+            input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
+        }
+        if let Some(reason) = &self.tasks[i].feedback {
+            input.push_str("\n\nThe previous answer failed verification: ");
+            input.push_str(reason);
+            input.push_str("\nAnswer again and fix this.");
+        }
+        for answer in &self.tasks[i].answers {
+            input.push_str("\n\nClarification: ");
+            input.push_str(answer);
+        }
+        if input.len() > MAX_INPUT_BYTES {
+            return Err(RenderError::TooLarge);
+        }
+        Ok(input)
+    }
+}
+
+/// The default input of a gate with no `input`: each input's output under its id.
+fn gate_input(plan: &Plan, i: usize) -> String {
+    let task = &plan.tasks[i];
+    let mut text = String::new();
+    for input in &task.inputs {
+        text.push_str(&format!("## {}\n{{{{ {} }}}}\n\n", input.value, manifest::template::output_of(&input.value)));
+    }
+    text
+}

@@ -1,0 +1,231 @@
+//! The run state machine: pure and synchronous. `process` turns a command into events (and
+//! applies them); `apply` changes the state for one event; `fold` rebuilds the state from a
+//! log. It makes every scheduling decision (the ready queue, strategies, concurrency limits,
+//! retries, pauses) but has no clocks, no IO and no randomness: the same events in give the
+//! same state out, so the live state always equals the fold of the log.
+//!
+//! The files of this module: `process.rs` (one function per command), `apply.rs` (one per
+//! event), `schedule/` (one scheduler per strategy), `failure.rs` (retries, replans, skips),
+//! `budget.rs`, `input.rs` (rendering a task's input), `rebuild.rs` (installing a plan),
+//! `transitions.rs` (where the task flags and the tally change), `tally.rs` and
+//! `queue.rs` (the derived counters and caches).
+//!
+//! The token counter is the type parameter `C`: see [`crate::tokens`] for why.
+
+mod apply;
+mod budget;
+mod failure;
+mod input;
+mod process;
+mod queue;
+mod rebuild;
+mod schedule;
+mod tally;
+mod transitions;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use manifest::plan::Strategy;
+use manifest::{Plan, TaskGraph};
+
+use crate::command::Command;
+use crate::error::EngineError;
+use crate::event::{Event, Tokens};
+use crate::handler::Handler;
+use crate::run_status::RunStatus;
+use crate::summary_mode::SummaryMode;
+use crate::task::{TaskState, TaskStatus};
+use crate::template::Renderer;
+use crate::tokens::TokenCounter;
+use queue::Queue;
+use tally::Tally;
+
+/// The state of one run, counting tokens with `C`.
+#[derive(Debug, Clone)]
+pub struct RunState<C> {
+    /// The run's status.
+    pub status: RunStatus,
+    /// The plan it runs.
+    pub plan: Arc<Plan>,
+    /// The plan's graph.
+    pub graph: Arc<TaskGraph>,
+    /// Each task's state, in workflow order.
+    pub tasks: Vec<TaskState>,
+    /// `--var` values.
+    pub vars: BTreeMap<String, String>,
+    /// The strategy in force.
+    pub strategy: Strategy,
+    /// The rolling summary of what the run has found, for `{{ context_summary }}`.
+    pub context_summary: String,
+    /// Tokens used so far by agents, checks, compaction and the planner.
+    pub tokens: Tokens,
+    /// Replacements spliced in so far.
+    pub replans: u32,
+    /// Failed tasks waiting for the planner's replacement.
+    pub replanning: BTreeSet<String>,
+    /// Why dispatching stopped, once a budget ran out.
+    pub exhausted: Option<String>,
+    /// The `seq` of the last event applied: events are numbered from 1 in the order they
+    /// happen, so counting them gives each one's `seq` without the log.
+    pub seq: u64,
+    /// How the context summary is kept, if a task reads it.
+    summary: SummaryMode,
+    /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
+    /// that read the summary wait for them.
+    summary_pending: u32,
+    /// The counters derived from the task states.
+    tally: Tally,
+    /// The ready queue and the strategies' caches.
+    queue: Queue,
+    /// The graph the caller of `Start` already built, taken by the `RunCreated` it causes.
+    prebuilt: Option<Arc<TaskGraph>>,
+    renderer: Renderer,
+    counter: C,
+}
+
+impl<C: TokenCounter + Default> Default for RunState<C> {
+    fn default() -> Self {
+        RunState::new()
+    }
+}
+
+impl<C> PartialEq for RunState<C> {
+    /// Runs are equal when their recorded state is; the scheduling caches are left out.
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status
+            && self.tasks == other.tasks
+            && self.vars == other.vars
+            && self.strategy == other.strategy
+            && self.context_summary == other.context_summary
+            && self.tokens == other.tokens
+            && self.replans == other.replans
+            && self.replanning == other.replanning
+            && self.exhausted == other.exhausted
+            && self.seq == other.seq
+            && self.summary_pending == other.summary_pending
+            && self.tally.running == other.tally.running
+            && self.tally.group_running == other.tally.group_running
+            && same_plan(&self.plan, &other.plan)
+    }
+}
+
+impl<C: TokenCounter + Default> RunState<C> {
+    /// A run that has not started.
+    pub fn new() -> Self {
+        let plan = Arc::new(Plan::default());
+        let graph = Arc::new(TaskGraph::build(&plan).unwrap_or_else(|_| unreachable!("an empty plan has no cycle")));
+        RunState {
+            status: RunStatus::New,
+            plan,
+            graph,
+            tasks: Vec::new(),
+            vars: BTreeMap::new(),
+            strategy: Strategy::Eager,
+            context_summary: String::new(),
+            tokens: Tokens::default(),
+            replans: 0,
+            replanning: BTreeSet::new(),
+            exhausted: None,
+            seq: 0,
+            summary: SummaryMode::Unused,
+            summary_pending: 0,
+            tally: Tally::default(),
+            queue: Queue::default(),
+            prebuilt: None,
+            renderer: Renderer::default(),
+            counter: C::default(),
+        }
+    }
+}
+
+impl<C: TokenCounter> RunState<C> {
+    /// The index of a task by id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.graph.index_of(id)
+    }
+
+    /// Task `task` and its descendants that have not started: what a replan replaces.
+    pub fn replaceable(&self, task: &str) -> Vec<String> {
+        let Some(failed) = self.index_of(task) else { return Vec::new() };
+        let mut seen = vec![false; self.tasks.len()];
+        seen[failed] = true;
+        let mut stack = vec![failed];
+        let mut found = Vec::new();
+        while let Some(i) = stack.pop() {
+            found.push(i);
+            for child in self.graph.children(i) {
+                let state = &self.tasks[child];
+                if !seen[child] && state.status == TaskStatus::Pending && state.attempts == 0 {
+                    seen[child] = true;
+                    stack.push(child);
+                }
+            }
+        }
+        found.sort_unstable();
+        found.into_iter().map(|i| self.id(i).to_owned()).collect()
+    }
+
+    /// Attempts in flight.
+    pub fn running(&self) -> usize {
+        self.tally.running
+    }
+
+    /// The index of task `id`, or why there is none.
+    fn task_index(&self, id: &str) -> Result<usize, EngineError> {
+        self.index_of(id).ok_or_else(|| EngineError::UnknownTask { task: id.to_owned() })
+    }
+
+    /// The id of task `i`.
+    fn id(&self, i: usize) -> &str {
+        &self.plan.tasks[i].id.value
+    }
+
+    /// Applies an event and records it in `out`.
+    fn emit(&mut self, event: Event, out: &mut Vec<Event>) {
+        self.apply_event(&event);
+        out.push(event);
+    }
+
+    /// Refuses a command before the run started or after it ended.
+    fn require_active(&self) -> Result<(), EngineError> {
+        match self.status {
+            RunStatus::New => Err(EngineError::NotStarted),
+            status if status.is_final() => Err(EngineError::Finished { status: status.as_str() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a result is for the attempt in flight (older ones arrive after a resume).
+    fn is_current(&self, i: usize, attempt: u32) -> bool {
+        let task = &self.tasks[i];
+        task.in_flight && task.attempts == attempt
+    }
+}
+
+/// Whether two plans are the same as recorded: source locations are not part of a log.
+fn same_plan(a: &Plan, b: &Plan) -> bool {
+    std::ptr::eq(a, b) || serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+}
+
+impl<C: TokenCounter + Default> Handler for RunState<C> {
+    type Command = Command;
+    type Event = Event;
+    type Error = EngineError;
+
+    fn process(&mut self, command: Command) -> Result<Vec<Event>, EngineError> {
+        self.process_command(command)
+    }
+
+    fn apply(&mut self, event: &Event) {
+        self.apply_event(event);
+    }
+
+    fn fold(events: &[Event]) -> Self {
+        let mut state = RunState::new();
+        for event in events {
+            state.apply_event(event);
+        }
+        state
+    }
+}

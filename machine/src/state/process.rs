@@ -1,0 +1,374 @@
+//! `process`: what each command means. One function per command decides, emits the events
+//! it causes (applied at once, see `RunState::emit`) and says whether the scheduler runs
+//! after it; results for an attempt that is no longer current, and anything for a run that
+//! has ended, cause nothing.
+
+use std::sync::Arc;
+
+use manifest::TaskGraph;
+use manifest::plan::{Action, TaskKind};
+use sha2::{Digest, Sha256};
+
+use super::RunState;
+use super::failure::Failure;
+use crate::command::{Command, Start};
+use crate::context::summary;
+use crate::error::EngineError;
+use crate::event::{ErrorClass, Event, SCHEMA_VERSION, Scope, Tokens};
+use crate::run_status::RunStatus;
+use crate::summary_mode::{DEFAULT_BUDGET, SummaryMode};
+use crate::task::TaskStatus;
+use crate::tokens::{Meter, TokenCounter, Tokenizer};
+
+/// What follows a command's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Scheduling: what may start now, a pause or the end of the run.
+    Schedule,
+    /// Nothing more.
+    Stop,
+}
+
+/// A compaction's report, as `Command::Compacted` carries it.
+struct Compaction {
+    task: String,
+    scope: Scope,
+    by: String,
+    tokens_before: u64,
+    tokens_after: u64,
+    summary: Option<String>,
+    tokens: Option<Tokens>,
+}
+
+/// A replacement plan, as `Command::Replanned` carries it.
+struct Replacement {
+    task: String,
+    plan: Arc<manifest::Plan>,
+    removed: Vec<String>,
+    added: Vec<String>,
+    score: f64,
+    tokens: Option<Tokens>,
+}
+
+impl<C: TokenCounter> RunState<C> {
+    /// Decides what `command` means: the events it causes, already applied.
+    pub(super) fn process_command(&mut self, command: Command) -> Result<Vec<Event>, EngineError> {
+        let mut out = Vec::new();
+        if self.dispatch(command, &mut out)? == Next::Schedule {
+            self.schedule(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// Hands `command` to its function.
+    fn dispatch(&mut self, command: Command, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        Ok(match command {
+            Command::Start(start) => self.start(start, out)?,
+            Command::Succeeded { task, attempt, output, tokens, duration_ms } => {
+                self.succeeded(task, attempt, output, tokens, duration_ms, out)?
+            }
+            Command::VerificationFailed { task, attempt, reason, tokens, jitter } => {
+                self.verification_failed(task, attempt, reason, tokens, jitter, out)?
+            }
+            Command::Compacted { task, scope, by, tokens_before, tokens_after, summary, tokens } => {
+                let compaction = Compaction { task, scope, by, tokens_before, tokens_after, summary, tokens };
+                self.compacted(compaction, out)?
+            }
+            Command::Replanned { task, plan, removed, added, score, tokens } => {
+                self.replanned(Replacement { task, plan, removed, added, score, tokens }, out)?
+            }
+            Command::ReplanFailed { task, reason, tokens } => self.replan_failed(task, reason, tokens, out)?,
+            Command::Failed { task, attempt, error, class, tokens, jitter } => {
+                self.failed(&task, attempt, Failure { error, class, tokens, jitter }, out)?
+            }
+            Command::NeedsClarification { task, attempt, question, tokens } => {
+                self.needs_clarification(task, attempt, question, tokens, out)?
+            }
+            Command::TimerFired { task } => self.timer_fired(task, out)?,
+            Command::Cancel { reason } => self.cancel(reason, out)?,
+            Command::Answer { task, text } => self.answer(task, text, out)?,
+            Command::Decide { task, approved, comment } => self.decide(task, approved, comment, out)?,
+            Command::Continue => self.resume(out)?,
+        })
+    }
+
+    /// Whether results for attempt `attempt` of task `i` still count: the run goes on and it
+    /// is the attempt in flight.
+    fn takes_result(&self, i: usize, attempt: u32) -> bool {
+        !self.status.is_final() && self.is_current(i, attempt)
+    }
+
+    /// `Start`: records the plan (hashed) and the outputs a retried run takes over.
+    fn start(&mut self, start: Start, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        if self.status != RunStatus::New {
+            return Err(EngineError::AlreadyStarted);
+        }
+        let graph = match start.graph.filter(|graph| graph.len() == start.plan.tasks.len()) {
+            Some(graph) => graph,
+            None => Arc::new(TaskGraph::build(&start.plan).map_err(|cycles| {
+                let ids = |cycle: &Vec<usize>| {
+                    cycle.iter().map(|&i| format!("`{}`", start.plan.tasks[i].id.value)).collect::<Vec<_>>().join(", ")
+                };
+                EngineError::Cycle { tasks: cycles.0.iter().map(ids).collect::<Vec<_>>().join("; ") }
+            })?),
+        };
+        // Hashed as it is encoded, so a large plan's JSON is never held in memory.
+        let mut hasher = HashWriter(Sha256::new());
+        let _ = serde_json::to_writer(&mut hasher, &*start.plan);
+        let plan_sha256 = hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
+        self.prebuilt = Some(graph);
+        let event = Event::RunCreated {
+            schema: SCHEMA_VERSION,
+            plan: Arc::clone(&start.plan),
+            plan_sha256,
+            vars: start.vars,
+            strategy,
+            source: start.source,
+            retry_of: start.retry_of,
+        };
+        self.emit(event, out);
+        for (task, output) in start.reuse {
+            if self.index_of(&task).is_some() {
+                self.emit(Event::TaskReused { task, output }, out);
+            }
+        }
+        Ok(Next::Schedule)
+    }
+
+    /// `Succeeded`: records the output (merged into the summary when it is kept here), or
+    /// asks for a replan of an empty one under `replan_on_empty_result`.
+    fn succeeded(
+        &mut self,
+        task: String,
+        attempt: u32,
+        output: String,
+        tokens: Option<Tokens>,
+        duration_ms: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        let i = self.task_index(&task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(Next::Stop);
+        }
+        let dispatched_seq = self.tasks[i].dispatched_seq;
+        let empty = output.trim().is_empty();
+        if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {
+            let error = "the output was empty (replan_on_empty_result)".to_owned();
+            let event = Event::TaskFailed {
+                task,
+                attempt,
+                dispatched_seq,
+                error: error.clone(),
+                class: ErrorClass::Verification,
+                retryable: false,
+                tokens,
+            };
+            self.emit(event, out);
+            self.request_replan(i, error, out);
+        } else {
+            let merge = (self.summary == SummaryMode::Extractive).then(|| self.merge_summary(&task, &output));
+            self.emit(Event::TaskSucceeded { task, attempt, dispatched_seq, output, tokens, duration_ms }, out);
+            if let Some(event) = merge {
+                self.emit(event, out);
+            }
+        }
+        Ok(Next::Schedule)
+    }
+
+    /// The extractive merge of a task's output into the context summary.
+    fn merge_summary(&self, task: &str, output: &str) -> Event {
+        let budget = self.plan.control.summary_budget.unwrap_or(DEFAULT_BUDGET) as usize;
+        let meter = Meter::new(&self.counter, Tokenizer::O200k);
+        let summary = summary::merge(&self.context_summary, task, output, budget, meter);
+        Event::ContextCompacted {
+            task: task.to_owned(),
+            scope: Scope::Summary,
+            by: "extractive".to_owned(),
+            tokens_before: (meter.count(&self.context_summary) + meter.count(output)) as u64,
+            tokens_after: meter.count(&summary) as u64,
+            summary: Some(summary),
+            tokens: None,
+        }
+    }
+
+    /// `VerificationFailed`: records why, then fails the attempt.
+    fn verification_failed(
+        &mut self,
+        task: String,
+        attempt: u32,
+        reason: String,
+        tokens: Option<Tokens>,
+        jitter: f64,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        let i = self.task_index(&task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(Next::Stop);
+        }
+        let error = format!("verification failed: {reason}");
+        let dispatched_seq = self.tasks[i].dispatched_seq;
+        self.emit(Event::VerificationFailed { task, attempt, dispatched_seq, reason, tokens }, out);
+        let failure = Failure { jitter, ..Failure::new(error, ErrorClass::Verification) };
+        self.fail_attempt(i, attempt, failure, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `Compacted`: records the compaction (and the new summary).
+    fn compacted(&mut self, compaction: Compaction, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        let Compaction { task, scope, by, tokens_before, tokens_after, summary, tokens } = compaction;
+        self.task_index(&task)?;
+        if self.status.is_final() {
+            return Ok(Next::Stop);
+        }
+        self.emit(Event::ContextCompacted { task, scope, by, tokens_before, tokens_after, summary, tokens }, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `Replanned`: splices the replacement in, unless its dependencies form a cycle (then the
+    /// replan failed).
+    fn replanned(&mut self, replacement: Replacement, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        let Replacement { task, plan, removed, added, score, tokens } = replacement;
+        if self.status.is_final() || !self.replanning.contains(&task) {
+            return Ok(Next::Stop);
+        }
+        if TaskGraph::build(&plan).is_err() {
+            let reason = "the replacement's dependencies form a cycle".to_owned();
+            return self.replan_failed(task, reason, tokens, out);
+        }
+        self.emit(Event::Replanned { task, removed, added, plan, score, tokens }, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `ReplanFailed`: the failed task fails for good.
+    fn replan_failed(
+        &mut self,
+        task: String,
+        reason: String,
+        tokens: Option<Tokens>,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        let i = self.task_index(&task)?;
+        if self.status.is_final() || !self.replanning.contains(&task) {
+            return Ok(Next::Stop);
+        }
+        let error = self.tasks[i].error.clone().unwrap_or_default();
+        self.emit(Event::ReplanFailed { task, reason: reason.clone(), tokens }, out);
+        self.give_up(i, Action::Fail, &format!("{error}; replanning failed: {reason}"), out);
+        Ok(Next::Schedule)
+    }
+
+    /// `Failed`: the attempt failed; its policy decides what follows.
+    fn failed(
+        &mut self,
+        task: &str,
+        attempt: u32,
+        failure: Failure,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        let i = self.task_index(task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(Next::Stop);
+        }
+        self.fail_attempt(i, attempt, failure, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `NeedsClarification`: the task waits for an answer.
+    fn needs_clarification(
+        &mut self,
+        task: String,
+        attempt: u32,
+        question: String,
+        tokens: Option<Tokens>,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        let i = self.task_index(&task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(Next::Stop);
+        }
+        self.emit(Event::ClarificationRequested { task, question, tokens }, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `TimerFired`: a retry's backoff has passed.
+    fn timer_fired(&mut self, task: String, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        let i = self.task_index(&task)?;
+        if self.status.is_final() || !self.tasks[i].waiting_timer {
+            return Ok(Next::Stop);
+        }
+        self.emit(Event::RetryDue { task }, out);
+        Ok(Next::Schedule)
+    }
+
+    /// `Cancel`: ends what runs and the run.
+    fn cancel(&mut self, reason: String, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        self.require_active()?;
+        self.stop_attempts("cancelled", out);
+        self.emit(Event::RunCancelled { reason }, out);
+        Ok(Next::Stop)
+    }
+
+    /// `Answer`: records the answer to a task's question.
+    fn answer(&mut self, task: String, text: String, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        self.require_active()?;
+        let i = self.task_index(&task)?;
+        if self.tasks[i].question.is_none() {
+            return Err(EngineError::NoQuestion { task });
+        }
+        self.emit(Event::ClarificationProvided { task, answer: text }, out);
+        // A paused run only records the answer; `Continue` (runner resume) goes on.
+        Ok(if self.status == RunStatus::Paused { Next::Stop } else { Next::Schedule })
+    }
+
+    /// `Decide`: records a review decision; a rejection fails the review task.
+    fn decide(
+        &mut self,
+        task: String,
+        approved: bool,
+        comment: Option<String>,
+        out: &mut Vec<Event>,
+    ) -> Result<Next, EngineError> {
+        self.require_active()?;
+        let i = self.task_index(&task)?;
+        if self.plan.tasks[i].kind != TaskKind::HumanReview || self.tasks[i].status != TaskStatus::Paused {
+            return Err(EngineError::NoReview { task });
+        }
+        self.emit(Event::ReviewDecided { task, approved, comment: comment.clone() }, out);
+        if !approved {
+            let reason = comment.map_or_else(|| "rejected".to_owned(), |c| format!("rejected: {c}"));
+            self.fail_attempt(i, 1, Failure::new(reason, ErrorClass::Permanent), out);
+        }
+        Ok(if self.status == RunStatus::Paused { Next::Stop } else { Next::Schedule })
+    }
+
+    /// `Continue`: resumes a paused or crashed run, unless it still waits for a person.
+    fn resume(&mut self, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        self.require_active()?;
+        let movable = self.tally.running > 0
+            || !self.replanning.is_empty()
+            || self.tasks.iter().any(|t| t.queued || t.waiting_timer);
+        // A decision while paused can leave every task final: then the run goes on to end.
+        let asking = self.tasks.iter().any(|t| t.status == TaskStatus::Paused);
+        if self.status == RunStatus::Paused && asking && !movable {
+            // Still waiting for a person: nothing to record.
+            return Ok(Next::Stop);
+        }
+        self.emit(Event::RunResumed, out);
+        Ok(Next::Schedule)
+    }
+}
+
+/// Feeds what is written to it into a hasher.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,36 @@
+//! The `eager` strategy: everything whose dependencies are done starts, up to
+//! `max_concurrency` and each parallel group's limit, the longest remaining chain first.
+//!
+//! Invariants: at most `max_concurrency` attempts in flight and at most a group's
+//! `max_concurrency` of its members; a queued member of a full group is parked (off the ready
+//! queue) until a member of its group ends, then the best parked one goes back.
+
+use std::cmp::Reverse;
+
+use manifest::TaskGraph;
+use manifest::plan::TaskKind;
+
+use crate::event::Event;
+use crate::run_status::RunStatus;
+use crate::state::RunState;
+use crate::tokens::TokenCounter;
+
+/// The longest chain of dependents left below task `i` first.
+pub(super) fn priority(graph: &TaskGraph, i: usize) -> u64 {
+    graph.height(i) as u64
+}
+
+/// Starts queued tasks, best first, while the limits allow.
+pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>) {
+    while run.tally.running < run.limit() && run.status == RunStatus::Running && run.exhausted.is_none() {
+        let Some((priority, i)) = run.next_ready() else { break };
+        if run.plan.tasks[i].kind != TaskKind::HumanReview && !run.group_allows(i) {
+            // Parked until a member of its group finishes.
+            if let Some(group) = &run.plan.tasks[i].parallel_group {
+                run.queue.parked.entry(group.value.clone()).or_default().push((priority, Reverse(i)));
+            }
+            continue;
+        }
+        run.start_task(i, out);
+    }
+}

@@ -1,0 +1,76 @@
+//! The `phased` strategy (the seed's phases): topological levels one after another; inside a
+//! phase, one parallel group (all its members together, within limits) or one ungrouped task
+//! at a time, in list order.
+//!
+//! Invariants: no task of a later phase starts while an earlier phase has a task that is not
+//! final (`phase_left`); a new unit starts only when the phase has nothing in flight and no
+//! retry waiting (`phase_busy`); the group unit in progress (`Queue::unit`) is finished
+//! before another starts.
+
+use std::cmp::Reverse;
+
+use manifest::TaskGraph;
+use manifest::plan::TaskKind;
+
+use crate::event::Event;
+use crate::run_status::RunStatus;
+use crate::state::RunState;
+use crate::tokens::TokenCounter;
+
+/// The earliest phase first, then list order.
+pub(super) fn priority(graph: &TaskGraph, i: usize) -> u64 {
+    u64::MAX - graph.level(i) as u64
+}
+
+/// Moves to the first phase with work left and starts its next unit.
+pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>) {
+    let phases = run.graph.phases().len();
+    while run.queue.phase < phases && run.tally.phase_left[run.queue.phase] == 0 {
+        run.queue.phase += 1;
+        run.queue.unit = None;
+    }
+    if run.queue.phase >= phases {
+        return;
+    }
+    if continue_unit(run, out) || run.tally.phase_busy[run.queue.phase] > 0 {
+        return;
+    }
+    let Some((priority, i)) = run.next_ready() else { return };
+    if run.graph.level(i) != run.queue.phase {
+        // Only later phases have queued tasks: this phase waits for a person.
+        run.queue.ready.push((priority, Reverse(i)));
+        return;
+    }
+    match run.plan.tasks[i].parallel_group.as_ref().map(|g| g.value.clone()) {
+        Some(group) => {
+            run.queue.ready.push((priority, Reverse(i)));
+            run.queue.unit = Some((run.queue.phase, group, 0));
+            continue_unit(run, out);
+        }
+        None => run.start_task(i, out),
+    }
+}
+
+/// Starts further members of the group unit in progress; true while some remain.
+fn continue_unit<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>) -> bool {
+    let Some((phase, group, mut next)) = run.queue.unit.take() else { return false };
+    let members = run.queue.units.get(&(phase, group.clone())).cloned().unwrap_or_default();
+    while next < members.len() && run.status == RunStatus::Running && run.exhausted.is_none() {
+        let i = members[next];
+        if !run.tasks[i].queued {
+            next += 1;
+            continue;
+        }
+        let review = run.plan.tasks[i].kind == TaskKind::HumanReview;
+        if !review && (run.tally.running >= run.limit() || !run.group_allows(i)) {
+            break;
+        }
+        run.start_task(i, out);
+        next += 1;
+    }
+    let remaining = next < members.len();
+    if remaining {
+        run.queue.unit = Some((phase, group, next));
+    }
+    remaining
+}

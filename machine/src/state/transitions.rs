@@ -1,0 +1,129 @@
+//! Where a task's scheduling flags (`queued`, `waiting_timer`, `in_flight`, `blocked_by`)
+//! and status change during a run, each moving the tally and the queue with it, so that their
+//! invariants (see `tally.rs` and `queue.rs`) hold after every event. (`rebuild.rs` derives
+//! them all afresh when a plan is installed.)
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use super::RunState;
+use crate::event::Tokens;
+use crate::task::TaskStatus;
+use crate::tokens::TokenCounter;
+
+impl<C: TokenCounter> RunState<C> {
+    /// Marks dependents of a finished task ready when nothing else holds them.
+    pub(super) fn release_dependents(&mut self, i: usize) {
+        let graph = Arc::clone(&self.graph);
+        for child in graph.children(i) {
+            let state = &mut self.tasks[child];
+            state.blocked_by = state.blocked_by.saturating_sub(1);
+            if state.blocked_by == 0 && state.status == TaskStatus::Pending && !state.waiting_timer {
+                self.enqueue(child);
+            }
+        }
+    }
+
+    /// Puts the tasks that waited for the summary back on the ready queue.
+    pub(super) fn release_held(&mut self) {
+        for i in std::mem::take(&mut self.queue.held) {
+            if self.tasks[i].queued {
+                self.queue.ready.push((self.priority(i), Reverse(i)));
+            }
+        }
+    }
+
+    /// Adds an agent's token use to the run's.
+    pub(super) fn add_tokens(&mut self, tokens: Option<Tokens>) {
+        if let Some(tokens) = tokens {
+            self.tokens.prompt += tokens.prompt;
+            self.tokens.completion += tokens.completion;
+        }
+    }
+
+    /// Puts task `i` in the ready queue, unless it is there.
+    pub(super) fn enqueue(&mut self, i: usize) {
+        if !self.tasks[i].queued {
+            self.tasks[i].queued = true;
+            self.queue.ready.push((self.priority(i), Reverse(i)));
+        }
+    }
+
+    /// Takes task `i` out of the ready queue (its entry there goes stale).
+    pub(super) fn dequeue(&mut self, i: usize) {
+        self.tasks[i].queued = false;
+    }
+
+    /// Starts or stops task `i`'s retry timer.
+    pub(super) fn set_waiting(&mut self, i: usize, waiting: bool) {
+        if self.tasks[i].waiting_timer != waiting {
+            self.tasks[i].waiting_timer = waiting;
+            let level = self.graph.level(i);
+            if waiting {
+                self.tally.waiting += 1;
+                self.tally.phase_busy[level] += 1;
+            } else {
+                self.tally.waiting -= 1;
+                self.tally.phase_busy[level] -= 1;
+            }
+        }
+    }
+
+    /// Sets task `i`'s status, moving `paused`, `finished` and `phase_left` with it.
+    pub(super) fn set_status(&mut self, i: usize, status: TaskStatus) {
+        let old = std::mem::replace(&mut self.tasks[i].status, status);
+        if old == status {
+            return;
+        }
+        if old == TaskStatus::Paused {
+            self.tally.paused -= 1;
+        }
+        if status == TaskStatus::Paused {
+            self.tally.paused += 1;
+        }
+        let level = self.graph.level(i);
+        match (old.is_final(), status.is_final()) {
+            (false, true) => {
+                self.tally.finished += 1;
+                self.tally.phase_left[level] -= 1;
+            }
+            // A failed attempt that will be retried is not final after all.
+            (true, false) => {
+                self.tally.finished -= 1;
+                self.tally.phase_left[level] += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts an attempt of task `i` in flight, counted against every limit and its phase's turns.
+    pub(super) fn start_attempt(&mut self, i: usize) {
+        self.tasks[i].in_flight = true;
+        let level = self.graph.level(i);
+        self.tally.running += 1;
+        self.tally.phase_busy[level] += 1;
+        if let Some(group) = &self.plan.tasks[i].parallel_group {
+            *self.tally.group_running.entry(group.value.clone()).or_default() += 1;
+        }
+        self.tally.turns[level] += 1;
+    }
+
+    /// Ends task `i`'s attempt in flight, if any, freeing its slots (and a parked member of
+    /// its group).
+    pub(super) fn end_attempt(&mut self, i: usize) {
+        if std::mem::take(&mut self.tasks[i].in_flight) {
+            self.tally.running -= 1;
+            self.tally.phase_busy[self.graph.level(i)] -= 1;
+            if let Some(group) = &self.plan.tasks[i].parallel_group {
+                if let Some(count) = self.tally.group_running.get_mut(&group.value) {
+                    *count = count.saturating_sub(1);
+                }
+                // A slot in the group is free: the best parked member may go again.
+                if let Some(parked) = self.queue.parked.get_mut(&group.value).and_then(BinaryHeap::pop) {
+                    self.queue.ready.push(parked);
+                }
+            }
+        }
+    }
+}
