@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use manifest::TaskGraph;
+use manifest::{Plan, TaskGraph};
 use manifest::plan::{Action, TaskKind};
 use sha2::{Digest, Sha256};
 
@@ -112,10 +112,7 @@ impl<C: TokenCounter> RunState<C> {
                 EngineError::Cycle { tasks: cycles.0.iter().map(ids).collect::<Vec<_>>().join("; ") }
             })?),
         };
-        // Hashed as it is encoded, so a large plan's JSON is never held in memory.
-        let mut hasher = HashWriter(Sha256::new());
-        let _ = serde_json::to_writer(&mut hasher, &*start.plan);
-        let plan_sha256 = hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let plan_sha256 = plan_sha256(&start.plan);
         let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
         self.prebuilt = Some(graph);
         let event = Event::RunCreated {
@@ -357,6 +354,15 @@ impl<C: TokenCounter> RunState<C> {
         self.emit(Event::RunResumed, out);
         Ok(Next::Schedule)
     }
+}
+
+/// The SHA-256 of the plan's JSON, in hex. Hashed as it is encoded, so a large plan's JSON is
+/// never held in memory; not generic, so the encoder and the hasher are compiled together here
+/// rather than in each crate that uses a `RunState`.
+fn plan_sha256(plan: &Plan) -> String {
+    let mut hasher = HashWriter(Sha256::new());
+    let _ = serde_json::to_writer(&mut hasher, plan);
+    hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Feeds what is written to it into a hasher.
