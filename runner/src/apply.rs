@@ -120,7 +120,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let color = crate::diagnostics::color_stdout();
     if args.dry_run {
         say(&schedule(plan, graph, strategy));
-        say(&crate::critic::human(&loaded, &critique, color));
+        say(&review(&loaded, &critique, color, &args.plan));
         for line in &unset {
             eprintln!("warning: {line}; `apply` refuses to start until it is set");
         }
@@ -129,7 +129,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     }
     if !args.reviewed {
         say(&overview(plan, graph, strategy));
-        say(&crate::critic::human(&loaded, &critique, color));
+        say(&review(&loaded, &critique, color, &args.plan));
     }
     if !args.yes && !confirm()? {
         return Ok(EXIT_DECLINED);
@@ -149,6 +149,16 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     };
     say(&format!("run `{run_id}`: log {}", run.log().display()));
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+}
+
+/// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at
+/// when findings were left out.
+fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Critique, color: bool, path: &Path) -> String {
+    let (mut text, hidden) = crate::critic::human_review(loaded, critique, color);
+    if hidden > 0 {
+        let _ = writeln!(text, "`runner critic {}` lists all {} findings", path.display(), critique.findings.len());
+    }
+    text
 }
 
 /// Refuses to go on when an API key variable that the plan's `llm` or `http` agents need is unset, naming

@@ -7,7 +7,7 @@ use manifest::critic::{Critique, Dimension, Finding, critique_graph};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_human};
+use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_groups, render_human};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -116,25 +116,35 @@ impl<'a> JsonReport<'a> {
     }
 }
 
-/// Diagnostics and warnings with snippets, notes one per line, then scores and metrics.
+/// Diagnostics and warnings with snippets, notes one per line, then scores and metrics; each
+/// kind grouped by code (see [`crate::grouping`]).
 pub fn human(loaded: &Loaded, critique: &Critique, color: bool) -> String {
-    let mut out = render_human(&loaded.diagnostics, &loaded.source, color);
+    human_review(loaded, critique, color).0
+}
+
+/// The human report and how many findings it does not draw.
+pub fn human_review(loaded: &Loaded, critique: &Critique, color: bool) -> (String, usize) {
+    let source = &loaded.source;
+    let mut out = render_human(&loaded.diagnostics, source, color);
     let handler = crate::diagnostics::handler(color);
-    for finding in critique.findings.iter().filter(|f| f.severity == Severity::Warning) {
+    let place =
+        |f: &Finding| f.task.clone().unwrap_or_else(|| format!("line {}", source.line_column(f.loc.span.offset).0));
+    let warnings: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Warning).collect();
+    let mut hidden = render_groups(&mut out, &warnings, Finding::code, place, |out, finding| {
         // Writing into a String cannot fail.
-        let _ = handler.render_report(&mut out, &finding.with_source(&loaded.source));
-    }
+        let _ = handler.render_report(out, &finding.with_source(source));
+    });
     let notes: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Info).collect();
     if !notes.is_empty() {
         out.push_str("critic notes:\n");
-        for note in notes {
-            let (line, column) = loaded.source.line_column(note.loc.span.offset);
-            let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", loaded.source.name, note.code());
-        }
+        hidden += render_groups(&mut out, &notes, Finding::code, place, |out, note| {
+            let (line, column) = source.line_column(note.loc.span.offset);
+            let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
+        });
     }
     out.push('\n');
     out.push_str(&score_table(loaded, critique));
-    out
+    (out, hidden)
 }
 
 fn score_table(loaded: &Loaded, critique: &Critique) -> String {

@@ -6,6 +6,8 @@ use manifest::{Diagnostic, Severity, Source};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
+use crate::grouping::{Groups, summary_line};
+
 /// Where a diagnostic or finding is, as the JSON reports print it: 1-based line and column.
 #[derive(Debug, Serialize)]
 pub struct JsonLocation {
@@ -63,24 +65,98 @@ pub fn handler(color: bool) -> GraphicalReportHandler {
     GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false)
 }
 
-/// Renders errors and warnings with source snippets, then notes as one line each.
+/// Renders errors and warnings with source snippets, then notes as one line each, grouped by
+/// code (see [`crate::grouping`]).
 pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) -> String {
     let handler = handler(color);
     let mut out = String::new();
-    for diagnostic in diagnostics.iter().filter(|d| d.severity != Severity::Info) {
-        let report = diagnostic.with_source(source);
-        // Writing into a String cannot fail.
-        let _ = handler.render_report(&mut out, &report);
-    }
+    let place = |d: &Diagnostic| format!("line {}", source.line_column(d.loc.span.offset).0);
+    let drawn: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.severity != Severity::Info).collect();
+    render_groups(
+        &mut out,
+        &drawn,
+        |d| d.code(),
+        place,
+        |out, d| {
+            // Writing into a String cannot fail.
+            let _ = handler.render_report(out, &d.with_source(source));
+        },
+    );
     let notes: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.severity == Severity::Info).collect();
     if !notes.is_empty() {
         out.push_str("notes:\n");
-        for note in notes {
-            let (line, column) = source.line_column(note.loc.span.offset);
-            out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, note.code()));
-        }
+        render_groups(
+            &mut out,
+            &notes,
+            |d| d.code(),
+            place,
+            |out, note| {
+                let (line, column) = source.line_column(note.loc.span.offset);
+                out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, note.code()));
+            },
+        );
     }
     out
+}
+
+/// Draws reports in order, grouped by code: those [`Groups`] hides are replaced by one line
+/// after the last drawn report of their code, naming each by `place`. Returns how many were
+/// not drawn.
+pub fn render_groups<T: Reported>(
+    out: &mut String,
+    items: &[&T],
+    code: impl Fn(&T) -> String,
+    place: impl Fn(&T) -> String,
+    draw: impl Fn(&mut String, &T),
+) -> usize {
+    let codes: Vec<String> = items.iter().map(|item| code(item)).collect();
+    let groups = Groups::new(codes.iter().map(String::as_str));
+    for (i, item) in items.iter().enumerate() {
+        if groups.is_shown(i) {
+            draw(out, item);
+        }
+        if let Some(rest) = groups.rest_after(i) {
+            let line = summary_line(rest.len(), &codes[i], item.kind(), rest.iter().map(|&j| place(items[j])));
+            match item.kind() {
+                "notes" => {
+                    out.push_str("  ");
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                _ => {
+                    out.push_str(&line);
+                    out.push_str("\n\n");
+                }
+            }
+        }
+    }
+    groups.hidden()
+}
+
+/// A report that can be grouped: its severity names what a summary line counts.
+pub trait Reported {
+    /// `errors`, `warnings` or `notes`.
+    fn kind(&self) -> &'static str;
+}
+
+fn kind_of(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "errors",
+        Severity::Warning => "warnings",
+        Severity::Info => "notes",
+    }
+}
+
+impl Reported for Diagnostic {
+    fn kind(&self) -> &'static str {
+        kind_of(self.severity)
+    }
+}
+
+impl Reported for manifest::critic::Finding {
+    fn kind(&self) -> &'static str {
+        kind_of(self.severity)
+    }
 }
 
 /// Writes text to stdout, turning a closed pipe into an error `main` ignores.

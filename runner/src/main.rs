@@ -11,6 +11,7 @@ mod drive;
 mod exit;
 mod format;
 mod graph;
+mod grouping;
 mod home;
 mod live;
 mod logs;

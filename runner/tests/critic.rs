@@ -421,3 +421,55 @@ fn the_good_examples_score_at_least_8() {
     }
     assert!(checked >= 4);
 }
+
+/// A fan-out plan of `tasks` mock tasks: one root, the middle depending on it, one sink
+/// depending on the middle.
+fn fan_out(tasks: usize) -> String {
+    let mut plan = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: fan}\nspec:\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n    - {id: t0, agent: noop, input: x}\n",
+    );
+    for i in 1..tasks - 1 {
+        plan.push_str(&format!("    - {{id: t{i}, agent: noop, input: x, depends_on: [t0]}}\n"));
+    }
+    let middle: Vec<String> = (1..tasks - 1).map(|i| format!("t{i}")).collect();
+    plan.push_str(&format!("    - {{id: sink, agent: noop, input: x, depends_on: [{}]}}\n", middle.join(", ")));
+    plan
+}
+
+#[test]
+fn repeated_findings_are_grouped_in_the_human_report_and_all_kept_in_json() {
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let path = scratch.path().join("fan.yaml");
+    std::fs::write(&path, fan_out(2_000)).expect("write the plan");
+    let path = path.to_str().expect("a UTF-8 path");
+    let (_, report) = critic_json(path);
+    let unread = codes(&report).iter().filter(|c| **c == "critic::unread_dependency").count();
+    assert_eq!(unread, 2 * 1_998, "JSON keeps every finding");
+    let (_, human, _) = critic(path, &[]);
+    assert!(human.lines().count() < 200, "{} lines:\n{human}", human.lines().count());
+    assert_eq!(human.matches("but never reads its output").count(), 3, "three drawn in full:\n{human}");
+    assert!(
+        human.contains("… and 3,993 more `critic::unread_dependency` warnings at t4, t5, t6, t7, t8, t9, t10, t11, t12, t13 and 1,986 other places"),
+        "{human}"
+    );
+    assert!(human.contains("metrics:"), "the score table follows:\n{human}");
+}
+
+#[test]
+fn apply_shows_the_grouped_review_and_points_at_critic_for_the_rest() {
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let path = scratch.path().join("fan.yaml");
+    std::fs::write(&path, fan_out(300)).expect("write the plan");
+    let (_, report) = critic_json(path.to_str().expect("a UTF-8 path"));
+    let output = runner()
+        .args(["apply", "--dry-run"])
+        .arg(&path)
+        .env("RUNNER_HOME", scratch.path().join("home"))
+        .output()
+        .expect("runner runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.matches("but never reads its output").count(), 3, "{stdout}");
+    let pointer = format!("`runner critic {}` lists all {} findings", path.display(), findings(&report).len());
+    assert!(stdout.contains(&pointer), "no `{pointer}` in:\n{stdout}");
+}

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use manifest::{Plan, TaskGraph};
 use manifest::plan::{Action, TaskKind};
+use manifest::{Plan, TaskGraph};
 use sha2::{Digest, Sha256};
 
 use super::RunState;
