@@ -188,6 +188,34 @@ impl TaskGraph {
         false
     }
 
+    /// The parents of `task` that are also ancestors of another of its parents: the
+    /// dependencies another one already implies. One search upwards from all the parents at
+    /// once that never goes below the lowest parent's phase, so a task with thousands of
+    /// parents in one phase costs as many steps as it has parents.
+    pub fn implied_parents(&self, task: TaskIdx) -> HashSet<TaskIdx> {
+        let parents: HashSet<TaskIdx> = self.parents(task).collect();
+        let mut implied = HashSet::new();
+        let Some(floor) = parents.iter().map(|&p| self.level[p]).min() else { return implied };
+        if parents.len() < 2 {
+            return implied;
+        }
+        let mut seen = HashSet::new();
+        let mut queue: VecDeque<TaskIdx> =
+            parents.iter().flat_map(|&p| self.parents(p)).filter(|&g| self.level[g] >= floor).collect();
+        while let Some(at) = queue.pop_front() {
+            if !seen.insert(at) {
+                continue;
+            }
+            if parents.contains(&at) {
+                implied.insert(at);
+            }
+            if self.level[at] > floor {
+                queue.extend(self.parents(at).filter(|&g| self.level[g] >= floor && !seen.contains(&g)));
+            }
+        }
+        implied
+    }
+
     /// The underlying petgraph graph, for algorithms such as dominators.
     pub fn graph(&self) -> &DiGraph<(), (), u32> {
         &self.graph

@@ -250,6 +250,22 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
+    fn implied_parents_are_the_parents_another_parent_descends_from(spec in plan_spec()) {
+        let text = render(&spec);
+        let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);
+        let graph = loaded.graph.as_ref().expect("the generator makes valid plans");
+        for task in 0..graph.len() {
+            let parents: Vec<usize> = graph.parents(task).collect();
+            let pairwise: std::collections::HashSet<usize> = parents
+                .iter()
+                .copied()
+                .filter(|&d| parents.iter().any(|&e| e != d && graph.is_ancestor(d, e)))
+                .collect();
+            prop_assert_eq!(graph.implied_parents(task), pairwise, "task {}\n{}", task, text);
+        }
+    }
+
+    #[test]
     fn critique_of_a_random_valid_plan_is_bounded_follows_the_formula_and_is_deterministic(spec in plan_spec()) {
         let text = render(&spec);
         let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);

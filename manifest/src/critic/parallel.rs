@@ -1,9 +1,9 @@
 //! Parallel misses: work serialised without need.
 //!
 //! - a dependency whose output the task never reads (it only delays the task);
-//! - a dependency implied by another one (redundant edge): for each pair of a task's parents,
-//!   an ancestry search that never descends below the candidate's phase, so layered plans cost
-//!   O(parents²) per task;
+//! - a dependency implied by another one (redundant edge): one search upwards from all of a
+//!   task's parents finds the implied ones ([`crate::TaskGraph::implied_parents`]); only for
+//!   those is the parent that implies it looked for, pair by pair;
 //! - `strategy: sequential` chaining a task after one it does not read;
 //! - a parallel group, or a phase, wider than the concurrency limit with nothing limiting it.
 
@@ -28,12 +28,14 @@ fn unread_and_redundant(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
         let id = task.id.value.as_str();
         let parents: Vec<usize> = graph.parents(i).collect();
+        let implied = graph.implied_parents(i);
         for dep in &task.depends_on {
             let Some(d) = graph.index_of(&dep.value) else { continue };
             if task.chained_after.as_deref() == Some(dep.value.as_str()) {
                 continue;
             }
-            if let Some(&via) = parents.iter().find(|&&e| e != d && graph.is_ancestor(d, e)) {
+            let via = || parents.iter().find(|&&e| e != d && graph.is_ancestor(d, e));
+            if let Some(&via) = implied.contains(&d).then(via).flatten() {
                 let lint = Lint::RedundantEdge {
                     task: id.into(),
                     dependency: dep.value.clone(),
