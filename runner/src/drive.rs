@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::home::{Lock, RunDir};
-use crate::live::{Live, observer, say};
+use crate::live::{Live, say};
 
 /// How long the driving process waits between looks for a `cancel` file.
 const CANCEL_POLL: Duration = Duration::from_millis(200);
@@ -66,7 +66,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
 
     let interactive = std::io::stdin().is_terminal();
-    let live = Arc::new(Mutex::new(Live::new(std::io::stderr().is_terminal())));
+    let live = Live::new(std::io::stderr().is_terminal());
     let mut commands = VecDeque::from([first]);
     let mut state = RunState::new();
     let mark = crate::survivors::mark(&run);
@@ -82,7 +82,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             }
         };
         let driver = Driver::new(run.id.clone(), store, &records, workdir.clone())
-            .observe(observer(&live))
+            .observe(live.observer())
             .cancel_reason(Arc::clone(&reason))
             .mark_processes(mark.as_str())
             .halt_on(halt.clone());
@@ -108,14 +108,14 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         if !commands.is_empty() || state.status != RunStatus::Paused || !interactive {
             continue;
         }
-        live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        live.clear();
         match runtime.block_on(ask(&state, &cancel))? {
             Some(answer) => commands.extend([answer, Command::Continue]),
             None if cancel.is_cancelled() && !halt.is_cancelled() => commands.push_back(cancelled()),
             None => {}
         }
     }
-    live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    live.clear();
     let _ = std::fs::remove_file(run.cancel_path());
     let halted = halt.is_cancelled() && !state.status.is_final();
     if halted {

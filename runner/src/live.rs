@@ -1,11 +1,17 @@
 //! The live view of a run: an indicatif display on a terminal (tasks done of total, the tasks
 //! running), otherwise one plain line per event, `HH:MM:SS.mmm TYPE task details`. `runner
 //! logs` prints the same plain lines.
+//!
+//! The driver's observer only copies the record and three counts into a channel, so watching
+//! costs the same for every event whatever the plan's size, and nothing on the driver's path
+//! waits for a terminal. A renderer thread draws: plain lines through a buffer flushed whenever
+//! the channel is empty, the display at most [`REDRAWS_PER_SECOND`] times a second.
 
-use std::collections::BTreeMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufWriter, Write};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use engine::driver::Observer;
 use engine::{Event, Record, RunState, Scope, TaskStatus};
@@ -99,27 +105,131 @@ pub fn say(text: &str) {
     let _ = stdout.flush();
 }
 
-/// The live view of one run in this process.
+/// How often the display is redrawn at most.
+const REDRAWS_PER_SECOND: u32 = 5;
+
+/// How many running tasks the display names and gives a waiting line.
+const NAMED_RUNNING: usize = 8;
+
+/// What the renderer is told.
+enum Message {
+    /// A durable record, with the run's progress after it.
+    Record(Box<Record>, Progress),
+    /// Draw everything received, take the display down, then answer.
+    Clear(Sender<()>),
+}
+
+/// The run's progress after a record, read from the state in constant time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// Tasks in the plan.
+    total: usize,
+    /// Tasks whose status is final.
+    finished: usize,
+    /// Whether the record's task (if it has one) is running after it.
+    running: bool,
+}
+
+/// The live view of one run in this process: a handle on the renderer thread.
 pub struct Live {
-    /// A progress display when on a terminal; plain lines when `None` and not `fancy`.
-    bar: Option<ProgressBar>,
-    fancy: bool,
-    /// The display's lines: the progress bar, then one line per running task.
-    multi: MultiProgress,
-    /// One line per running task, showing how long it has been waiting.
-    waiting: BTreeMap<String, ProgressBar>,
+    sender: Option<Sender<Message>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Live {
     /// A live view: `fancy` draws a progress display (on a terminal), otherwise plain lines.
     pub fn new(fancy: bool) -> Self {
-        Live { bar: None, fancy, multi: MultiProgress::new(), waiting: BTreeMap::new() }
+        let (sender, inbox) = mpsc::channel();
+        let thread = std::thread::Builder::new().name("live view".into()).spawn(move || View::new(fancy).run(inbox));
+        match thread {
+            Ok(thread) => Live { sender: Some(sender), thread: Some(thread) },
+            // Without a thread there is no view; the run goes on and its log has every event.
+            Err(_) => Live { sender: None, thread: None },
+        }
     }
 
-    /// A live view that draws nowhere, to test what it would show.
+    /// An observer for a driver that hands every record to the renderer.
+    pub fn observer(&self) -> Observer {
+        let sender = self.sender.clone();
+        Box::new(move |record, state| {
+            if let Some(sender) = &sender {
+                let _ = sender.send(Message::Record(Box::new(record.clone()), progress(record, state)));
+            }
+        })
+    }
+
+    /// Draws everything received so far and removes the progress display, before a prompt or
+    /// the summary; returns once it is done.
+    pub fn clear(&self) {
+        let Some(sender) = &self.sender else { return };
+        let (done, wait) = mpsc::channel();
+        if sender.send(Message::Clear(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.clear();
+        self.sender = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The progress after `record`, in constant time: counts the state keeps, and one lookup.
+fn progress(record: &Record, state: &RunState) -> Progress {
+    let running = record
+        .event
+        .task()
+        .and_then(|task| state.index_of(task))
+        .is_some_and(|i| state.tasks[i].status == TaskStatus::Running);
+    Progress { total: state.tasks.len(), finished: state.finished(), running }
+}
+
+/// What the renderer thread draws from.
+struct View {
+    fancy: bool,
+    /// The progress display's bar; made on the first record.
+    bar: Option<ProgressBar>,
+    /// The display's lines: the progress bar, then one line per named running task.
+    multi: MultiProgress,
+    /// One line per named running task, showing how long it has been waiting.
+    waiting: BTreeMap<String, ProgressBar>,
+    /// The running tasks, by the sequence number of the record that started them.
+    running: HashMap<String, u64>,
+    progress: Progress,
+    /// Lines to print above the display at the next redraw.
+    notes: Vec<String>,
+    /// Plain lines, flushed when the channel is empty.
+    out: BufWriter<std::io::Stdout>,
+    drawn: Option<Instant>,
+    /// Whether a record came since the last redraw.
+    dirty: bool,
+}
+
+impl View {
+    fn new(fancy: bool) -> Self {
+        View {
+            fancy,
+            bar: None,
+            multi: MultiProgress::new(),
+            waiting: BTreeMap::new(),
+            running: HashMap::new(),
+            progress: Progress::default(),
+            notes: Vec::new(),
+            out: BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            drawn: None,
+            dirty: false,
+        }
+    }
+
+    /// A view that draws nowhere, to test what it would show.
     #[cfg(test)]
     fn hidden() -> Self {
-        Live { multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()), ..Live::new(true) }
+        View { multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()), ..View::new(true) }
     }
 
     /// The tasks shown as running, each with the time it has been waiting.
@@ -128,85 +238,145 @@ impl Live {
         self.waiting.keys().map(String::as_str).collect()
     }
 
-    /// One line per running task: a task that starts gets one, counting the time from now; a
-    /// task that stops loses its line.
-    fn track(&mut self, running: &[&str]) {
+    /// Draws what arrives until every [`Live`] handle is gone.
+    fn run(mut self, inbox: Receiver<Message>) {
+        let interval = Duration::from_secs(1) / REDRAWS_PER_SECOND;
+        loop {
+            let message = match inbox.try_recv() {
+                Ok(message) => message,
+                Err(_) => {
+                    // Nothing waiting: show what came, then sleep until more does.
+                    let _ = self.out.flush();
+                    self.redraw();
+                    match inbox.recv_timeout(interval) {
+                        Ok(message) => message,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            };
+            match message {
+                Message::Record(record, progress) => {
+                    self.show(&record, progress);
+                    if self.drawn.is_none_or(|at| at.elapsed() >= interval) {
+                        self.redraw();
+                    }
+                }
+                Message::Clear(done) => {
+                    let _ = self.out.flush();
+                    self.clear();
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Takes in one durable record; plain lines are written at once, the display waits for
+    /// the next redraw.
+    fn show(&mut self, record: &Record, progress: Progress) {
+        if !self.fancy {
+            let _ = writeln!(self.out, "{}", line(record));
+            return;
+        }
+        self.progress = progress;
+        self.dirty = true;
+        if let Some(task) = record.event.task() {
+            if progress.running {
+                self.running.entry(task.to_owned()).or_insert(record.seq);
+            } else {
+                self.running.remove(task);
+            }
+        }
+        if let Some(note) = note(record) {
+            self.notes.push(note);
+        }
+    }
+
+    /// Brings the display up to date: the bar, the named running tasks and the notes.
+    fn redraw(&mut self) {
+        self.drawn = Some(Instant::now());
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        let multi = self.multi.clone();
+        let total = self.progress.total as u64;
+        let bar = self.bar.get_or_insert_with(|| multi.add(new_bar(total))).clone();
+        let mut running: Vec<(&u64, &String)> = self.running.iter().map(|(task, seq)| (seq, task)).collect();
+        running.sort_unstable();
+        let named: Vec<String> = running.iter().take(NAMED_RUNNING).map(|(_, task)| (*task).clone()).collect();
+        let mut message = if named.is_empty() { String::new() } else { format!("running: {}", named.join(", ")) };
+        if running.len() > named.len() {
+            message.push_str(&format!(" and {} more", running.len() - named.len()));
+        }
+        bar.set_length(total);
+        bar.set_position(self.progress.finished as u64);
+        bar.set_message(message);
+        self.track(&named);
+        if !self.notes.is_empty() {
+            bar.println(self.notes.join("\n"));
+            self.notes.clear();
+        }
+    }
+
+    /// One line per named running task: a task that starts gets one, counting the time from
+    /// now; a task that stops (or is no longer named) loses its line.
+    fn track(&mut self, running: &[String]) {
         self.waiting.retain(|task, line| {
-            let keep = running.contains(&task.as_str());
+            let keep = running.contains(task);
             if !keep {
                 line.finish_and_clear();
             }
             keep
         });
         for task in running {
-            if !self.waiting.contains_key(*task) {
+            if !self.waiting.contains_key(task) {
                 let line = self.multi.add(ProgressBar::new_spinner());
                 if let Ok(style) = ProgressStyle::with_template("  {spinner} {prefix} waiting {elapsed}") {
                     line.set_style(style);
                 }
-                line.set_prefix((*task).to_owned());
+                line.set_prefix(task.clone());
                 line.enable_steady_tick(Duration::from_millis(250));
-                self.waiting.insert((*task).to_owned(), line);
+                self.waiting.insert(task.clone(), line);
             }
-        }
-    }
-
-    /// Shows one durable record.
-    pub fn show(&mut self, record: &Record, state: &RunState) {
-        if !self.fancy {
-            say(&line(record));
-            return;
-        }
-        let total = state.tasks.len() as u64;
-        let multi = self.multi.clone();
-        let bar = self.bar.get_or_insert_with(|| multi.add(new_bar(total)));
-        let done = state.tasks.iter().filter(|t| t.status.is_final()).count() as u64;
-        let running: Vec<&str> = state
-            .tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.status == TaskStatus::Running)
-            .map(|(i, _)| state.plan.tasks[i].id.value.as_str())
-            .collect();
-        bar.set_length(total);
-        bar.set_position(done);
-        bar.set_message(if running.is_empty() { String::new() } else { format!("running: {}", running.join(", ")) });
-        let bar = bar.clone();
-        self.track(&running);
-        let event = &record.event;
-        let note = match event {
-            Event::TaskSucceeded { task, duration_ms, .. } => Some(format!("✓ {task} ({duration_ms} ms)")),
-            Event::TaskReused { task, .. } => Some(format!("✓ {task} (reused)")),
-            Event::TaskFailed { task, attempt, error, .. } => {
-                Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
-            }
-            Event::TaskSkipped { task, reason } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
-            Event::RetryScheduled { task, attempt, delay_ms, .. } => {
-                Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
-            }
-            Event::ClarificationRequested { .. }
-            | Event::ReviewRequested { .. }
-            | Event::ClarificationProvided { .. }
-            | Event::ReviewDecided { .. }
-            | Event::VerificationFailed { .. }
-            | Event::ReplanRequested { .. }
-            | Event::Replanned { .. }
-            | Event::ReplanFailed { .. }
-            | Event::BudgetExhausted { .. }
-            | Event::RunCancelled { .. } => Some(line(record)),
-            _ => None,
-        };
-        if let Some(note) = note {
-            bar.println(note);
         }
     }
 
     /// Removes the progress display (before a prompt or the summary).
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
+        if self.fancy {
+            self.redraw();
+        }
         self.track(&[]);
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The line the display prints above itself for a record, if it is worth one.
+fn note(record: &Record) -> Option<String> {
+    match &record.event {
+        Event::TaskSucceeded { task, duration_ms, .. } => Some(format!("✓ {task} ({duration_ms} ms)")),
+        Event::TaskReused { task, .. } => Some(format!("✓ {task} (reused)")),
+        Event::TaskFailed { task, attempt, error, .. } => {
+            Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
+        }
+        Event::TaskSkipped { task, reason } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
+        Event::RetryScheduled { task, attempt, delay_ms, .. } => {
+            Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
+        }
+        Event::ClarificationRequested { .. }
+        | Event::ReviewRequested { .. }
+        | Event::ClarificationProvided { .. }
+        | Event::ReviewDecided { .. }
+        | Event::VerificationFailed { .. }
+        | Event::ReplanRequested { .. }
+        | Event::Replanned { .. }
+        | Event::ReplanFailed { .. }
+        | Event::BudgetExhausted { .. }
+        | Event::RunCancelled { .. } => Some(line(record)),
+        _ => None,
     }
 }
 
@@ -217,12 +387,6 @@ fn new_bar(total: u64) -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
-}
-
-/// An observer for a driver that shows every record in `live`.
-pub fn observer(live: &Arc<Mutex<Live>>) -> Observer {
-    let live = Arc::clone(live);
-    Box::new(move |record, state| live.lock().unwrap_or_else(PoisonError::into_inner).show(record, state))
 }
 
 #[cfg(test)]
@@ -244,17 +408,23 @@ mod tests {
         let loaded = manifest::load_str("t.yaml", "t", yaml, &|_| true);
         let plan = Arc::new(loaded.plan.expect("the plan loads"));
         let mut state = RunState::new();
-        let mut live = Live::hidden();
+        let mut view = View::hidden();
         for event in state.process(Command::Start(Start::plan(plan))).expect("it starts") {
-            live.show(&record(event), &state);
+            let record = record(event);
+            view.show(&record, progress(&record, &state));
         }
-        assert_eq!(live.waiting(), ["a"]);
+        view.redraw();
+        assert_eq!(view.waiting(), ["a"]);
+        assert_eq!(view.bar.as_ref().map(|bar| (bar.position(), bar.length())), Some((0, Some(1))));
         let done =
             Command::Succeeded { task: "a".into(), attempt: 1, output: "ok".into(), tokens: None, duration_ms: 5 };
         for event in state.process(done).expect("it succeeds") {
-            live.show(&record(event), &state);
+            let record = record(event);
+            view.show(&record, progress(&record, &state));
         }
-        assert!(live.waiting().is_empty());
+        view.redraw();
+        assert!(view.waiting().is_empty());
+        assert_eq!(view.bar.as_ref().map(ProgressBar::position), Some(1));
     }
 
     #[test]

@@ -171,6 +171,11 @@ impl<C: TokenCounter> RunState<C> {
         self.tally.running
     }
 
+    /// Tasks whose status is final.
+    pub fn finished(&self) -> usize {
+        self.tally.finished
+    }
+
     /// The index of task `id`, or why there is none.
     fn task_index(&self, id: &str) -> Result<usize, EngineError> {
         self.index_of(id).ok_or_else(|| EngineError::UnknownTask { task: id.to_owned() })
