@@ -240,7 +240,18 @@ fn assert_protocol(env: &Env, run: &str, proxy: &Proxy, started: Instant) {
         }
     }
     let (prompt, completion) = proxy.usage();
-    assert_eq!(status["tokens"], json!({"prompt": prompt, "completion": completion}), "{run}: the server's usage");
+    let server = json!({"prompt": prompt, "completion": completion});
+    // An attempt that timed out abandoned its request, so the server may have answered (and
+    // the proxy counted) what runner never received; on a loaded machine that happens.
+    let timed_out = env.records(run).iter().any(|r| r["type"] == "TaskFailed" && r["class"] == "timeout");
+    if timed_out {
+        for side in ["prompt", "completion"] {
+            let (ours, theirs) = (status["tokens"][side].as_u64(), server[side].as_u64());
+            assert!(ours <= theirs, "{run}: {side} tokens {ours:?} over the server's {theirs:?}");
+        }
+    } else {
+        assert_eq!(status["tokens"], server, "{run}: the server's usage");
+    }
     let recorded: Vec<Value> = std::fs::read_to_string(env.dir().join("calls.jsonl"))
         .unwrap_or_default()
         .lines()
