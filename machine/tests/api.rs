@@ -10,24 +10,15 @@ fn source(file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{} is readable text: {e}", path.display()))
 }
 
-/// Whether `pub enum {name}` in `file` (under `src/`) carries `#[non_exhaustive]` among the
-/// attributes right above it.
-fn non_exhaustive(file: &str, name: &str) -> bool {
-    let text = source(&format!("src/{file}"));
-    let lines: Vec<&str> = text.lines().collect();
-    let at = lines
-        .iter()
-        .position(|line| *line == format!("pub enum {name} {{"))
-        .unwrap_or_else(|| panic!("{file} declares `pub enum {name}`"));
-    lines[..at].iter().rev().take_while(|line| line.starts_with("#[")).any(|line| *line == "#[non_exhaustive]")
-}
-
 #[test]
 fn matched_enums_are_non_exhaustive() {
     let enums =
         [("event.rs", "Event"), ("command.rs", "Command"), ("error.rs", "EngineError"), ("template.rs", "RenderError")];
-    let closed: Vec<&str> =
-        enums.iter().filter(|(file, name)| !non_exhaustive(file, name)).map(|(_, name)| *name).collect();
+    let closed: Vec<&str> = enums
+        .iter()
+        .filter(|(file, name)| !testkit::api::is_non_exhaustive(env!("CARGO_MANIFEST_DIR"), file, name))
+        .map(|(_, name)| *name)
+        .collect();
     assert!(closed.is_empty(), "these public enums are closed to new variants: {closed:?}");
 }
 

@@ -21,6 +21,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+pub mod api;
 pub mod process;
 mod real_server;
 
