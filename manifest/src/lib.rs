@@ -26,6 +26,7 @@ pub mod splice;
 pub mod template;
 mod tree;
 mod validate;
+mod yaml;
 
 pub use answer::{AnswerError, Found, JsonSyntax, find_json};
 pub use diagnostic::{Diagnostic, Problem, Severity};

@@ -200,8 +200,15 @@ fn json_error(text: &str, yaml: SyntaxError) -> SyntaxError {
     }
 }
 
-/// Reads a document with the YAML reader only, within the budgets [`parse`] describes.
+/// Reads a document with the YAML reader only, within the budgets [`parse`] describes: plain
+/// documents straight from the parser's events, the rest (and every error) through serde-saphyr.
 pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
+    crate::yaml::parse(text).map_or_else(|| parse_yaml_serde(text), Ok)
+}
+
+/// Reads a document through serde-saphyr, the reference for the tree, the messages and the
+/// budgets.
+pub(crate) fn parse_yaml_serde(text: &str) -> Result<Node, SyntaxError> {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = crate::json::MAX_DEPTH;
     budget.max_nodes = MAX_NODES;
