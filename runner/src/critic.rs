@@ -7,7 +7,7 @@ use manifest::critic::{Critique, Dimension, Finding, critique_graph};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, render_groups, render_human};
+use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, print_json, render_groups, render_human};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -18,15 +18,12 @@ pub const EXIT_LOW_SCORE: u8 = 1;
 pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
     let critique = review(&loaded);
-    let text = match format {
-        CriticFormat::Human => human(&loaded, &critique, color_stdout()),
-        CriticFormat::Json => format!("{}\n", serde_json::to_string_pretty(&JsonReport::new(&loaded, &critique))?),
-        CriticFormat::Sarif => {
-            format!("{}\n", serde_json::to_string_pretty(&crate::sarif::report(&loaded, &critique))?)
-        }
-        CriticFormat::Markdown => markdown(&loaded, &critique),
-    };
-    print(&text)?;
+    match format {
+        CriticFormat::Human => print(&human(&loaded, &critique, color_stdout()))?,
+        CriticFormat::Json => print_json(&JsonReport::new(&loaded, &critique))?,
+        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &critique))?,
+        CriticFormat::Markdown => print(&markdown(&loaded, &critique))?,
+    }
     Ok(if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
     } else if critique.scores.overall < min_score {

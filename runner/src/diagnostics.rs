@@ -159,6 +159,16 @@ impl Reported for manifest::critic::Finding {
     }
 }
 
+/// Writes a document to stdout as pretty JSON and a newline, encoding as it writes, so a large
+/// report is never held whole in memory; a closed pipe is an error `main` ignores.
+pub fn print_json(document: &impl Serialize) -> anyhow::Result<()> {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut stdout, document).map_err(std::io::Error::from)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()?;
+    Ok(())
+}
+
 /// Writes text to stdout, turning a closed pipe into an error `main` ignores.
 pub fn print(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();

@@ -5,7 +5,7 @@ use std::path::Path;
 use manifest::{Loaded, Severity};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, color_stdout, print, render_human};
+use crate::diagnostics::{JsonDiagnostic, color_stdout, print, print_json, render_human};
 use crate::exit::{EXIT_IO, EXIT_USAGE};
 use crate::format::Format;
 
@@ -26,7 +26,7 @@ pub fn run(path: &Path, format: Format) -> anyhow::Result<u8> {
                 .map(|d| JsonDiagnostic::new(d, &loaded.source))
                 .collect();
             let document = ValidateReport { valid: loaded.is_valid(), diagnostics };
-            print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+            print_json(&document)?;
         }
     }
     Ok(exit_code(&loaded, path))
