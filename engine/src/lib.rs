@@ -20,7 +20,8 @@ pub mod verify;
 
 pub use attempt::Job;
 pub use machine::{
-    Command, EngineError, Event, Handler, Outcome, Record, RunStatus, Scope, Start, TaskState, TaskStatus, Tokens,
+    Command, EngineError, Event, Handler, Outcome, PlanHash, Record, RunStatus, Scope, Start, TaskState, TaskStatus,
+    Tokens,
     event, template,
 };
 

@@ -2,6 +2,7 @@
 //! sinks. The critic and the engine both read plans through it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -17,11 +18,49 @@ pub struct TaskGraph {
     graph: DiGraph<(), (), u32>,
     parents: Vec<Vec<u32>>,
     children: Vec<Vec<u32>>,
-    index: HashMap<String, TaskIdx>,
+    index: HashMap<String, TaskIdx, BuildHasherDefault<IdHasher>>,
     topo: Vec<TaskIdx>,
     level: Vec<u32>,
     height: Vec<u32>,
     phases: Vec<Vec<TaskIdx>>,
+}
+
+/// Hashes task ids for the index by id, which the engine reads on every event: a word at a
+/// time with a multiply and a final mix, several times faster than the default SipHash on
+/// short ids. Ids come from the plan's author, so there is no hash flooding to guard against.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl IdHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let mut last = [0; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.add(u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56));
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn finish(&self) -> u64 {
+        // splitmix64's finaliser: every input bit reaches the low bits the table indexes by.
+        let mut x = self.0;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
 }
 
 /// The strongly connected components with more than one task, each in workflow order.
@@ -33,7 +72,7 @@ impl TaskGraph {
     /// are validation errors and are left out); fails with every cycle when there are any.
     pub fn build(plan: &Plan) -> Result<Self, Cycles> {
         let n = plan.tasks.len();
-        let mut index = HashMap::with_capacity(n);
+        let mut index = HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
         for (i, task) in plan.tasks.iter().enumerate() {
             index.entry(task.id.value.clone()).or_insert(i);
         }
