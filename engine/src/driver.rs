@@ -173,6 +173,11 @@ impl<S: EventStore> Driver<S> {
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
+            if !inbox.is_empty() && !self.halt.is_cancelled() && !cancel.is_cancelled() {
+                // Commands are waiting already (attempts done at once): take them without a
+                // select, which would register with both tokens and deregister again.
+                continue;
+            }
             tokio::select! {
                 // A halt wins over a cancel fired with it, so that nothing is recorded.
                 biased;

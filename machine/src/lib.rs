@@ -12,7 +12,7 @@ pub mod context;
 mod error;
 pub mod event;
 mod handler;
-pub mod plan_hash;
+mod plan_hash;
 mod run_status;
 mod state;
 pub mod summary_mode;

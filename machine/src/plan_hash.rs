@@ -88,20 +88,34 @@ impl HashWriter {
         self.hasher.update(&self.buffer);
         self.hasher.finalize().into()
     }
-}
 
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.buffer.len() + bytes.len() > Self::CHUNK {
-            self.hasher.update(&self.buffer);
-            self.buffer.clear();
-        }
+    /// Hashes what is gathered, then `bytes` (gathered too when they are short).
+    fn spill(&mut self, bytes: &[u8]) {
+        self.hasher.update(&self.buffer);
+        self.buffer.clear();
         if bytes.len() >= Self::CHUNK {
             self.hasher.update(bytes);
         } else {
             self.buffer.extend_from_slice(bytes);
         }
+    }
+}
+
+impl std::io::Write for HashWriter {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes)?;
         Ok(bytes.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.len() <= Self::CHUNK - self.buffer.len() {
+            self.buffer.extend_from_slice(bytes);
+        } else {
+            self.spill(bytes);
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -5,16 +5,16 @@
 
 use std::sync::Arc;
 
-use manifest::plan::{Action, TaskKind};
 use manifest::TaskGraph;
+use manifest::plan::{Action, TaskKind};
 
 use super::RunState;
 use super::failure::Failure;
 use crate::command::{Command, Start};
 use crate::context::summary;
 use crate::error::EngineError;
-use crate::plan_hash::PlanHash;
 use crate::event::{ErrorClass, Event, SCHEMA_VERSION, Scope, Tokens};
+use crate::plan_hash::PlanHash;
 use crate::run_status::RunStatus;
 use crate::summary_mode::{DEFAULT_BUDGET, SummaryMode};
 use crate::task::TaskStatus;
