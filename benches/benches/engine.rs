@@ -5,6 +5,9 @@
 //! and, for JSONL, its fsyncs per task; a child process per 100k run prints its peak memory per
 //! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
 //!
+//! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
+//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k.
+//!
 //! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
 //! task per plan task, results through a channel) runs the same shapes and sizes in the same
 //! run, and the table shows runner's time per task beside it with their ratio.
@@ -58,6 +61,9 @@ impl Shape {
 
 const LAYER: usize = 100;
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// Set to skip the chain on JSONL at 10k and 100k tasks: one fsync a task, which takes minutes
+/// on a slow disk (the 1k chain still shows its fsyncs per task).
+const NO_SYNCED_CHAIN: &str = "RUNNER_BENCH_NO_SYNCED_CHAIN";
 /// Set in a child process that measures the peak memory of one run: `shape/store`.
 const MEMORY_PROBE: &str = "RUNNER_BENCH_MEMORY_PROBE";
 
@@ -324,6 +330,7 @@ fn engine_run(c: &mut Criterion) {
     let rt = runtime();
     let folder = log_folder();
     let quick = std::env::var_os("RUNNER_BENCH_QUICK").is_some();
+    let no_synced_chain = std::env::var_os(NO_SYNCED_CHAIN).is_some();
     let mut summary = Vec::new();
     let mut group = c.benchmark_group("engine_run");
     group.sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(300));
@@ -351,6 +358,7 @@ fn engine_run(c: &mut Criterion) {
                 };
                 match plain_runs(tasks, shape, store) {
                     Some(_) if quick => continue,
+                    Some(_) if shape == Shape::Chain && store == Store::Jsonl && no_synced_chain => continue,
                     Some(count) => {
                         for _ in 0..count {
                             once();
