@@ -5,8 +5,16 @@
 //! and, for JSONL, its fsyncs per task; a child process per 100k run prints its peak memory per
 //! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
 //!
-//! Targets: in memory under 2 us a task at 100k on every shape; JSONL fan-out and layered under
-//! 10 us a task at 100k, the chain at most one fsync a task; peak memory under 2 KiB a task.
+//! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
+//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k.
+//!
+//! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
+//! task per plan task, results through a channel) runs the same shapes and sizes in the same
+//! run, and the table shows runner's time per task beside it with their ratio.
+//!
+//! Targets: in memory under 1 us a task at 100k on every shape (within 2x of the floor); JSONL
+//! fan-out and layered under 3 us a task at 100k, the chain at most one fsync a task; peak
+//! memory under 2 KiB a task.
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
@@ -53,6 +61,9 @@ impl Shape {
 
 const LAYER: usize = 100;
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// Set to skip the chain on JSONL at 10k and 100k tasks: one fsync a task, which takes minutes
+/// on a slow disk (the 1k chain still shows its fsyncs per task).
+const NO_SYNCED_CHAIN: &str = "RUNNER_BENCH_NO_SYNCED_CHAIN";
 /// Set in a child process that measures the peak memory of one run: `shape/store`.
 const MEMORY_PROBE: &str = "RUNNER_BENCH_MEMORY_PROBE";
 
@@ -100,6 +111,20 @@ fn plan_text(shape: Shape, tasks: usize) -> String {
         out.push_str("}\n");
     }
     out
+}
+
+/// One shape and size, its plan loaded on first use (the floor needs none).
+struct Configured {
+    shape: Shape,
+    tasks: usize,
+    prepared: OnceCell<Prepared>,
+}
+
+impl Configured {
+    /// The plan, loaded on first use.
+    fn prepared(&self) -> &Prepared {
+        self.prepared.get_or_init(|| load(self.shape, self.tasks))
+    }
 }
 
 /// A validated plan and the graph the loader built, as `runner apply` hands them to a run.
@@ -194,6 +219,36 @@ fn print_split(shape: Shape, tasks: usize, plan: &Prepared) {
     );
 }
 
+/// The floor: runs `parents` with a hand-written scheduler on tokio, each task a spawned no-op
+/// that reports its index through a channel; a task is spawned once its last parent reported.
+/// The scheduler runs on a worker thread of its own, so its spawns go to that worker's queue.
+async fn floor(parents: Vec<Vec<usize>>) {
+    let mut children = vec![Vec::new(); parents.len()];
+    let mut waiting: Vec<usize> = parents.iter().map(Vec::len).collect();
+    for (i, ps) in parents.iter().enumerate() {
+        for &p in ps {
+            children[p].push(i);
+        }
+    }
+    let (sender, mut done) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let spawn = |i: usize| {
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            let _ = sender.send(i);
+        });
+    };
+    (0..parents.len()).filter(|&i| waiting[i] == 0).for_each(spawn);
+    for _ in 0..parents.len() {
+        let i = done.recv().await.expect("the scheduler holds a sender until every task reported");
+        for &child in &children[i] {
+            waiting[child] -= 1;
+            if waiting[child] == 0 {
+                spawn(child);
+            }
+        }
+    }
+}
+
 /// A JSONL store the bench keeps a handle on, to read its fsync count after the run.
 struct Shared(Arc<JsonlStore>);
 
@@ -210,17 +265,35 @@ fn jsonl_store(folder: &Path, n: u64) -> (Arc<JsonlStore>, PathBuf) {
     (Arc::new(JsonlStore::create(&path).expect("a new log")), path)
 }
 
-/// Which store a configuration runs with.
+/// Which store a configuration runs with, or the floor (no runner at all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Store {
+    Floor,
     Memory,
     Jsonl,
 }
 
+impl Store {
+    fn name(self) -> &'static str {
+        match self {
+            Store::Floor => "floor",
+            Store::Memory => "memory",
+            Store::Jsonl => "jsonl",
+        }
+    }
+}
+
 /// Runs one configuration once; returns the driven time and the fsyncs it took.
-fn run_once(rt: &Runtime, plan: &Prepared, store: Store, folder: &Path, n: u64) -> (Duration, u64) {
+fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64) -> (Duration, u64) {
     match store {
+        Store::Floor => {
+            let parents = parents(plan.shape, plan.tasks);
+            let started = Instant::now();
+            rt.block_on(rt.spawn(floor(parents))).expect("the floor's scheduler runs to its end");
+            (started.elapsed(), 0)
+        }
         Store::Memory => {
+            let plan = plan.prepared();
             let store = MemoryStore::new();
             let started = Instant::now();
             let state = rt.block_on(drive(plan, None, store.clone()));
@@ -229,6 +302,7 @@ fn run_once(rt: &Runtime, plan: &Prepared, store: Store, folder: &Path, n: u64) 
             (spent, 0)
         }
         Store::Jsonl => {
+            let plan = plan.prepared();
             let (store, path) = jsonl_store(folder, n);
             let started = Instant::now();
             let state = rt.block_on(drive(plan, None, Shared(Arc::clone(&store))));
@@ -246,7 +320,7 @@ fn run_once(rt: &Runtime, plan: &Prepared, store: Store, folder: &Path, n: u64) 
 /// whole bench stays within minutes.
 fn plain_runs(tasks: usize, shape: Shape, store: Store) -> Option<u32> {
     match (tasks, shape, store) {
-        (100_000, _, Store::Memory) => Some(2),
+        (100_000, _, Store::Memory | Store::Floor) => Some(2),
         (100_000, _, Store::Jsonl) | (10_000, Shape::Chain, Store::Jsonl) => Some(1),
         _ => None,
     }
@@ -256,6 +330,7 @@ fn engine_run(c: &mut Criterion) {
     let rt = runtime();
     let folder = log_folder();
     let quick = std::env::var_os("RUNNER_BENCH_QUICK").is_some();
+    let no_synced_chain = std::env::var_os(NO_SYNCED_CHAIN).is_some();
     let mut summary = Vec::new();
     let mut group = c.benchmark_group("engine_run");
     group.sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(300));
@@ -264,19 +339,18 @@ fn engine_run(c: &mut Criterion) {
         group.throughput(Throughput::Elements(tasks as u64));
         for shape in Shape::ALL {
             // Loaded on first use, so a filtered-out configuration costs nothing.
-            let loaded = OnceCell::new();
-            let plan = || loaded.get_or_init(|| load(shape, tasks));
+            let plan = Configured { shape, tasks, prepared: OnceCell::new() };
             let mut split_printed = false;
-            for store in [Store::Memory, Store::Jsonl] {
-                let name = format!("{}/{}", if store == Store::Memory { "memory" } else { "jsonl" }, shape.name());
+            let mut floor_per_task = None;
+            for store in [Store::Floor, Store::Memory, Store::Jsonl] {
+                let name = format!("{}/{}", store.name(), shape.name());
                 let (mut runs, mut spent, mut syncs) = (0u64, Duration::ZERO, 0u64);
                 let mut once = || {
-                    let plan = plan();
-                    if !split_printed {
+                    if !split_printed && store != Store::Floor {
                         split_printed = true;
-                        print_split(shape, tasks, plan);
+                        print_split(shape, tasks, plan.prepared());
                     }
-                    let (time, fsyncs) = run_once(&rt, plan, store, &folder, runs);
+                    let (time, fsyncs) = run_once(&rt, &plan, store, &folder, runs);
                     runs += 1;
                     spent += time;
                     syncs += fsyncs;
@@ -284,6 +358,7 @@ fn engine_run(c: &mut Criterion) {
                 };
                 match plain_runs(tasks, shape, store) {
                     Some(_) if quick => continue,
+                    Some(_) if shape == Shape::Chain && store == Store::Jsonl && no_synced_chain => continue,
                     Some(count) => {
                         for _ in 0..count {
                             once();
@@ -301,16 +376,27 @@ fn engine_run(c: &mut Criterion) {
                 let per_task = spent.as_secs_f64() * 1e6 / (runs * tasks as u64) as f64;
                 let syncs_per_task = syncs as f64 / (runs * tasks as u64) as f64;
                 let fsyncs = if store == Store::Jsonl { format!("{syncs_per_task:.3}") } else { "-".into() };
+                let (floor, ratio) = match floor_per_task {
+                    None if store == Store::Floor => {
+                        floor_per_task = Some(per_task);
+                        ("-".to_owned(), "-".to_owned())
+                    }
+                    Some(floor) => (format!("{floor:.2}"), format!("{:.1}x", per_task / floor)),
+                    None => ("-".to_owned(), "-".to_owned()),
+                };
                 eprintln!(
-                    "engine_run/{name}/{tasks}: {per_task:.2} us per task over {runs} runs, {fsyncs} fsyncs per task"
+                    "engine_run/{name}/{tasks}: {per_task:.2} us per task over {runs} runs (floor {floor}, {ratio}), \
+                     {fsyncs} fsyncs per task"
                 );
-                summary.push(format!("| {name} | {tasks} | {runs} | {per_task:.2} | {fsyncs} |"));
+                summary.push(format!("| {name} | {tasks} | {runs} | {per_task:.2} | {floor} | {ratio} | {fsyncs} |"));
             }
         }
     }
     group.finish();
     let _ = std::fs::remove_dir_all(&folder);
-    eprintln!("\n| store/shape | tasks | runs | us/task | fsyncs/task |\n|---|---|---|---|---|");
+    eprintln!(
+        "\n| store/shape | tasks | runs | us/task | floor us/task | x floor | fsyncs/task |\n|---|---|---|---|---|---|---|"
+    );
     for line in summary {
         eprintln!("{line}");
     }

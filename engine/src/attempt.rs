@@ -2,6 +2,7 @@
 //! limit, a synthesis gate's cap, verification of the output, and compaction of an error.
 //! What the attempt comes to is the list of commands that report it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -52,10 +53,17 @@ pub struct Gate {
 impl Job {
     /// Runs the attempt and returns what to report: a success (after a gate's compaction, if
     /// any), a failed verification, a failure, or a question.
-    pub async fn perform(self, cancel: CancellationToken) -> Vec<Command> {
+    pub async fn perform(mut self, cancel: CancellationToken) -> Vec<Command> {
         let started = Instant::now();
         let (task, attempt) = (self.request.task.clone(), self.request.attempt);
-        let reply = self.ask(self.request.clone(), &cancel).await;
+        let request = if self.gate.is_none() && self.check.is_none() {
+            // Nothing reads the request after the agent: it is handed over rather than copied.
+            let rest = Attempt::new(String::new(), attempt, Arc::clone(&self.request.input), PathBuf::new());
+            std::mem::replace(&mut self.request, rest)
+        } else {
+            self.request.clone()
+        };
+        let reply = self.ask(request, &cancel).await;
         let (mut text, mut tokens) = match reply {
             Reply::Output { text, tokens } => (text, tokens),
             Reply::Failure { error, class, tokens } => {

@@ -1,12 +1,42 @@
 //! Wall-clock time for records: RFC 3339 in UTC with milliseconds. Only the driver reads the
 //! clock; the state machine never does.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Now, as `2026-11-22T12:45:03.123Z`.
 pub fn now() -> String {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    format_millis(since.as_millis() as i64)
+    format_millis(now_millis())
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn now_millis() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64
+}
+
+/// The last time given out, kept while the clock stays in the same millisecond: a driver
+/// commits many small batches a millisecond, and formatting the time costs more than the rest
+/// of numbering one.
+#[derive(Debug, Default)]
+pub struct Stamp {
+    millis: i64,
+    text: Option<Arc<str>>,
+}
+
+impl Stamp {
+    /// Now, as [`now`] gives it, shared with earlier calls in the same millisecond.
+    pub fn now(&mut self) -> Arc<str> {
+        let millis = now_millis();
+        match &self.text {
+            Some(text) if self.millis == millis => Arc::clone(text),
+            _ => {
+                let text: Arc<str> = format_millis(millis).into();
+                self.millis = millis;
+                self.text = Some(Arc::clone(&text));
+                text
+            }
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch as RFC 3339 in UTC.

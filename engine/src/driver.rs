@@ -67,6 +67,8 @@ pub struct Driver<S: EventStore> {
     /// Fired to stop without recording anything (the run stays resumable).
     halt: CancellationToken,
     seq: u64,
+    /// The time records are stamped with, formatted once a millisecond.
+    stamp: clock::Stamp,
     workdir: PathBuf,
     observer: Option<Observer>,
     cancel_reason: Arc<OnceLock<String>>,
@@ -92,6 +94,7 @@ impl<S: EventStore> Driver<S> {
             halt: CancellationToken::new(),
             run_id,
             seq: records.last().map_or(0, |r| r.seq),
+            stamp: clock::Stamp::default(),
             workdir,
             observer: None,
             cancel_reason: Arc::new(OnceLock::new()),
@@ -170,6 +173,11 @@ impl<S: EventStore> Driver<S> {
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
+            if !inbox.is_empty() && !self.halt.is_cancelled() && !cancel.is_cancelled() {
+                // Commands are waiting already (attempts done at once): take them without a
+                // select, which would register with both tokens and deregister again.
+                continue;
+            }
             tokio::select! {
                 // A halt wins over a cancel fired with it, so that nothing is recorded.
                 biased;
@@ -232,7 +240,7 @@ impl<S: EventStore> Driver<S> {
 
     /// Gives each event of a batch its sequence number and the batch's time.
     fn number(&mut self, events: Vec<Event>) -> Vec<Record> {
-        let at: Arc<str> = clock::now().into();
+        let at = self.stamp.now();
         events
             .into_iter()
             .map(|event| {

@@ -20,8 +20,8 @@ pub mod verify;
 
 pub use attempt::Job;
 pub use machine::{
-    Command, EngineError, Event, Handler, Outcome, Record, RunStatus, Scope, Start, TaskState, TaskStatus, Tokens,
-    event, template,
+    Command, EngineError, Event, Handler, Outcome, PlanHash, Record, RunStatus, Scope, Start, TaskState, TaskStatus,
+    Tokens, event, template,
 };
 
 /// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting

@@ -52,7 +52,7 @@ fn created() -> Record {
         Event::RunCreated {
             schema: engine::event::SCHEMA_VERSION,
             plan: Arc::clone(plan),
-            plan_sha256: "ab".repeat(32),
+            plan_sha256: "ab".repeat(32).into(),
             vars: BTreeMap::new(),
             strategy: manifest::plan::Strategy::Eager,
             source: None,
@@ -93,7 +93,7 @@ async fn records_round_trip() {
             Event::RunCreated {
                 schema: engine::event::SCHEMA_VERSION,
                 plan: Arc::new(plan),
-                plan_sha256: "ab".repeat(32),
+                plan_sha256: "ab".repeat(32).into(),
                 vars: BTreeMap::from([("k".to_owned(), "v".to_owned())]),
                 strategy: manifest::plan::Strategy::Phased,
                 source: Some("/plans/t.yaml".into()),

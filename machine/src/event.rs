@@ -7,6 +7,8 @@ use std::sync::Arc;
 use manifest::Plan;
 use serde::{Deserialize, Serialize};
 
+use crate::plan_hash::PlanHash;
+
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
 /// `TaskDispatched`, classes failures and records the jittered retry delay.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -122,8 +124,8 @@ pub enum Event {
         schema: u32,
         /// The normalised plan (shared, not copied, between the event and the run's state).
         plan: Arc<Plan>,
-        /// The sha256 of the plan's JSON, hex.
-        plan_sha256: String,
+        /// The sha256 of the plan's JSON, hex (computed when first read).
+        plan_sha256: PlanHash,
         /// `--var` values.
         vars: BTreeMap<String, String>,
         /// The strategy the run uses (the plan's, or `--strategy`).

@@ -142,8 +142,15 @@ fn write_loop(
         batches.extend(receiver.try_iter());
         buffer.clear();
         let mut result = Ok(());
-        for (records, _) in &batches {
-            for record in records {
+        std::thread::scope(|scope| {
+            // A `RunCreated` encodes its plan twice: as the plan, then for `plan_sha256`; the
+            // hash is computed on a thread of its own while the plan is encoded here.
+            for record in batches.iter().flat_map(|(records, _)| records) {
+                if let Event::RunCreated { plan_sha256, .. } = &record.event {
+                    scope.spawn(|| plan_sha256.as_str().len());
+                }
+            }
+            for record in batches.iter().flat_map(|(records, _)| records) {
                 if let Err(error) = serde_json::to_writer(&mut buffer, record) {
                     result = Err(StoreError::Io {
                         action: "encode",
@@ -153,7 +160,7 @@ fn write_loop(
                 }
                 buffer.push(b'\n');
             }
-        }
+        });
         if result.is_ok() {
             result = file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(io("write", &path));
             syncs.fetch_add(1, Ordering::Relaxed);

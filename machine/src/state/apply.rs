@@ -17,23 +17,29 @@ use crate::tokens::TokenCounter;
 impl<C: TokenCounter> RunState<C> {
     /// Applies one event to the state.
     pub(super) fn apply_event(&mut self, event: &Event) {
+        self.apply_known(event, None);
+    }
+
+    /// Applies one event whose task, if it has one, is `known` to be at that index (the state
+    /// machine knows it for the events it emits; a log's events are looked up by id).
+    pub(super) fn apply_known(&mut self, event: &Event, known: Option<usize>) {
         self.seq += 1;
         match event {
             Event::RunCreated { plan, vars, strategy, .. } => self.created(plan, vars, *strategy),
-            Event::TaskReused { task, output } => self.reused(task, output),
-            Event::TaskDispatched { task, attempt, input } => self.dispatched(task, *attempt, input),
-            Event::TaskSucceeded { task, output, tokens, .. } => self.task_succeeded(task, output, *tokens),
-            Event::TaskFailed { task, error, tokens, .. } => self.task_failed(task, error, *tokens),
-            Event::RetryScheduled { task, .. } => self.retry_scheduled(task),
-            Event::RetryDue { task } => self.retry_due(task),
-            Event::TaskSkipped { task, .. } => self.skipped(task),
-            Event::ClarificationRequested { task, question, tokens } => self.asked(task, question, *tokens),
-            Event::ClarificationProvided { task, answer } => self.answered(task, answer),
-            Event::ReviewRequested { task, .. } => self.review_requested(task),
-            Event::ReviewDecided { task, approved, comment } => self.review_decided(task, *approved, comment),
+            Event::TaskReused { task, output } => self.reused(task, known, output),
+            Event::TaskDispatched { task, attempt, input } => self.dispatched(task, known, *attempt, input),
+            Event::TaskSucceeded { task, output, tokens, .. } => self.task_succeeded(task, known, output, *tokens),
+            Event::TaskFailed { task, error, tokens, .. } => self.task_failed(task, known, error, *tokens),
+            Event::RetryScheduled { task, .. } => self.retry_scheduled(task, known),
+            Event::RetryDue { task } => self.retry_due(task, known),
+            Event::TaskSkipped { task, .. } => self.skipped(task, known),
+            Event::ClarificationRequested { task, question, tokens } => self.asked(task, known, question, *tokens),
+            Event::ClarificationProvided { task, answer } => self.answered(task, known, answer),
+            Event::ReviewRequested { task, .. } => self.review_requested(task, known),
+            Event::ReviewDecided { task, approved, comment } => self.review_decided(task, known, *approved, comment),
             Event::VerificationFailed { task, reason, tokens, .. } => {
                 self.add_tokens(*tokens);
-                if let Some(i) = self.index_of(task) {
+                if let Some(i) = known.or_else(|| self.index_of(task)) {
                     self.tasks[i].feedback = Some(reason.clone());
                 }
             }
@@ -80,8 +86,8 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskReused`: the task succeeded in the run this one retries.
-    fn reused(&mut self, task: &str, output: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn reused(&mut self, task: &str, known: Option<usize>, output: &str) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Succeeded);
         self.tasks[i].output = Some(output.to_owned());
@@ -89,8 +95,8 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskDispatched`: an attempt is in flight, counted against every limit.
-    fn dispatched(&mut self, task: &str, attempt: u32, input: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn dispatched(&mut self, task: &str, known: Option<usize>, attempt: u32, input: &str) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Running);
         let state = &mut self.tasks[i];
@@ -103,12 +109,12 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskSucceeded`: the output is recorded and dependents may go.
-    fn task_succeeded(&mut self, task: &str, output: &str, tokens: Option<Tokens>) {
+    fn task_succeeded(&mut self, task: &str, known: Option<usize>, output: &str, tokens: Option<Tokens>) {
         self.add_tokens(tokens);
         if self.summary == SummaryMode::ByAgent {
             self.summary_pending += 1;
         }
-        let Some(i) = self.index_of(task) else { return };
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Succeeded);
         self.tasks[i].output = Some(output.to_owned());
@@ -117,9 +123,9 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskFailed`: the attempt failed (a retry, replan or skip may follow).
-    fn task_failed(&mut self, task: &str, error: &str, tokens: Option<Tokens>) {
+    fn task_failed(&mut self, task: &str, known: Option<usize>, error: &str, tokens: Option<Tokens>) {
         self.add_tokens(tokens);
-        let Some(i) = self.index_of(task) else { return };
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.tasks[i].failures += 1;
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Failed);
@@ -128,22 +134,22 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `RetryScheduled`: pending again, behind a timer.
-    fn retry_scheduled(&mut self, task: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn retry_scheduled(&mut self, task: &str, known: Option<usize>) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.set_status(i, TaskStatus::Pending);
         self.set_waiting(i, true);
     }
 
     /// `RetryDue`: the timer is done; the task is ready.
-    fn retry_due(&mut self, task: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn retry_due(&mut self, task: &str, known: Option<usize>) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.set_waiting(i, false);
         self.enqueue(i);
     }
 
     /// `TaskSkipped`: final without an output; dependents still go.
-    fn skipped(&mut self, task: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn skipped(&mut self, task: &str, known: Option<usize>) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.dequeue(i);
         self.set_waiting(i, false);
@@ -152,17 +158,17 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `ClarificationRequested`: the task waits for an answer.
-    fn asked(&mut self, task: &str, question: &str, tokens: Option<Tokens>) {
+    fn asked(&mut self, task: &str, known: Option<usize>, question: &str, tokens: Option<Tokens>) {
         self.add_tokens(tokens);
-        let Some(i) = self.index_of(task) else { return };
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Paused);
         self.tasks[i].question = Some(question.to_owned());
     }
 
     /// `ClarificationProvided`: the task is ready again, with the answer.
-    fn answered(&mut self, task: &str, answer: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn answered(&mut self, task: &str, known: Option<usize>, answer: &str) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.tasks[i].question = None;
         self.tasks[i].answers.push(answer.to_owned());
         self.set_status(i, TaskStatus::Pending);
@@ -170,16 +176,16 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `ReviewRequested`: the review task waits for a decision (its one attempt).
-    fn review_requested(&mut self, task: &str) {
-        let Some(i) = self.index_of(task) else { return };
+    fn review_requested(&mut self, task: &str, known: Option<usize>) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Paused);
         self.tasks[i].attempts = 1;
     }
 
     /// `ReviewDecided`: an approval succeeds the review (a rejection's `TaskFailed` follows).
-    fn review_decided(&mut self, task: &str, approved: bool, comment: &Option<String>) {
-        let Some(i) = self.index_of(task) else { return };
+    fn review_decided(&mut self, task: &str, known: Option<usize>, approved: bool, comment: &Option<String>) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         if approved {
             self.set_status(i, TaskStatus::Succeeded);
             self.tasks[i].output = Some(comment.clone().unwrap_or_else(|| "approved".to_owned()));

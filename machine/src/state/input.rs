@@ -1,5 +1,7 @@
 //! A task's input: its template rendered against the run, with what later attempts are told.
 
+use std::borrow::Cow;
+
 use manifest::Plan;
 use manifest::plan::TaskKind;
 
@@ -24,9 +26,9 @@ impl<C: TokenCounter> RunState<C> {
     pub fn render_input(&self, i: usize) -> Result<String, RenderError> {
         let task = &self.plan.tasks[i];
         let template = match (&task.input, task.kind) {
-            (Some(input), _) => input.value.clone(),
-            (None, TaskKind::SynthesisGate) => gate_input(&self.plan, i),
-            (None, _) => String::new(),
+            (Some(input), _) => Cow::Borrowed(input.value.as_str()),
+            (None, TaskKind::SynthesisGate) => Cow::Owned(gate_input(&self.plan, i)),
+            (None, _) => Cow::Borrowed(""),
         };
         let mut input = self.render(&template)?;
         if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {

@@ -192,6 +192,12 @@ impl<C: TokenCounter> RunState<C> {
         out.push(event);
     }
 
+    /// [`Self::emit`] for an event about task `i`, which spares looking the task up by id.
+    fn emit_for(&mut self, i: usize, event: Event, out: &mut Vec<Event>) {
+        self.apply_known(&event, Some(i));
+        out.push(event);
+    }
+
     /// Refuses a command before the run started or after it ended.
     fn require_active(&self) -> Result<(), EngineError> {
         match self.status {

@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
+use manifest::TaskGraph;
 use manifest::plan::{Action, TaskKind};
-use manifest::{Plan, TaskGraph};
-use sha2::{Digest, Sha256};
 
 use super::RunState;
 use super::failure::Failure;
@@ -15,6 +14,7 @@ use crate::command::{Command, Start};
 use crate::context::summary;
 use crate::error::EngineError;
 use crate::event::{ErrorClass, Event, SCHEMA_VERSION, Scope, Tokens};
+use crate::plan_hash::PlanHash;
 use crate::run_status::RunStatus;
 use crate::summary_mode::{DEFAULT_BUDGET, SummaryMode};
 use crate::task::TaskStatus;
@@ -112,13 +112,12 @@ impl<C: TokenCounter> RunState<C> {
                 EngineError::Cycle { tasks: cycles.0.iter().map(ids).collect::<Vec<_>>().join("; ") }
             })?),
         };
-        let plan_sha256 = plan_sha256(&start.plan);
         let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
         self.prebuilt = Some(graph);
         let event = Event::RunCreated {
             schema: SCHEMA_VERSION,
             plan: Arc::clone(&start.plan),
-            plan_sha256,
+            plan_sha256: PlanHash::of(Arc::clone(&start.plan)),
             vars: start.vars,
             strategy,
             source: start.source,
@@ -165,7 +164,7 @@ impl<C: TokenCounter> RunState<C> {
             self.request_replan(i, error, out);
         } else {
             let merge = (self.summary == SummaryMode::Extractive).then(|| self.merge_summary(&task, &output));
-            self.emit(Event::TaskSucceeded { task, attempt, dispatched_seq, output, tokens, duration_ms }, out);
+            self.emit_for(i, Event::TaskSucceeded { task, attempt, dispatched_seq, output, tokens, duration_ms }, out);
             if let Some(event) = merge {
                 self.emit(event, out);
             }
@@ -353,28 +352,5 @@ impl<C: TokenCounter> RunState<C> {
         }
         self.emit(Event::RunResumed, out);
         Ok(Next::Schedule)
-    }
-}
-
-/// The SHA-256 of the plan's JSON, in hex. Hashed as it is encoded, so a large plan's JSON is
-/// never held in memory; not generic, so the encoder and the hasher are compiled together here
-/// rather than in each crate that uses a `RunState`.
-fn plan_sha256(plan: &Plan) -> String {
-    let mut hasher = HashWriter(Sha256::new());
-    let _ = serde_json::to_writer(&mut hasher, plan);
-    hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Feeds what is written to it into a hasher.
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
