@@ -2,31 +2,17 @@
 //! `#[non_exhaustive]`, so a new event, command or error is not a breaking change; only the
 //! modules that are part of the API are public; and its dependencies are pure crates only.
 
-use std::path::Path;
-
-/// The text of `file` under the crate's folder.
-fn source(file: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{} is readable text: {e}", path.display()))
-}
-
 #[test]
 fn matched_enums_are_non_exhaustive() {
     let enums =
         [("event.rs", "Event"), ("command.rs", "Command"), ("error.rs", "EngineError"), ("template.rs", "RenderError")];
-    let closed: Vec<&str> = enums
-        .iter()
-        .filter(|(file, name)| !testkit::api::is_non_exhaustive(env!("CARGO_MANIFEST_DIR"), file, name))
-        .map(|(_, name)| *name)
-        .collect();
+    let closed = testkit::api::closed_enums(env!("CARGO_MANIFEST_DIR"), &enums);
     assert!(closed.is_empty(), "these public enums are closed to new variants: {closed:?}");
 }
 
 #[test]
 fn only_api_modules_are_public() {
-    let text = source("src/lib.rs");
-    let public: Vec<&str> =
-        text.lines().filter_map(|line| line.strip_prefix("pub mod ")).map(|name| name.trim_end_matches(';')).collect();
+    let public = testkit::api::public_modules(env!("CARGO_MANIFEST_DIR"));
     // The state machine, commands, errors and task and run states are reached through the
     // crate root's re-exports, so they can be rearranged freely.
     assert_eq!(public, ["context", "event", "summary_mode", "template", "tokens"]);
@@ -34,7 +20,7 @@ fn only_api_modules_are_public() {
 
 #[test]
 fn dependencies_are_pure() {
-    let text = source("Cargo.toml");
+    let text = testkit::api::source(env!("CARGO_MANIFEST_DIR"), "Cargo.toml");
     let normal = text.split("[dependencies]").nth(1).and_then(|rest| rest.split("\n[").next()).unwrap_or("");
     let names: Vec<&str> =
         normal.lines().filter_map(|line| line.split(['.', ' ', '=']).next()).filter(|name| !name.is_empty()).collect();
