@@ -107,7 +107,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         eprintln!("{}", crate::validate::summary(&loaded));
         return Ok(crate::validate::exit_code(&loaded, &args.plan));
     };
-    let unset = unset_keys(plan, |name| std::env::var(name).is_ok());
+    let unset = unset_keys(plan, key_is_set);
     if !unset.is_empty() && !args.dry_run {
         for line in &unset {
             eprintln!("error: {line}");
@@ -164,11 +164,17 @@ fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Critique, colo
 /// Refuses to go on when an API key variable that the plan's `llm` or `http` agents need is unset, naming
 /// each one: for `resume` and `retry`, which would otherwise record attempts that cannot work.
 pub(crate) fn refuse_unset_keys(plan: &Plan) -> anyhow::Result<()> {
-    let unset = unset_keys(plan, |name| std::env::var(name).is_ok());
+    let unset = unset_keys(plan, key_is_set);
     if !unset.is_empty() {
         anyhow::bail!("{}\nnothing was recorded: set the variable(s) and try again", unset.join("\n"));
     }
     Ok(())
+}
+
+/// Whether the environment variable `name` holds a key: set, and not empty or blank, which a
+/// server would refuse only after the run had started.
+fn key_is_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|value| !value.trim().is_empty())
 }
 
 /// The API key variables that the plan's `llm` agents need and `is_set` says are unset, one
@@ -188,7 +194,7 @@ fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
         .map(|((variable, provider), agents)| {
             let agents: Vec<String> = agents.iter().map(|a| format!("`{a}`")).collect();
             format!(
-                "the environment variable `{variable}` is not set: it holds the API key of provider `{provider}`, \
+                "the environment variable `{variable}` is not set or is empty: it holds the API key of provider `{provider}`, \
                  which agent(s) {} use",
                 agents.join(", ")
             )
@@ -198,7 +204,7 @@ fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
         for variable in agent.runtime.secret_variables().into_iter().filter(|v| !is_set(&v.value)) {
             let variable = &variable.value;
             lines.push(format!(
-                "the environment variable `{variable}` is not set: it holds a secret the http agent `{name}` sends"
+                "the environment variable `{variable}` is not set or is empty: it holds a secret the http agent `{name}` sends"
             ));
         }
     }

@@ -517,6 +517,18 @@ fn apply_with_an_unset_key_variable_refuses_before_creating_a_run() {
     }
     assert!(!env.home().join("runs").join("k1").exists(), "no run folder");
 
+    // A variable set to nothing (`export KEY=`) holds no key either.
+    let blank = env
+        .runner()
+        .env("RUNNER_TEST_UNSET_KEY", " ")
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "k2"])
+        .output()
+        .expect("runner runs");
+    let stderr = String::from_utf8_lossy(&blank.stderr);
+    assert_eq!(blank.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`RUNNER_TEST_UNSET_KEY` is not set or is empty"), "{stderr}");
+    assert!(!env.home().join("runs").join("k2").exists(), "no run folder");
+
     // A dry run writes nothing anyway: it warns and goes on.
     let dry = env
         .runner()

@@ -24,8 +24,8 @@ pub enum LlmError {
         provider: String,
     },
 
-    /// The provider's API key variable is not set.
-    #[error("the environment variable `{variable}` (the API key of provider `{provider}`) is not set")]
+    /// The provider's API key variable is not set, or is empty.
+    #[error("the environment variable `{variable}` (the API key of provider `{provider}`) is not set or is empty")]
     #[diagnostic(code(llm::missing_key), help("export `{variable}` before running the plan"))]
     MissingKey {
         /// The provider.

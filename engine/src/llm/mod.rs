@@ -75,7 +75,7 @@ impl LlmAgents {
             .map(|(name, provider)| {
                 let endpoint = http.clone().and_then(|http| {
                     let key = match &provider.api_key_env {
-                        Some(variable) => match env(&variable.value) {
+                        Some(variable) => match env(&variable.value).filter(|key| !key.trim().is_empty()) {
                             Some(key) => Some(key),
                             None => {
                                 return Err(LlmError::MissingKey {

@@ -107,7 +107,7 @@ impl HttpRuntime {
         let mut headers = HeaderMap::new();
         let mut secrets = Vec::new();
         let mut secret = |field: &'static str, variable: &str| match env(variable) {
-            Some(value) if !value.is_empty() => {
+            Some(value) if !value.trim().is_empty() => {
                 secrets.push(value.clone());
                 Ok(value)
             }
