@@ -80,3 +80,16 @@ fn a_literal_secret_is_an_error_and_never_shown() {
     let fine = load("runtime: http, url: 'https://example.com/s?who=a@b.c'");
     assert!(fine.errors().next().is_none(), "an `@` after the host is not a credential");
 }
+
+#[test]
+fn a_secret_sent_over_plain_http_to_another_machine_is_a_critic_warning() {
+    let codes = |agent: &str| -> Vec<String> {
+        let plan = load(agent).plan.expect("the plan loads");
+        manifest::critic::critique(&plan).findings.iter().map(|f| f.code()).collect()
+    };
+    let warned = "critic::plain_http_secret".to_owned();
+    assert!(codes("runtime: http, url: 'http://scorer.example/s', headers_env: {X-Token: TOKEN}").contains(&warned));
+    assert!(!codes("runtime: http, url: 'https://scorer.example/s', api_key_env: KEY").contains(&warned));
+    assert!(!codes("runtime: http, url: 'http://127.0.0.1:9000/s', api_key_env: KEY").contains(&warned));
+    assert!(!codes("runtime: http, url: 'http://scorer.example/s'").contains(&warned), "no secret, nothing to leak");
+}

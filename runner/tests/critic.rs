@@ -73,6 +73,7 @@ const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("optimism_bias", "optimism_bias", Some("lookup"), 14, 11),
     ("output_format_coupling", "output_format_coupling", Some("report"), 19, 25),
     ("parallel_explosion", "parallel_explosion", None, 13, 12),
+    ("plain_http_secret", "plain_http_secret", None, 12, 20),
     ("redundant_edge", "redundant_edge", Some("final"), 25, 28),
     ("single_point_of_failure", "single_point_of_failure", Some("collect"), 13, 11),
     ("unlimited_group", "unlimited_group", None, 13, 73),

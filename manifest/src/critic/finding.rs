@@ -223,6 +223,17 @@ pub enum Lint {
         /// The agent.
         name: String,
     },
+    /// An API key or secret header goes over plain http to another machine.
+    #[error("{sender} sends `{variable}` over plain http to `{host}`, where anyone on the way can read it")]
+    #[diagnostic(code(critic::plain_http_secret))]
+    PlainHttpSecret {
+        /// Who sends it: a provider or an http agent, named.
+        sender: String,
+        /// The environment variable holding the secret.
+        variable: String,
+        /// The host it is sent to.
+        host: String,
+    },
     /// The author's critical path is not the graph's.
     #[error("mission_analysis.critical_path is {declared}, but the longest chain is {computed}")]
     #[diagnostic(code(critic::critical_path_mismatch))]

@@ -12,6 +12,7 @@ mod hygiene;
 mod metrics;
 mod parallel;
 mod score;
+mod secrets;
 mod spof;
 
 pub use finding::{Dimension, Finding, Lint};
@@ -57,6 +58,7 @@ pub fn critique_graph(plan: &Plan, graph: &TaskGraph) -> Critique {
     fallbacks::check(&facts, &mut findings);
     parallel::check(&facts, &mut findings);
     hygiene::check(&facts, &mut findings);
+    secrets::check(plan, &mut findings);
     // Stable, by position only: findings at the same place keep the order of the passes, which
     // is deterministic, and no key has to be built per finding.
     findings.sort_by_key(|finding| finding.loc.span.offset);
