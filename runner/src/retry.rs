@@ -50,6 +50,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
 
     crate::drive::check_workdir(&created.workdir(), old_id)?;
     crate::apply::refuse_unset_keys(plan)?;
+    end_survivors(&old, &state)?;
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
     let (run, lock, store) = RunDir::create(&new_id)?;
     let workdir = created.workdir();
@@ -69,4 +70,16 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         graph: None,
     };
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+}
+
+/// Ends what a runner that died while driving the old run left running, as `resume` would: the
+/// new run works in the same folder and would otherwise run its tasks alongside the old
+/// attempts. The old run's lock is held meanwhile, so no `resume` of it starts halfway; a run
+/// that a live process still drives keeps its programs.
+fn end_survivors(old: &RunDir, state: &engine::RunState) -> anyhow::Result<()> {
+    if state.status.is_final() || old.driver_pid().is_some() {
+        return Ok(());
+    }
+    let _lock = old.lock()?;
+    crate::survivors::end(old)
 }

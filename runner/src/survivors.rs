@@ -1,6 +1,7 @@
 //! The processes a runner that died left running (`engine::survivors`): every program of a run
-//! is marked with the run's folder, and `resume` ends the marked ones before it dispatches
-//! anything, so an old attempt never runs alongside the one that replaces it.
+//! is marked with the run's folder, and `resume` (also `cancel` and `retry` of a run nobody
+//! drives) ends the marked ones before it dispatches anything, so an old attempt never runs
+//! alongside the one that replaces it.
 
 use std::time::Duration;
 

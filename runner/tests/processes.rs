@@ -1,6 +1,6 @@
 //! The processes of a run's agents when runner itself stops: killed with SIGKILL, `resume`
-//! ends what the dead runner left running before it dispatches anything (and `cancel` ends it
-//! too); stopped with SIGTERM,
+//! ends what the dead runner left running before it dispatches anything (and `cancel` and
+//! `retry` end it too); stopped with SIGTERM,
 //! the agents are stopped and the run can be resumed. And a run whose plan folder was deleted
 //! is not failed by `resume` (nor retried into a failed run) but left as it was.
 //!
@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 use support::{Env, plan};
 use testkit::process::gone;
 
-/// The first attempt starts a grandchild that writes `survivor.pid` and then a tick a line to
-/// `ticks.txt` every 100 ms, forever. A later attempt counts the ticks, waits, counts again
+/// The first attempt ever (of any run in the folder) starts a grandchild that writes
+/// `survivor.pid` and then a tick a line to `ticks.txt` every 100 ms, forever. Any other attempt counts the ticks, waits, counts again
 /// and prints both counts: equal counts mean nothing from the first attempt ran alongside it.
 const AGENT: &str = r#"n=${RUNNER_ATTEMPT##*/}
-if [ "$n" = 1 ]; then
+if [ "$n" = 1 ] && [ ! -e ticked ]; then
+  touch ticked
   sh -c 'echo tick >> ticks.txt; echo $$ > survivor.tmp; mv survivor.tmp survivor.pid; while :; do echo tick >> ticks.txt; sleep 0.1; done'
 fi
 before=$(wc -l < ticks.txt)
@@ -137,6 +138,26 @@ fn cancel_of_a_run_whose_runner_was_killed_ends_what_it_left_running() {
     assert_eq!(cancelled.status.code(), Some(0), "{}", String::from_utf8_lossy(&cancelled.stderr));
     assert!(survivor_gone, "the survivor {survivor} still ran after the run was cancelled");
     assert_eq!(env.status("orphaned")["status"], "cancelled");
+}
+
+#[test]
+fn retry_of_a_run_whose_runner_was_killed_ends_what_it_left_running() {
+    let env = Env::new();
+    ticking_plan(&env);
+    let (mut runner, survivor) = apply_until_ticking(&env, "dropped");
+    runner.kill().expect("SIGKILL is sent");
+    runner.wait().expect("runner is reaped");
+
+    let retried =
+        env.runner().args(["retry", "dropped", "--run-id", "again"]).timeout(PATIENCE).output().expect("runner runs");
+    let survivor_gone = gone(survivor);
+    reap(survivor);
+    let stdout = String::from_utf8_lossy(&retried.stdout);
+    assert_eq!(retried.status.code(), Some(0), "{}", String::from_utf8_lossy(&retried.stderr));
+    assert!(stdout.contains("ended ") && stdout.contains("t/1"), "{stdout}");
+    let output = output_of_t(&env, "again");
+    assert!(counts_are_equal(&output), "the old attempt still ticked while the new run's ran: {output}");
+    assert!(survivor_gone, "the old run's survivor {survivor} still ran after retry");
 }
 
 #[test]
