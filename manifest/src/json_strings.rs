@@ -4,7 +4,7 @@
 
 /// Follows the strings of a JSON text one byte at a time.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct JsonStrings {
+pub(crate) struct JsonStrings {
     in_string: bool,
     escaped: bool,
 }
@@ -12,7 +12,7 @@ pub struct JsonStrings {
 impl JsonStrings {
     /// Takes the next byte; true when it stands outside every string (the quotes that open and
     /// close a string count as inside it).
-    pub fn outside(&mut self, byte: u8) -> bool {
+    pub(crate) fn outside(&mut self, byte: u8) -> bool {
         if self.in_string {
             match byte {
                 _ if self.escaped => self.escaped = false,

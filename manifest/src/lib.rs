@@ -33,7 +33,6 @@ pub use diagnostic::{Diagnostic, Problem, Severity};
 pub use duration::{Duration, DurationError};
 pub use fields::{API_VERSION, TOKENIZERS};
 pub use graph::{Cycles, TaskGraph, TaskIdx};
-pub use json_strings::JsonStrings;
 pub use load::{Loaded, load_file, load_str};
 pub use plan::Plan;
 pub use rendered::Rendered;
