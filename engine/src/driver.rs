@@ -108,6 +108,13 @@ impl<S: EventStore> Driver<S> {
         self
     }
 
+    /// Stamps records with `clock`'s time instead of the wall clock's (plan tests run in virtual
+    /// time).
+    pub fn with_clock(mut self, clock: clock::Clock) -> Self {
+        self.stamp = clock::Stamp::new(clock);
+        self
+    }
+
     /// Sets how `llm` agents are run.
     pub fn with_llm(mut self, llm: LlmRuntimes) -> Self {
         self.llm = Some(llm);
