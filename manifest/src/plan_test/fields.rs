@@ -156,6 +156,11 @@ pub(crate) static TASK_EXPECT: Section = Section::of(&[
     Field::new("attempts", Shape::Count { min: 0 }, "How many attempts it made."),
     Field::new("output", Shape::Named(&OUTPUT_CHECK_DEF), "What its output must be."),
     Field::new("max_prompt_tokens", Shape::Integer { min: 0 }, "The most tokens any of its rendered inputs may have."),
+    Field::new(
+        "min_prompt_tokens",
+        Shape::Integer { min: 0 },
+        "The fewest tokens its largest rendered input may have: states that a prompt overflows.",
+    ),
 ]);
 
 static TASK_EXPECT_DEF: Named =

@@ -126,6 +126,8 @@ pub struct TaskExpect {
     pub output: Vec<At<OutputCheck>>,
     /// The most tokens any rendered input of it may have.
     pub max_prompt_tokens: Option<At<u64>>,
+    /// The fewest tokens its largest rendered input may have.
+    pub min_prompt_tokens: Option<At<u64>>,
 }
 
 /// One check of an output.

@@ -229,6 +229,7 @@ fn read_task_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<Task
         status: word_of(reader, &fields, "status", &TASK_STATUSES),
         attempts: at_of(&fields, "attempts", reader.count_of(&fields, "attempts")),
         max_prompt_tokens: at_of(&fields, "max_prompt_tokens", reader.whole_of(&fields, "max_prompt_tokens")),
+        min_prompt_tokens: at_of(&fields, "min_prompt_tokens", reader.whole_of(&fields, "min_prompt_tokens")),
         ..TaskExpect::default()
     };
     let Some((entry, path)) = fields.get("output") else { return Some(expect) };

@@ -19,6 +19,9 @@ use super::scenario::Scenario;
 /// The virtual time a scenario's run starts at: 2026-01-01T00:00:00Z.
 pub const EPOCH_MS: i64 = 1_767_225_600_000;
 
+/// The seed of retry jitter in every scenario, so backoffs are the same every run.
+const JITTER_SEED: u64 = 0x5eed;
+
 /// The most answers and decisions a scenario gives before its run is left paused: a task that
 /// asks again after every answer would otherwise never end.
 const MAX_ANSWERS: usize = 100;
@@ -60,7 +63,8 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let mut answers = 0;
     while let Some(command) = commands.pop_front() {
         let driver = Driver::new(scenario.test.name.clone(), store.clone(), &store.records(), scenario.workdir.clone())
-            .with_clock(clock);
+            .with_clock(clock)
+            .with_jitter_seed(JITTER_SEED);
         state = scripts.install(driver).run(command, CancellationToken::new()).await?;
         if state.status != RunStatus::Paused || !commands.is_empty() || answers >= MAX_ANSWERS {
             continue;

@@ -98,22 +98,27 @@ fn check_task(scenario: &Scenario, ran: &Ran, task: &str, expect: &TaskExpect, f
             failures.push(failure(&what("output"), &expected, actual, context()));
         }
     }
-    if let Some(cap) = &expect.max_prompt_tokens {
-        let tokenizer = tokenizer_of(scenario, task);
-        let most = ran
-            .records
-            .iter()
-            .filter_map(|r| match &r.event {
-                Event::TaskDispatched { task: t, input, .. } if t == task => Some(count(input, tokenizer)),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0) as u64;
-        if most > cap.value {
+    if expect.max_prompt_tokens.is_some() || expect.min_prompt_tokens.is_some() {
+        let most = largest_prompt(scenario, ran, task);
+        if let Some(cap) = expect.max_prompt_tokens.as_ref().filter(|cap| most > cap.value) {
             let expected = format!("at most {} tokens", cap.value);
             failures.push(failure(&what("max_prompt_tokens"), &expected, format!("{most} tokens"), context()));
         }
+        if let Some(floor) = expect.min_prompt_tokens.as_ref().filter(|floor| most < floor.value) {
+            let expected = format!("at least {} tokens", floor.value);
+            failures.push(failure(&what("min_prompt_tokens"), &expected, format!("{most} tokens"), context()));
+        }
     }
+}
+
+/// The tokens of the largest rendered input of `task`.
+fn largest_prompt(scenario: &Scenario, ran: &Ran, task: &str) -> u64 {
+    let tokenizer = tokenizer_of(scenario, task);
+    let inputs = ran.records.iter().filter_map(|r| match &r.event {
+        Event::TaskDispatched { task: t, input, .. } if t == task => Some(count(input, tokenizer)),
+        _ => None,
+    });
+    inputs.max().unwrap_or(0) as u64
 }
 
 /// What an output check expected and what it found, when they differ.
