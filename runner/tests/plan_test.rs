@@ -161,3 +161,56 @@ fn a_scenario_over_a_plan_with_errors_is_a_located_error_listing_them() {
         assert!(stdout.contains(wanted), "`{wanted}` missing:\n{stdout}");
     }
 }
+
+/// The events of every run kept under `home`, without the run ids, which differ.
+fn kept_events(home: &Path) -> Vec<String> {
+    let mut logs = Vec::new();
+    for run in std::fs::read_dir(home.join("runs")).expect("runs were kept") {
+        let log = std::fs::read_to_string(run.expect("a run").path().join("events.jsonl")).expect("a log");
+        let lines: Vec<String> = log
+            .lines()
+            .map(|line| {
+                let mut record: serde_json::Value = serde_json::from_str(line).expect("a JSON record");
+                record.as_object_mut().expect("a record is an object").remove("run_id");
+                record.to_string()
+            })
+            .collect();
+        logs.push(lines.join("\n"));
+    }
+    logs
+}
+
+#[test]
+fn a_scenario_of_over_ten_virtual_minutes_gives_the_same_events_every_time() {
+    let home = tempfile::tempdir().expect("a temp dir");
+    for _ in 0..20 {
+        let (code, stdout) = test_in(
+            &repo_root(),
+            home.path(),
+            &["runner/tests/scenarios/long.test.yaml", "--format", "json", "--keep"],
+        );
+        assert_eq!(code, 0, "{stdout}");
+        let document: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+        let makespan = document["scenarios"][0]["makespan_ms"].as_u64().expect("a makespan");
+        assert!(makespan > 600_000, "the scenario takes {makespan} ms of virtual time, not over ten minutes");
+    }
+    let logs = kept_events(home.path());
+    assert_eq!(logs.len(), 20);
+    assert!(logs.iter().all(|log| log == &logs[0]), "the runs' events differ");
+    assert!(logs[0].contains("\"at\":\"2026-01-01T00:12:"), "records carry virtual time from the fixed epoch");
+}
+
+#[test]
+fn a_request_is_planned_by_the_deterministic_planner_and_tested_like_a_plan() {
+    let home = tempfile::tempdir().expect("a temp dir");
+    let (code, stdout) = test_in(&repo_root(), home.path(), &["runner/tests/scenarios/request.test.yaml"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.starts_with("ok   planned-blind-alley ("), "{stdout}");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let scenario = "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {name: r}\nspec:\n  request: Research the company \
+                    XyzzyCorp\n  overrides:\n    agents:\n      researcher: {replies: [x]}\n";
+    std::fs::write(dir.path().join("r.test.yaml"), scenario).expect("writes");
+    let (code, stdout) = test_in(dir.path(), home.path(), &[]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("plan `r` has no agent `researcher`"), "{stdout}");
+}

@@ -180,7 +180,16 @@ fn one(path: &Path, filter: Option<&str>, keep: bool, color: bool) -> Option<Ver
 
 /// Writes a scenario's records as a run under RUNNER_HOME; returns its id.
 fn keep_run(scenario: &Scenario, ran: &Ran) -> anyhow::Result<String> {
-    let id = crate::home::new_run_id(&format!("test-{}", scenario.test.name));
+    let name = format!("test-{}", scenario.test.name);
+    // Run ids end in four random hex digits; many scenarios kept in one second may draw the
+    // same one, so a taken id is drawn again.
+    let mut id = crate::home::new_run_id(&name);
+    for _ in 0..16 {
+        if !crate::home::runs_dir().join(&id).exists() {
+            break;
+        }
+        id = crate::home::new_run_id(&name);
+    }
     let (_run, _lock, store) = crate::home::RunDir::create(&id)?;
     let run_id: Arc<str> = id.as_str().into();
     let records = ran.records.iter().cloned().map(|r| engine::Record { run_id: Arc::clone(&run_id), ..r }).collect();
