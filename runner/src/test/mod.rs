@@ -84,6 +84,10 @@ pub fn run(args: &TestArgs) -> anyhow::Result<u8> {
     }
     files.sort();
     files.dedup();
+    if files.is_empty() {
+        let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        eprintln!("warning: no *.test.yaml under {}", roots.join(", "));
+    }
     let color = args.format == TestFormat::Human && crate::diagnostics::color_stdout();
     let verdicts = run_all(&files, args.filter.as_deref(), args.keep, color);
     let text = match args.format {
