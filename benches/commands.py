@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Whole commands on large plans: time and peak memory of `runner validate`, `runner critic`
-(human and JSON) and `runner apply --yes`, each run as a process, as a user would type them.
+(human and JSON), `runner apply --yes` and `runner test` (a scenario that gives every task a
+2 s latency in virtual time, so a chain of 1000 tasks is a run of 33 virtual minutes), each
+run as a process, as a user would type them.
 
 Plans are generated with the shapes of `benches/engine.rs` (a chain; a fan-out 1 -> N -> 1
 whose sink lists every middle task on one line; layers of 100 tasks with 2 or 3 parents from
@@ -31,6 +33,7 @@ COMMANDS = {
     "critic": ["critic"],
     "critic-json": ["critic", "--format", "json"],
     "apply": ["apply", "--yes"],
+    "test": ["test"],
 }
 
 
@@ -66,6 +69,19 @@ def plan_text(shape, tasks):
         after = f", depends_on: [{', '.join(f't{d}' for d in deps)}]" if deps else ""
         lines.append(f"    - {{id: t{i}, agent: noop, input: x{after}}}")
     return "\n".join(lines) + "\n"
+
+
+def scenario_text(plan_file):
+    """A plan test of `plan_file` in which the mock agent takes 2 s (virtual) per task."""
+    return "\n".join([
+        "apiVersion: runner/v1",
+        "kind: PlanTest",
+        "metadata: {name: latency}",
+        "spec:",
+        f"  plan: {plan_file}",
+        "  overrides: {agents: {noop: {latency: 2s}}}",
+        "  expect: {status: succeeded}",
+    ]) + "\n"
 
 
 def measure(argv, env, timeout):
@@ -109,8 +125,12 @@ def main():
                 path = os.path.join(folder, f"{shape}-{tasks}.yaml")
                 with open(path, "w") as plan:
                     plan.write(plan_text(shape, tasks))
+                scenario = os.path.join(folder, f"{shape}-{tasks}.test.yaml")
+                with open(scenario, "w") as test:
+                    test.write(scenario_text(os.path.basename(path)))
                 for name in args.commands:
-                    seconds, peak, code, lines = measure([args.runner, *COMMANDS[name], path], env, args.timeout)
+                    target = scenario if name == "test" else path
+                    seconds, peak, code, lines = measure([args.runner, *COMMANDS[name], target], env, args.timeout)
                     exit_text = "kill" if code is None else str(code)
                     print(f"{name:<12} {shape:<8} {tasks:>7} {seconds:>8.2f} {seconds / tasks * 1e6:>9.1f} "
                           f"{peak / 2**20:>8.0f} {peak / tasks / 1024:>8.2f} {exit_text:>5} {lines:>7}", flush=True)

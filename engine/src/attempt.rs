@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use manifest::plan::Verification;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::Command;
@@ -37,6 +38,9 @@ pub struct Job {
     pub error_limit: usize,
     /// Environment variables (API keys) a verification command must not see.
     pub hidden: Arc<[String]>,
+    /// When set, a retry's jitter is drawn from this seed, the task and the attempt rather than
+    /// the clock, so a run repeats exactly (plan tests).
+    pub jitter_seed: Option<u64>,
 }
 
 /// A synthesis gate's cap.
@@ -68,7 +72,8 @@ impl Job {
             Reply::Output { text, tokens } => (text, tokens),
             Reply::Failure { error, class, tokens } => {
                 let error = compact_error(&error, self.error_limit);
-                return vec![Command::Failed { task, attempt, error, class, tokens, jitter: jitter() }];
+                let jitter = jitter(self.jitter_seed, &task, attempt);
+                return vec![Command::Failed { task, attempt, error, class, tokens, jitter }];
             }
             Reply::Question(question, tokens) => {
                 return vec![Command::NeedsClarification { task, attempt, question, tokens }];
@@ -91,7 +96,8 @@ impl Job {
             tokens = add(tokens, outcome.tokens);
             if let Verdict::Fail(reason) = outcome.verdict {
                 let reason = compact_error(&reason, self.error_limit);
-                commands.push(Command::VerificationFailed { task, attempt, reason, tokens, jitter: jitter() });
+                let jitter = jitter(self.jitter_seed, &task, attempt);
+                commands.push(Command::VerificationFailed { task, attempt, reason, tokens, jitter });
                 return commands;
             }
         }
@@ -181,11 +187,20 @@ pub fn add(a: Option<Tokens>, b: Option<Tokens>) -> Option<Tokens> {
 
 /// A number in `[0, 1)` for the jitter of a retry's backoff, different for each call, so
 /// retries of tasks that failed together do not hit a service together again. Not for
-/// anything secret: it mixes the clock with a counter.
-fn jitter() -> f64 {
+/// anything secret: it mixes the clock with a counter, or, with a seed, the seed with the
+/// task and attempt (still different per task, and the same every run).
+fn jitter(seed: Option<u64>, task: &str, attempt: u32) -> f64 {
     static CALLS: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let mut x = (nanos as u64) ^ CALLS.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut x = match seed {
+        Some(seed) => {
+            task.bytes().fold(seed ^ u64::from(attempt), |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        }
+        None => {
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+            (nanos as u64) ^ CALLS.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        }
+    };
     // splitmix64's finaliser spreads the bits of nearby inputs.
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

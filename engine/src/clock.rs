@@ -1,5 +1,6 @@
-//! Wall-clock time for records: RFC 3339 in UTC with milliseconds. Only the driver reads the
-//! clock; the state machine never does.
+//! Time for records: RFC 3339 in UTC with milliseconds, from the wall clock or, for plan tests,
+//! from tokio's (virtual) clock counted from a fixed epoch. Only the driver reads the clock; the
+//! state machine never does.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,19 +15,59 @@ fn now_millis() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64
 }
 
+/// Where a driver's record times come from.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Clock {
+    /// The system's wall clock.
+    #[default]
+    Wall,
+    /// Tokio's clock (virtual when the runtime's time is paused), as milliseconds since `start`
+    /// added to `epoch_ms`: the same run gives the same times, whenever it runs.
+    Virtual {
+        /// The Unix time, in milliseconds, that `start` stands for.
+        epoch_ms: i64,
+        /// The instant the run's time counts from.
+        start: tokio::time::Instant,
+    },
+}
+
+impl Clock {
+    /// A clock that follows tokio's time from now, which it calls `epoch_ms`.
+    pub fn virtual_from(epoch_ms: i64) -> Self {
+        Clock::Virtual { epoch_ms, start: tokio::time::Instant::now() }
+    }
+
+    /// Milliseconds since the Unix epoch, by this clock.
+    pub fn millis(&self) -> i64 {
+        match self {
+            Clock::Wall => now_millis(),
+            Clock::Virtual { epoch_ms, start } => {
+                epoch_ms.saturating_add(i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX))
+            }
+        }
+    }
+}
+
 /// The last time given out, kept while the clock stays in the same millisecond: a driver
 /// commits many small batches a millisecond, and formatting the time costs more than the rest
 /// of numbering one.
 #[derive(Debug, Default)]
 pub struct Stamp {
+    clock: Clock,
     millis: i64,
     text: Option<Arc<str>>,
 }
 
 impl Stamp {
-    /// Now, as [`now`] gives it, shared with earlier calls in the same millisecond.
+    /// Stamps from `clock`.
+    pub fn new(clock: Clock) -> Self {
+        Stamp { clock, millis: 0, text: None }
+    }
+
+    /// Now, as [`now`] gives it (or the stamp's virtual clock), shared with earlier calls in the
+    /// same millisecond.
     pub fn now(&mut self) -> Arc<str> {
-        let millis = now_millis();
+        let millis = self.clock.millis();
         match &self.text {
             Some(text) if self.millis == millis => Arc::clone(text),
             _ => {

@@ -75,6 +75,8 @@ pub struct Driver<S: EventStore> {
     summarizer: Option<Summarizer>,
     /// Whether a compactor agent keeps the context summary, so outputs go to the summarizer.
     summarize: bool,
+    /// The seed retry jitter is drawn from; `None` draws it from the clock.
+    jitter_seed: Option<u64>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -99,12 +101,27 @@ impl<S: EventStore> Driver<S> {
             observer: None,
             cancel_reason: Arc::new(OnceLock::new()),
             summarizer: None,
+            jitter_seed: None,
         }
     }
 
     /// Calls `observer` with every durable record.
     pub fn observe(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Stamps records with `clock`'s time instead of the wall clock's (plan tests run in virtual
+    /// time).
+    pub fn with_clock(mut self, clock: clock::Clock) -> Self {
+        self.stamp = clock::Stamp::new(clock);
+        self
+    }
+
+    /// Draws retry jitter from `seed` (with the task and attempt) instead of the clock, so the
+    /// same run repeats exactly.
+    pub fn with_jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter_seed = Some(seed);
         self
     }
 
@@ -359,6 +376,7 @@ impl<S: EventStore> Driver<S> {
             gate,
             error_limit: self.state.plan.control.error_char_limit as usize,
             hidden: agents.hidden(),
+            jitter_seed: self.jitter_seed,
         };
         work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
     }

@@ -13,6 +13,7 @@ pub mod llm;
 mod process;
 mod replan;
 pub mod runtime;
+pub mod script;
 pub mod store;
 mod summarizer;
 pub mod survivors;

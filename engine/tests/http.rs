@@ -272,6 +272,7 @@ async fn the_attempts_timeout_ends_a_hanging_request_retryably() {
         gate: None,
         error_limit: 10_000,
         hidden: Arc::from([]),
+        jitter_seed: None,
     };
     let work = job.perform(CancellationToken::new());
     let commands = tokio::time::timeout(Duration::from_secs(10), work).await.expect("the attempt ends");

@@ -16,6 +16,7 @@ mod json_strings;
 mod load;
 mod normalize;
 pub mod plan;
+pub mod plan_test;
 mod problem;
 mod read;
 mod rendered;

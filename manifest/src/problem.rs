@@ -290,6 +290,26 @@ pub enum Problem {
         /// Why it could not be read.
         message: String,
     },
+    /// A plan test's override or expectation names an agent, task or tool the plan lacks.
+    #[error("plan `{plan}` has no {what} `{name}`")]
+    #[diagnostic(code(test::unknown_target))]
+    UnknownTarget {
+        /// `agent`, `task` or `tool`.
+        what: &'static str,
+        /// The name as written.
+        name: String,
+        /// The plan's name.
+        plan: String,
+    },
+    /// The plan a plan test runs cannot be loaded, or has errors.
+    #[error("the plan under test, {path}, has {errors} error(s)")]
+    #[diagnostic(code(test::plan_invalid), help("run `runner validate {path}` and fix the plan first"))]
+    PlanInvalid {
+        /// The plan's path as the test file gives it.
+        path: String,
+        /// How many errors it has.
+        errors: usize,
+    },
 }
 
 impl Problem {
@@ -331,6 +351,8 @@ impl Problem {
             Problem::ImplicitInputs { .. } => "this input".into(),
             Problem::Unsupported { .. } => "ignored".into(),
             Problem::ReplacementNotJson { .. } => "here".into(),
+            Problem::UnknownTarget { what, .. } => format!("no {what} of the plan has this name"),
+            Problem::PlanInvalid { .. } => "this plan".into(),
         }
     }
 }

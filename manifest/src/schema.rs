@@ -7,15 +7,27 @@
 use serde_json::{Map, Value, json};
 
 use crate::fields::{ENVELOPE, Field, Kind, MANIFEST_DOC, Named, Section, Shape};
+use crate::plan_test::{TEST_DOC, TEST_ENVELOPE};
 
 /// The JSON Schema (draft-07) of the enveloped manifest, with a description on every field,
 /// the words of every enumeration and `additionalProperties: false` on every mapping.
 pub fn manifest_schema() -> Value {
+    document(&ENVELOPE, "runner plan manifest", MANIFEST_DOC)
+}
+
+/// The JSON Schema (draft-07) of a plan test (`kind: PlanTest`), built the same way from the
+/// plan test's field tables.
+pub fn plan_test_schema() -> Value {
+    document(&TEST_ENVELOPE, "runner plan test", TEST_DOC)
+}
+
+/// The schema of a whole document whose top mapping is `envelope`.
+fn document(envelope: &Section, title: &str, doc: &str) -> Value {
     let mut definitions = Map::new();
-    let mut root = mapping(&ENVELOPE, &mut definitions);
+    let mut root = mapping(envelope, &mut definitions);
     root.insert("$schema".into(), json!("http://json-schema.org/draft-07/schema#"));
-    root.insert("title".into(), json!("runner plan manifest"));
-    root.insert("description".into(), json!(MANIFEST_DOC));
+    root.insert("title".into(), json!(title));
+    root.insert("description".into(), json!(doc));
     root.insert("definitions".into(), Value::Object(definitions));
     Value::Object(root)
 }

@@ -44,7 +44,13 @@ enum Command {
         format: GraphFormat,
     },
     /// Print the JSON Schema of the manifest, for editors (yaml-language-server).
-    Schema,
+    Schema {
+        /// Print the schema of plan tests (`kind: PlanTest`) instead.
+        #[arg(long)]
+        test: bool,
+    },
+    /// Run plan tests (`*.test.yaml`) in virtual time: scripted agents, expectations, a summary.
+    Test(crate::test::TestArgs),
     /// Show a plan and its review, ask for confirmation, then run it with a live view.
     Apply(crate::apply::ApplyArgs),
     /// Turn a request in plain words into a manifest, by rules or by a model.
@@ -143,7 +149,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Validate { plan, format } => crate::validate::run(&plan, format),
         Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
-        Command::Schema => crate::schema::run(),
+        Command::Schema { test } => crate::schema::run(test),
+        Command::Test(args) => crate::test::run(&args),
         Command::Apply(args) => crate::apply::run(&args),
         Command::Plan(args) => crate::plan::run(&args),
         Command::Models => crate::models::run(),

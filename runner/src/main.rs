@@ -27,6 +27,7 @@ mod sarif;
 mod schema;
 mod status;
 mod survivors;
+mod test;
 mod validate;
 
 use std::process::ExitCode;

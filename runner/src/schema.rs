@@ -1,9 +1,10 @@
-//! `runner schema`: the manifest's JSON Schema.
+//! `runner schema`: the manifest's JSON Schema, or the plan test's.
 
 use crate::diagnostics::print;
 
-/// Prints the JSON Schema (draft-07) of the enveloped manifest.
-pub fn run() -> anyhow::Result<u8> {
-    print(&format!("{}\n", serde_json::to_string_pretty(&manifest::schema::manifest_schema())?))?;
+/// Prints the JSON Schema (draft-07) of the enveloped manifest, or with `test` of a plan test.
+pub fn run(test: bool) -> anyhow::Result<u8> {
+    let schema = if test { manifest::schema::plan_test_schema() } else { manifest::schema::manifest_schema() };
+    print(&format!("{}\n", serde_json::to_string_pretty(&schema)?))?;
     Ok(0)
 }

@@ -35,6 +35,11 @@ impl MockRuntime {
         }
     }
 
+    /// How long each reply takes.
+    pub fn latency(&self) -> Option<Duration> {
+        self.latency
+    }
+
     /// The reply to an attempt, without the latency.
     pub fn reply(&self, attempt: &Attempt) -> Reply {
         let script = self.responses.get(&attempt.task).filter(|s| !s.is_empty());
