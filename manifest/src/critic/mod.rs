@@ -131,3 +131,29 @@ impl<'p> Facts<'p> {
         tasks.iter().map(|&t| self.plan.tasks[t].id.value.as_str()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Loc, Span};
+
+    #[test]
+    fn findings_sort_by_position_and_keep_pass_order_at_one_place() {
+        let at = |offset: usize, name: &str| {
+            let loc = Loc::new(Span::new(offset, 1), "");
+            Finding::info(Lint::UnusedAgent { name: name.into() }, None, &loc)
+        };
+        let mut findings =
+            vec![at(9, "a"), at(3, "b"), at(9, "c"), at(0, "d"), at(3, "e"), at(7, "f"), at(3, "g"), at(0, "h")];
+        sort_by_position(&mut findings);
+        let order: Vec<(usize, String)> = findings
+            .iter()
+            .map(|f| match &f.lint {
+                Lint::UnusedAgent { name } => (f.loc.span.offset, name.clone()),
+                _ => unreachable!("only UnusedAgent findings were made"),
+            })
+            .collect();
+        let expected = [(0, "d"), (0, "h"), (3, "b"), (3, "e"), (3, "g"), (7, "f"), (9, "a"), (9, "c")];
+        assert_eq!(order, expected.map(|(o, n)| (o, n.to_owned())));
+    }
+}
