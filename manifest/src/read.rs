@@ -8,8 +8,9 @@ use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Shape};
+use crate::node_path::NodePath;
 use crate::plan::{At, Form};
-use crate::source::{Loc, join_index, join_key};
+use crate::source::Loc;
 use crate::tree::{Node, Value};
 
 /// A field only the reader knows, read under `aliases` too in the bare form: for mappings the
@@ -34,7 +35,7 @@ pub(crate) struct Entry<'n> {
 
 /// The recognised fields of one mapping.
 pub(crate) struct Fields<'n> {
-    found: Vec<(&'static Field, Entry<'n>, String)>,
+    found: Vec<(&'static Field, Entry<'n>, NodePath)>,
     /// Where the mapping is.
     pub loc: Loc,
     /// Where a missing field is reported: the mapping's name when it has one.
@@ -43,8 +44,8 @@ pub(crate) struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     /// The entry of a canonical field and its path.
-    pub fn get(&self, name: &str) -> Option<(Entry<'n>, &str)> {
-        self.found.iter().find(|(f, ..)| f.name == name).map(|(_, e, p)| (*e, p.as_str()))
+    pub fn get(&self, name: &str) -> Option<(Entry<'n>, &NodePath)> {
+        self.found.iter().find(|(f, ..)| f.name == name).map(|(_, e, p)| (*e, p))
     }
 
     /// Reports missing fields at `owner` (the key that names the mapping) instead of at the
@@ -55,17 +56,20 @@ impl<'n> Fields<'n> {
     }
 
     /// The description, entry and path of a canonical field that is present.
-    fn find(&self, name: &str) -> Option<(&'static Field, Entry<'n>, &str)> {
-        self.found.iter().find(|(f, ..)| f.name == name).map(|(f, e, p)| (*f, *e, p.as_str()))
+    fn find(&self, name: &str) -> Option<(&'static Field, Entry<'n>, &NodePath)> {
+        self.found.iter().find(|(f, ..)| f.name == name).map(|(f, e, p)| (*f, *e, p))
     }
 
     /// The fields present that do not apply when the mapping's deciding field is `value`
     /// (an `llm` agent's `command`, say), in the order they were written.
-    pub fn not_for<'a>(&'a self, value: &'a str) -> impl Iterator<Item = (&'static Field, Entry<'n>, &'a str)> + 'a {
+    pub fn not_for<'a>(
+        &'a self,
+        value: &'a str,
+    ) -> impl Iterator<Item = (&'static Field, Entry<'n>, &'a NodePath)> + 'a {
         self.found
             .iter()
             .filter(move |(f, ..)| !f.only_for.is_empty() && !f.only_for.contains(&value))
-            .map(|(f, e, p)| (*f, *e, p.as_str()))
+            .map(|(f, e, p)| (*f, *e, p))
     }
 
     /// Whether the field is present.
@@ -94,7 +98,7 @@ impl Reader {
     }
 
     /// Reports that `node` is not of the expected kind.
-    pub fn wrong_type(&mut self, node: &Node, path: &str, what: &str, expected: &str) {
+    pub fn wrong_type(&mut self, node: &Node, path: &NodePath, what: &str, expected: &str) {
         self.push(Diagnostic::error(
             Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
             Loc::new(node.span, path),
@@ -105,7 +109,7 @@ impl Reader {
     pub fn fields<'n>(
         &mut self,
         node: &'n Node,
-        path: &str,
+        path: &NodePath,
         context: &str,
         known: &'static [Field],
         foreign: &[Foreign],
@@ -123,7 +127,7 @@ impl Reader {
             };
             let name: &str = &name;
             let entry = Entry { key, value };
-            let entry_path = join_key(path, name);
+            let entry_path = path.key(name);
             // Built only when a diagnostic needs it: most keys are fine.
             let key_loc = || Loc::new(key.span, entry_path.clone());
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
@@ -188,7 +192,7 @@ impl Reader {
         fields: &'a Fields<'n>,
         name: &str,
         context: &str,
-    ) -> Option<(Entry<'n>, &'a str)> {
+    ) -> Option<(Entry<'n>, &'a NodePath)> {
         let found = fields.get(name);
         if found.is_none() {
             self.push(Diagnostic::error(
@@ -238,7 +242,7 @@ impl Reader {
     }
 
     /// A string; numbers are read as their text, since YAML authors write `model: 3`.
-    pub fn string(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<At<String>> {
+    pub fn string(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<At<String>> {
         match scalar_text(entry.value) {
             Some(text) => Some(At::new(text, Loc::new(entry.value.span, path))),
             None => {
@@ -249,13 +253,13 @@ impl Reader {
     }
 
     /// A list of strings; the bare form also takes a single string.
-    pub fn strings(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Vec<At<String>> {
+    pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
         match &entry.value.value {
             Value::Seq(items) => items
                 .iter()
                 .enumerate()
                 .filter_map(|(i, item)| {
-                    let item_path = join_index(path, i);
+                    let item_path = path.index(i);
                     self.string(Entry { key: entry.key, value: item }, &item_path, what)
                 })
                 .collect(),
@@ -273,7 +277,7 @@ impl Reader {
     }
 
     /// A non-empty argv.
-    pub fn argv(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<Vec<String>> {
+    pub fn argv(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<Vec<String>> {
         if !matches!(entry.value.value, Value::Seq(_)) {
             self.wrong_type(entry.value, path, what, "a list of strings (an argv, never a shell string)");
             return None;
@@ -287,7 +291,7 @@ impl Reader {
     }
 
     /// A boolean; the bare form also takes `"true"` and `"false"`.
-    pub fn boolean(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<bool> {
+    pub fn boolean(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<bool> {
         match &entry.value.value {
             Value::Bool(b) => Some(*b),
             Value::Str(s) if self.bare() && (s == "true" || s == "false") => Some(s == "true"),
@@ -299,7 +303,7 @@ impl Reader {
     }
 
     /// A whole number in `min..=max`.
-    pub fn integer(&mut self, entry: Entry<'_>, path: &str, what: &str, min: u64, max: u64) -> Option<u64> {
+    pub fn integer(&mut self, entry: Entry<'_>, path: &NodePath, what: &str, min: u64, max: u64) -> Option<u64> {
         match &entry.value.value {
             Value::Int(n) if *n >= 0 && (min..=max).contains(&(*n as u64)) => Some(*n as u64),
             Value::Int(n) => {
@@ -314,7 +318,7 @@ impl Reader {
     }
 
     /// A number in `min..=max`.
-    pub fn number(&mut self, entry: Entry<'_>, path: &str, what: &str, min: f64, max: f64) -> Option<f64> {
+    pub fn number(&mut self, entry: Entry<'_>, path: &NodePath, what: &str, min: f64, max: f64) -> Option<f64> {
         let value = match &entry.value.value {
             Value::Int(n) => *n as f64,
             Value::Float(x) => *x,
@@ -331,7 +335,7 @@ impl Reader {
     }
 
     /// A duration string such as `30s`.
-    pub fn duration(&mut self, entry: Entry<'_>, path: &str, what: &str) -> Option<Duration> {
+    pub fn duration(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<Duration> {
         let Value::Str(text) = &entry.value.value else {
             self.wrong_type(entry.value, path, what, "a duration such as `30s` or `500ms`");
             return None;
@@ -340,7 +344,7 @@ impl Reader {
     }
 
     /// Reports an invalid value.
-    pub fn invalid(&mut self, node: &Node, path: &str, what: &str, reason: &str) {
+    pub fn invalid(&mut self, node: &Node, path: &NodePath, what: &str, reason: &str) {
         self.push(Diagnostic::error(
             Problem::InvalidValue { what: what.into(), reason: reason.into() },
             Loc::new(node.span, path),
@@ -351,7 +355,7 @@ impl Reader {
     pub fn word<T: Copy>(
         &mut self,
         entry: Entry<'_>,
-        path: &str,
+        path: &NodePath,
         what: &str,
         words: &[(&str, T)],
         synonyms: &[(&str, &str)],
@@ -364,7 +368,7 @@ impl Reader {
     pub fn word_or<T: Copy>(
         &mut self,
         entry: Entry<'_>,
-        path: &str,
+        path: &NodePath,
         what: &str,
         words: &[(&str, T)],
         synonyms: &[(&str, &str)],
@@ -405,7 +409,12 @@ impl Reader {
     }
 
     /// Reads each value of a mapping of named items.
-    pub fn named<'n>(&mut self, entry: Entry<'n>, path: &str, what: &str) -> Vec<(At<String>, &'n Node, String)> {
+    pub fn named<'n>(
+        &mut self,
+        entry: Entry<'n>,
+        path: &NodePath,
+        what: &str,
+    ) -> Vec<(At<String>, &'n Node, NodePath)> {
         match &entry.value.value {
             Value::Map(entries) => entries
                 .iter()
@@ -414,7 +423,7 @@ impl Reader {
                         self.wrong_type(key, path, "a name", "a string");
                         return None;
                     };
-                    let item_path = join_key(path, &name);
+                    let item_path = path.key(&name);
                     Some((At::new(name, Loc::new(key.span, item_path.clone())), value, item_path))
                 })
                 .collect(),

@@ -1,6 +1,8 @@
-//! A plan's source text, byte spans in it, and the YAML paths that name its nodes.
+//! A plan's source text, byte spans in it, and where a node sits: its span and YAML path.
 
 use std::sync::Arc;
+
+use crate::node_path::NodePath;
 
 /// The largest plan file `load_file` reads; larger files are refused before parsing.
 pub const MAX_PLAN_BYTES: u64 = 32 * 1024 * 1024;
@@ -28,18 +30,18 @@ impl From<Span> for miette::SourceSpan {
 }
 
 /// Where something sits in a manifest: its byte span and its YAML path
-/// (`spec.workflow[1].depends_on[0]`).
+/// (`spec.workflow[1].depends_on[0]`), an id into the document's table of paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Loc {
     /// The bytes of the key or value.
     pub span: Span,
     /// The YAML path of the node.
-    pub path: String,
+    pub path: NodePath,
 }
 
 impl Loc {
     /// A location from a span and a path.
-    pub fn new(span: Span, path: impl Into<String>) -> Self {
+    pub fn new(span: Span, path: impl Into<NodePath>) -> Self {
         Loc { span, path: path.into() }
     }
 }
@@ -85,29 +87,6 @@ impl Source {
     pub fn slice(&self, span: Span) -> &str {
         self.text.get(span.offset..span.offset + span.len).unwrap_or("")
     }
-}
-
-/// Appends `.key` to a YAML path.
-pub(crate) fn join_key(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        return key.to_owned();
-    }
-    // Built by hand: paths are made for every field of every task, and `format!` costs more.
-    let mut joined = String::with_capacity(path.len() + 1 + key.len());
-    joined.push_str(path);
-    joined.push('.');
-    joined.push_str(key);
-    joined
-}
-
-/// Appends `[index]` to a YAML path.
-pub(crate) fn join_index(path: &str, index: usize) -> String {
-    use std::fmt::Write;
-    let mut joined = String::with_capacity(path.len() + 8);
-    joined.push_str(path);
-    // Writing into a String cannot fail.
-    let _ = write!(joined, "[{index}]");
-    joined
 }
 
 #[cfg(test)]

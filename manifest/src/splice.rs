@@ -34,6 +34,7 @@ use std::ops::Range;
 use crate::answer;
 use crate::diagnostic::{Diagnostic, Problem, Severity};
 use crate::graph::TaskGraph;
+use crate::node_path::NodePath;
 use crate::normalize::{add_built_in_agent, append_dependency_outputs, chain_in_list_order, read_workflow};
 use crate::plan::{Form, Plan, Strategy, Task};
 use crate::read::{Field, Foreign, Reader, aliased};
@@ -98,7 +99,7 @@ impl Spliced {
     /// Whether a diagnostic's location is in the replacement, so it can be drawn with a snippet
     /// of [`Spliced::source`]; other locations point into the original manifest.
     pub fn in_replacement(&self, diagnostic: &Diagnostic) -> bool {
-        under(&diagnostic.loc.path, &self.source.name)
+        under(&diagnostic.loc.path.to_string(), &self.source.name)
     }
 
     /// The errors as plain text for a repair prompt: per error its code and message, which task
@@ -110,7 +111,7 @@ impl Spliced {
         // Writing into a String cannot fail.
         for diagnostic in self.errors() {
             let _ = write!(out, "- {}: {}", diagnostic.code(), diagnostic);
-            let path = &diagnostic.loc.path;
+            let path = &diagnostic.loc.path.to_string();
             let owner = task_at(&by_path, path);
             let new = self.in_replacement(diagnostic);
             match (owner, path.is_empty()) {
@@ -150,7 +151,8 @@ pub fn splice(plan: &Plan, removed: &[&str], at: &str, text: &str) -> Spliced {
 pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: FileCheck<'_>) -> Spliced {
     let root_path = root_for(plan);
     let source = Source::new(root_path.clone(), text);
-    let root_loc = |span: Span| Loc::new(span, root_path.clone());
+    let root_node = NodePath::from(root_path.as_str());
+    let root_loc = |span: Span| Loc::new(span, &root_node);
     if text.len() as u64 > MAX_PLAN_BYTES {
         let problem = Problem::TooLarge { size: text.len() as u64, limit: MAX_PLAN_BYTES };
         return Spliced::failed(source, Diagnostic::error(problem, root_loc(Span::default())).label("too large"));
@@ -168,9 +170,9 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
     let mut reader = Reader::new(Form::Bare);
     let mut tasks = Vec::new();
     match &root.value {
-        Value::Seq(_) => tasks = read_workflow(&mut reader, &root, &root_path),
+        Value::Seq(_) => tasks = read_workflow(&mut reader, &root, &root_node),
         _ => {
-            if let Some(fields) = reader.fields(&root, &root_path, "the replacement", WRAPPER, FOREIGN_WRAPPER) {
+            if let Some(fields) = reader.fields(&root, &root_node, "the replacement", WRAPPER, FOREIGN_WRAPPER) {
                 match fields.get("workflow") {
                     Some((entry, path)) => tasks = read_workflow(&mut reader, entry.value, path),
                     None => reader.push(
@@ -214,7 +216,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
 /// The root of the paths in this replacement: `replacement`, unless tasks of an earlier
 /// replacement already use it.
 fn root_for(plan: &Plan) -> String {
-    let taken = |root: &str| plan.tasks.iter().any(|t| under(&t.loc.path, root));
+    let taken = |root: &str| plan.tasks.iter().any(|t| under(&t.loc.path.to_string(), root));
     if !taken(REPLACEMENT) {
         return REPLACEMENT.to_owned();
     }
@@ -226,17 +228,17 @@ fn root_for(plan: &Plan) -> String {
 }
 
 /// The tasks by the path of their mapping (the first task at a path wins).
-fn by_path(tasks: &[Task]) -> HashMap<&str, &Task> {
+fn by_path(tasks: &[Task]) -> HashMap<String, &Task> {
     let mut map = HashMap::with_capacity(tasks.len());
     for task in tasks.iter().filter(|t| !t.loc.path.is_empty()) {
-        map.entry(task.loc.path.as_str()).or_insert(task);
+        map.entry(task.loc.path.to_string()).or_insert(task);
     }
     map
 }
 
 /// The task whose mapping holds a path: the one at the longest prefix of it that ends where a
 /// path part ends.
-fn task_at<'t>(by_path: &HashMap<&str, &'t Task>, path: &str) -> Option<&'t Task> {
+fn task_at<'t>(by_path: &HashMap<String, &'t Task>, path: &str) -> Option<&'t Task> {
     let ends = path.match_indices(['.', '[']).map(|(i, _)| i).chain([path.len()]);
     let mut found = None;
     for end in ends {
@@ -317,7 +319,7 @@ struct Context<'a> {
     /// The first new task with each id.
     first_new: HashMap<&'a str, &'a Task>,
     /// The kept tasks by path.
-    kept: HashMap<&'a str, &'a Task>,
+    kept: HashMap<String, &'a Task>,
 }
 
 impl<'a> Context<'a> {
@@ -346,7 +348,7 @@ impl<'a> Context<'a> {
     /// replacement when it involves a new task, with help that says what a kept task needs.
     /// Warnings and notes about kept parts were reported at load and are dropped.
     fn adjust(&self, mut d: Diagnostic) -> Option<Diagnostic> {
-        let in_replacement = under(&d.loc.path, self.root);
+        let in_replacement = under(&d.loc.path.to_string(), self.root);
         if !d.is_error() && !in_replacement {
             return None;
         }
@@ -414,7 +416,7 @@ impl<'a> Context<'a> {
 
     /// The kept task a location is in.
     fn owner(&self, loc: &Loc) -> Option<&'a Task> {
-        task_at(&self.kept, &loc.path)
+        task_at(&self.kept, &loc.path.to_string())
     }
 }
 
@@ -428,13 +430,13 @@ fn replaced_help(task: &str, missing: &str) -> String {
 /// Errors first; within a severity the replacement's diagnostics in source order, then the rest
 /// in the order they were found.
 fn sort(diagnostics: &mut [Diagnostic], root: &str) {
-    diagnostics.sort_by_key(|d| {
+    diagnostics.sort_by_cached_key(|d| {
         let rank = match d.severity {
             Severity::Error => 0,
             Severity::Warning => 1,
             Severity::Info => 2,
         };
-        let in_replacement = under(&d.loc.path, root);
+        let in_replacement = under(&d.loc.path.to_string(), root);
         (rank, !in_replacement, if in_replacement { d.loc.span.offset } else { 0 })
     });
 }

@@ -394,5 +394,5 @@ fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
         }),
         _ => text.find(root).map(|at| (at, root.len())),
     };
-    found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), loc.path.clone()))
+    found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), &loc.path))
 }

@@ -57,7 +57,7 @@ fn bad_http_fields_are_errors_at_their_place() {
     ] {
         let loaded = load(agent);
         let error = loaded.errors().next().unwrap_or_else(|| panic!("`{agent}` is an error"));
-        assert_eq!((error.code().as_str(), error.loc.path.as_str()), (code, path), "{agent}: {error}");
+        assert_eq!((error.code().as_str(), error.loc.path.to_string().as_str()), (code, path), "{agent}: {error}");
     }
 }
 
@@ -73,7 +73,11 @@ fn a_literal_secret_is_an_error_and_never_shown() {
     ] {
         let loaded = load(agent);
         let error = loaded.errors().next().unwrap_or_else(|| panic!("`{agent}` is an error"));
-        assert_eq!((error.code().as_str(), error.loc.path.as_str()), ("plan::literal_secret", path), "{error}");
+        assert_eq!(
+            (error.code().as_str(), error.loc.path.to_string().as_str()),
+            ("plan::literal_secret", path),
+            "{error}"
+        );
         assert!(!error.to_string().contains("sk-live"), "{error}");
         assert!(!loaded.source.text.contains("sk-live"), "the source shown in snippets is masked");
     }

@@ -312,7 +312,7 @@ fn second_replan_uses_its_own_root() {
     assert_eq!(second.source.name, "replacement_2");
     let error = second.errors().next().expect("an error");
     assert!(second.in_replacement(error));
-    assert!(error.loc.path.starts_with("replacement_2[0]"));
+    assert!(error.loc.path.to_string().starts_with("replacement_2[0]"));
 }
 
 #[test]

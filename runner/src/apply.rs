@@ -101,7 +101,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     if let Some(run_id) = &args.run_id {
         RunDir::new(run_id)?;
     }
-    let loaded = manifest::load_file(&args.plan);
+    let mut loaded = manifest::load_file(&args.plan);
     let Some((plan, graph)) = loaded.valid() else {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
@@ -136,15 +136,22 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     }
 
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
+    drop(critique);
+    // The run owns the plan and graph from here; the source text and the diagnostics are not
+    // needed again, so they leave memory before the run's state is built.
+    let (Some(plan), Some(graph)) = (loaded.plan.take(), loaded.graph.take()) else {
+        unreachable!("a valid plan has a plan and a graph");
+    };
+    drop(loaded);
     let (run, lock, store) = RunDir::create(&run_id)?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let start = Start {
-        plan: Arc::new(plan.clone()),
+        plan: Arc::new(plan),
         vars: args.vars.iter().cloned().collect(),
         strategy: args.strategy.map(Strategy::from),
         source: Some(source.display().to_string()),
-        graph: Some(Arc::new(graph.clone())),
+        graph: Some(Arc::new(graph)),
         ..Start::default()
     };
     say(&format!("run `{run_id}`: log {}", run.log().display()));

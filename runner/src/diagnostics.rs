@@ -21,7 +21,7 @@ impl JsonLocation {
     /// The location of a span's start in a source, with its YAML path.
     pub fn new(loc: &manifest::Loc, source: &Source) -> Self {
         let (line, column) = source.line_column(loc.span.offset);
-        JsonLocation { file: source.name.clone(), line, column, path: loc.path.clone() }
+        JsonLocation { file: source.name.clone(), line, column, path: loc.path.to_string() }
     }
 }
 

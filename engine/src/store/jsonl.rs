@@ -136,7 +136,7 @@ fn write_loop(
     receiver: &mpsc::Receiver<Batch>,
     syncs: &AtomicU64,
 ) {
-    let mut buffer = Vec::with_capacity(64 * 1024);
+    let mut buffer = Vec::with_capacity(Chunked::CHUNK);
     while let Ok(first) = receiver.recv() {
         let mut batches = vec![first];
         batches.extend(receiver.try_iter());
@@ -150,19 +150,23 @@ fn write_loop(
                     scope.spawn(|| plan_sha256.as_str().len());
                 }
             }
+            let mut out = Chunked { buffer: &mut buffer, file: &mut file };
             for record in batches.iter().flat_map(|(records, _)| records) {
-                if let Err(error) = serde_json::to_writer(&mut buffer, record) {
-                    result = Err(StoreError::Io {
-                        action: "encode",
-                        path: path.display().to_string(),
-                        reason: error.to_string(),
-                    });
+                let encoded = serde_json::to_writer(&mut out, record)
+                    .and_then(|()| out.write_all(b"\n").map_err(serde_json::Error::io));
+                if let Err(error) = encoded {
+                    let action = if error.is_io() { "write" } else { "encode" };
+                    result =
+                        Err(StoreError::Io { action, path: path.display().to_string(), reason: error.to_string() });
+                    break;
                 }
-                buffer.push(b'\n');
+            }
+            if result.is_ok() {
+                result = out.flush().map_err(io("write", &path));
             }
         });
         if result.is_ok() {
-            result = file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(io("write", &path));
+            result = file.sync_data().map_err(io("write", &path));
             syncs.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(staged) = publish.take() {
@@ -184,6 +188,35 @@ fn write_loop(
     }
     if let Some(staged) = publish {
         staged.abandon();
+    }
+}
+
+/// The encoder's output: gathered in a reused buffer and written to the file whenever it
+/// holds [`Chunked::CHUNK`] bytes, so a large record (a new run's plan, tens of MB at 100k
+/// tasks) is never held whole in memory.
+struct Chunked<'a> {
+    buffer: &'a mut Vec<u8>,
+    file: &'a mut File,
+}
+
+impl Chunked<'_> {
+    /// Bytes gathered before they are written.
+    const CHUNK: usize = 64 * 1024;
+}
+
+impl Write for Chunked<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= Self::CHUNK {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.write_all(self.buffer)?;
+        self.buffer.clear();
+        Ok(())
     }
 }
 

@@ -4,15 +4,16 @@ use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
+use crate::node_path::NodePath;
 use crate::plan::{
     Agent, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockResponse, Provider, Runtime, Tool, ToolChoice,
 };
 use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
-use crate::source::{Loc, join_index};
+use crate::source::Loc;
 use crate::tree::{Node, Value};
 
 /// Reads a provider named `name`.
-pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Provider> {
+pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &NodePath, name: &At<String>) -> Option<Provider> {
     let context = format!("provider `{}`", name.value);
     let fields = reader.fields(node, path, &context, PROVIDER.fields, &[])?.owned_by(&name.loc);
     let mut provider = Provider { kind: "openai".into(), loc: name.loc.clone(), ..Provider::default() };
@@ -46,7 +47,7 @@ pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &str, name: 
 }
 
 /// Reports a URL the runner would call that is not `http://` or `https://`.
-fn check_url(reader: &mut Reader, entry: Entry<'_>, path: &str, what: &str, url: &str) {
+fn check_url(reader: &mut Reader, entry: Entry<'_>, path: &NodePath, what: &str, url: &str) {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         reader.invalid(entry.value, path, what, "must start with http:// or https://");
     }
@@ -62,7 +63,7 @@ fn read_generation(reader: &mut Reader, fields: &Fields<'_>) -> Generation {
 }
 
 /// Reads a tool named `name`.
-pub(super) fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Tool> {
+pub(super) fn read_tool(reader: &mut Reader, node: &Node, path: &NodePath, name: &At<String>) -> Option<Tool> {
     let context = format!("tool `{}`", name.value);
     let fields = reader.fields(node, path, &context, TOOL.fields, &[])?.owned_by(&name.loc);
     let mut tool = Tool { loc: name.loc.clone(), ..Tool::default() };
@@ -79,7 +80,7 @@ pub(super) fn read_tool(reader: &mut Reader, node: &Node, path: &str, name: &At<
 }
 
 /// Reads an agent named `name`; its `runtime` decides which fields apply.
-pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &str, name: &At<String>) -> Option<Agent> {
+pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &NodePath, name: &At<String>) -> Option<Agent> {
     let context = format!("agent `{}`", name.value);
     let mut agent = Agent { loc: name.loc.clone(), ..Agent::default() };
     if reader.form == Form::Bare
@@ -180,14 +181,14 @@ fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc)
     Runtime::Http { url, api_key_env, headers_env, max_output_bytes }
 }
 
-fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &str) -> BTreeMap<String, Vec<MockResponse>> {
+fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> BTreeMap<String, Vec<MockResponse>> {
     let mut responses = BTreeMap::new();
     for (task, node, item_path) in reader.named(entry, path, "responses") {
         let script = match &node.value {
             Value::Seq(items) => items
                 .iter()
                 .enumerate()
-                .filter_map(|(i, item)| read_response(reader, item, &join_index(&item_path, i)))
+                .filter_map(|(i, item)| read_response(reader, item, &item_path.index(i)))
                 .collect(),
             _ => read_response(reader, node, &item_path).into_iter().collect(),
         };
@@ -196,7 +197,7 @@ fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &str) -> BTreeMap
     responses
 }
 
-fn read_response(reader: &mut Reader, node: &Node, path: &str) -> Option<MockResponse> {
+fn read_response(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<MockResponse> {
     if let Some(text) = scalar_text(node) {
         return Some(MockResponse::Output(text));
     }

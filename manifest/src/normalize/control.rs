@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 
 use crate::fields::{CONTROL, GATE, GROUP, STRATEGY};
+use crate::node_path::NodePath;
 use crate::plan::{At, ControlLogic, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
 use crate::read::{Reader, words_of};
-use crate::source::{Loc, join_index};
+use crate::source::Loc;
 use crate::tree::{Node, Value};
 
 /// A gate written in `control_logic.synthesis_gates`, before it becomes a task.
@@ -18,7 +19,12 @@ pub(super) struct SeedGate {
 }
 
 /// Reads `control_logic`, collecting the seed-form gates it declares into `gates`.
-pub(super) fn read_control(reader: &mut Reader, node: &Node, path: &str, gates: &mut Vec<SeedGate>) -> ControlLogic {
+pub(super) fn read_control(
+    reader: &mut Reader,
+    node: &Node,
+    path: &NodePath,
+    gates: &mut Vec<SeedGate>,
+) -> ControlLogic {
     let mut control = ControlLogic::default();
     let Some(fields) = reader.fields(node, path, "control_logic", CONTROL.fields, &[]) else { return control };
     if let Some((entry, path)) = fields.get("strategy") {
@@ -48,7 +54,7 @@ pub(super) fn read_control(reader: &mut Reader, node: &Node, path: &str, gates: 
         match &entry.value.value {
             Value::Seq(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    gates.extend(read_gate(reader, item, &join_index(path, i)));
+                    gates.extend(read_gate(reader, item, &path.index(i)));
                 }
             }
             _ => reader.wrong_type(entry.value, path, "synthesis_gates", "a list of gates"),
@@ -58,7 +64,7 @@ pub(super) fn read_control(reader: &mut Reader, node: &Node, path: &str, gates: 
 }
 
 /// Reads one gate of `control_logic.synthesis_gates`.
-fn read_gate(reader: &mut Reader, item: &Node, path: &str) -> Option<SeedGate> {
+fn read_gate(reader: &mut Reader, item: &Node, path: &NodePath) -> Option<SeedGate> {
     let gate = reader.fields(item, path, "a synthesis gate", GATE.fields, &[])?;
     Some(SeedGate {
         id: reader.text_of(&gate, "id"),
@@ -75,6 +81,9 @@ fn read_gate(reader: &mut Reader, item: &Node, path: &str) -> Option<SeedGate> {
 /// Turns seed-form gates into gate tasks. A task that depended on every input of a gate
 /// now depends on the gate instead, so it reads the condensed output, not the raw inputs.
 pub(super) fn add_gates(plan: &mut Plan, gates: Vec<SeedGate>) {
+    if gates.is_empty() {
+        return;
+    }
     let mut taken: HashSet<String> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
     for (n, gate) in gates.into_iter().enumerate() {
         let id = gate.id.unwrap_or_else(|| {

@@ -9,6 +9,7 @@ mod tasks;
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{API_VERSION, COMPLEXITY, ENVELOPE, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
+use crate::node_path::NodePath;
 use crate::plan::{
     Agent, At, Complexity, DEFAULT_AGENT, Form, Generation, MissionAnalysis, Plan, Runtime, Strategy, Task, TaskKind,
 };
@@ -40,9 +41,10 @@ pub(crate) fn form_of(root: &Node) -> Form {
 /// validation can report everything in one pass.
 pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<Plan> {
     let mut plan = Plan { form: reader.form, ..Plan::default() };
+    let top = NodePath::root();
     let spec = match reader.form {
         Form::Enveloped => {
-            let top = reader.fields(root, "", "the manifest", ENVELOPE.fields, &[])?;
+            let top = reader.fields(root, &top, "the manifest", ENVELOPE.fields, &[])?;
             check_envelope(reader, &top);
             if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
                 read_metadata(reader, metadata, path, &mut plan);
@@ -53,10 +55,10 @@ pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<
         Form::Bare => {
             plan.name = stem.to_owned();
             if !matches!(root.value, Value::Map(_)) {
-                reader.wrong_type(root, "", "a plan", "a mapping with a workflow");
+                reader.wrong_type(root, &top, "a plan", "a mapping with a workflow");
                 return None;
             }
-            reader.fields(root, "", "the plan", SPEC.fields, &[])?
+            reader.fields(root, &top, "the plan", SPEC.fields, &[])?
         }
     };
     read_spec(reader, &spec, &mut plan);
@@ -77,7 +79,7 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
     }
 }
 
-fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &str, plan: &mut Plan) {
+fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &NodePath, plan: &mut Plan) {
     let Some(meta) = reader.fields(entry.value, path, "metadata", METADATA.fields, &[]) else { return };
     let meta = meta.owned_by(&Loc::new(entry.key.span, path));
     if let Some((entry, path)) = reader.require(&meta, "name", "metadata")
@@ -154,6 +156,7 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
     if reader.form == Form::Bare {
         add_built_in_agent(plan);
     }
+    plan.tasks.shrink_to_fit();
 }
 
 /// Bare-form plans may leave a task's agent out: when one does and the plan defines no
@@ -175,7 +178,7 @@ pub(crate) fn add_built_in_agent(plan: &mut Plan) {
     }
 }
 
-fn read_mission_analysis(reader: &mut Reader, node: &Node, path: &str) -> Option<MissionAnalysis> {
+fn read_mission_analysis(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<MissionAnalysis> {
     let fields = reader.fields(node, path, "mission_analysis", MISSION_ANALYSIS.fields, &[])?;
     let mut analysis = MissionAnalysis::default();
     if let Some((entry, path)) = fields.get("estimated_complexity") {

@@ -3,9 +3,10 @@
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND};
+use crate::node_path::NodePath;
 use crate::plan::{Action, At, Attachment, FailurePolicy, Form, Task, TaskKind, Verification};
 use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
-use crate::source::{Loc, join_index, join_key};
+use crate::source::Loc;
 use crate::template;
 use crate::tree::{Node, Value};
 
@@ -54,22 +55,25 @@ const FOREIGN_TASK: &[Foreign] = &[
 
 /// Reads the task list in any of its shapes: a list of tasks, of strings, of phases with
 /// nested tasks, or (bare form) a mapping of named phases.
-pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &str) -> Vec<Task> {
+pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &NodePath) -> Vec<Task> {
     let mut tasks = Vec::new();
     match &node.value {
         Value::Seq(items) => {
+            // Sized once: a plan of 100k tasks would otherwise leave a quarter of a grown
+            // vector's room unused for as long as the plan lives.
+            tasks.reserve_exact(items.len());
             for (i, item) in items.iter().enumerate() {
-                read_workflow_item(reader, item, &join_index(path, i), &[], &mut tasks);
+                read_workflow_item(reader, item, &path.index(i), &[], &mut tasks);
             }
         }
         Value::Map(entries) if reader.form == Form::Bare => {
             for (key, phase) in entries {
                 let name = scalar_text(key).unwrap_or_default();
-                let phase_path = join_key(path, &name);
+                let phase_path = path.key(&name);
                 match &phase.value {
                     Value::Seq(items) => {
                         for (i, item) in items.iter().enumerate() {
-                            read_workflow_item(reader, item, &join_index(&phase_path, i), &[], &mut tasks);
+                            read_workflow_item(reader, item, &phase_path.index(i), &[], &mut tasks);
                         }
                     }
                     _ => read_phase(reader, phase, &phase_path, &mut tasks),
@@ -91,7 +95,13 @@ fn is_phase(node: &Node) -> bool {
     (has("tasks") || has("steps")) && !has("input") && !has("agent")
 }
 
-fn read_workflow_item(reader: &mut Reader, item: &Node, path: &str, inherited: &[At<String>], tasks: &mut Vec<Task>) {
+fn read_workflow_item(
+    reader: &mut Reader,
+    item: &Node,
+    path: &NodePath,
+    inherited: &[At<String>],
+    tasks: &mut Vec<Task>,
+) {
     if reader.form == Form::Bare {
         if let Value::Str(text) = &item.value {
             let id = format!("task_{}", tasks.len() + 1);
@@ -122,7 +132,7 @@ fn read_workflow_item(reader: &mut Reader, item: &Node, path: &str, inherited: &
     }
 }
 
-fn read_phase(reader: &mut Reader, node: &Node, path: &str, tasks: &mut Vec<Task>) {
+fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a phase", PHASE.fields, &[]) else { return };
     let depends_on =
         fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
@@ -132,11 +142,17 @@ fn read_phase(reader: &mut Reader, node: &Node, path: &str, tasks: &mut Vec<Task
         return;
     };
     for (i, item) in items.iter().enumerate() {
-        read_workflow_item(reader, item, &join_index(list_path, i), &depends_on, tasks);
+        read_workflow_item(reader, item, &list_path.index(i), &depends_on, tasks);
     }
 }
 
-fn read_task(reader: &mut Reader, node: &Node, path: &str, position: usize, inherited: &[At<String>]) -> Option<Task> {
+fn read_task(
+    reader: &mut Reader,
+    node: &Node,
+    path: &NodePath,
+    position: usize,
+    inherited: &[At<String>],
+) -> Option<Task> {
     let fields = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK)?;
     let mut task = Task { loc: Loc::new(node.span, path), ..Task::default() };
     task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
@@ -260,7 +276,7 @@ fn rewrite_result_references(reader: &mut Reader, task: &mut Task) {
     }
 }
 
-fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Option<Verification> {
+fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Option<Verification> {
     if reader.form == Form::Bare && matches!(entry.value.value, Value::Str(_)) {
         reader.push(
             Diagnostic::warning(
@@ -309,7 +325,7 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Optio
 
 /// Reads a policy, located at the word that decides what finally happens: the action, or the
 /// `then` after retries.
-fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<FailurePolicy>> {
+fn read_failure(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<At<FailurePolicy>> {
     if !matches!(node.value, Value::Map(_)) {
         let action = read_action(reader, node, path, "on_failure")?;
         return Some(At::new(FailurePolicy::of(action), Loc::new(node.span, path)));
@@ -348,7 +364,7 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &str) -> Option<At<Failu
     Some(At::new(policy, loc))
 }
 
-fn read_action(reader: &mut Reader, node: &Node, path: &str, what: &str) -> Option<Action> {
+fn read_action(reader: &mut Reader, node: &Node, path: &NodePath, what: &str) -> Option<Action> {
     let actions = words_of(&ACTION);
     reader.word_or(
         Entry { key: node, value: node },
@@ -360,14 +376,14 @@ fn read_action(reader: &mut Reader, node: &Node, path: &str, what: &str) -> Opti
     )
 }
 
-fn read_attachments(reader: &mut Reader, node: &Node, path: &str) -> Vec<At<crate::plan::Attachment>> {
+fn read_attachments(reader: &mut Reader, node: &Node, path: &NodePath) -> Vec<At<crate::plan::Attachment>> {
     let Value::Seq(items) = &node.value else {
         reader.wrong_type(node, path, "attachments", "a list of `{link: ...}` or `{file: ...}`");
         return Vec::new();
     };
     let mut attachments = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let item_path = join_index(path, i);
+        let item_path = path.index(i);
         let Some(fields) = reader.fields(item, &item_path, "an attachment", ATTACHMENT.fields, &[]) else { continue };
         match (fields.get("link"), fields.get("file")) {
             (Some((entry, path)), None) => {

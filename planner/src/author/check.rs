@@ -75,7 +75,7 @@ pub(crate) fn check(
     let loaded = manifest::load_str(&format!("candidate-{number}.json"), name, &manifest, &|_| false);
     let mut problems: Vec<Problem> = loaded
         .errors()
-        .map(|d| Problem { code: d.code(), message: d.to_string(), path: d.loc.path.clone(), help: d.help.clone() })
+        .map(|d| Problem { code: d.code(), message: d.to_string(), path: d.loc.path.to_string(), help: d.help.clone() })
         .collect();
     let plan = match (&loaded.plan, problems.is_empty()) {
         (Some(plan), true) => plan,

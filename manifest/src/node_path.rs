@@ -1,0 +1,221 @@
+//! YAML paths (`spec.workflow[1].depends_on[0]`) as ids into a table shared by every location
+//! read from one document: a located value holds an id, not a string of its own, and the text
+//! is built only when a diagnostic shows it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The YAML path of a node. Cheap to clone (a shared table and an index into it); shown with
+/// `Display`. The default is the empty path of the document's root.
+#[derive(Clone, Default)]
+pub struct NodePath {
+    /// The table the id indexes; `None` for the root of no document.
+    table: Option<Arc<Mutex<Table>>>,
+    /// The node in the table; 0 is the root.
+    id: u32,
+}
+
+/// Every path of one document: a tree of parts, each naming its parent.
+#[derive(Default)]
+struct Table {
+    /// The parts by id; id 0 is the root.
+    parts: Vec<Part>,
+    /// Key names, each stored once: field names repeat in every task.
+    names: Vec<Box<str>>,
+    /// The id of each name in `names`.
+    name_ids: HashMap<Box<str>, u32>,
+}
+
+/// One step of a path, below its parent.
+#[derive(Clone, Copy)]
+struct Part {
+    parent: u32,
+    step: Step,
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Root,
+    /// `.name` (no dot at the start of a path): an index into `Table::names`.
+    Key(u32),
+    /// `[index]`.
+    Index(u32),
+}
+
+impl Table {
+    fn new() -> Self {
+        Table { parts: vec![Part { parent: 0, step: Step::Root }], names: Vec::new(), name_ids: HashMap::new() }
+    }
+
+    fn name(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = index(self.names.len());
+        self.names.push(name.into());
+        self.name_ids.insert(name.into(), id);
+        id
+    }
+
+    fn push(&mut self, parent: u32, step: Step) -> u32 {
+        let id = index(self.parts.len());
+        self.parts.push(Part { parent, step });
+        id
+    }
+
+    /// Writes the path of `id` the way `join_key` and `join_index` used to build it.
+    fn write(&self, id: u32, out: &mut String) {
+        let mut steps = Vec::new();
+        let mut at = id as usize;
+        while let Some(part) = self.parts.get(at) {
+            if matches!(part.step, Step::Root) {
+                break;
+            }
+            steps.push(part.step);
+            at = part.parent as usize;
+        }
+        for step in steps.into_iter().rev() {
+            match step {
+                Step::Root => {}
+                Step::Key(name) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(self.names.get(name as usize).map_or("", |n| n));
+                }
+                Step::Index(i) => {
+                    use fmt::Write;
+                    // Writing into a String cannot fail.
+                    let _ = write!(out, "[{i}]");
+                }
+            }
+        }
+    }
+}
+
+/// A table position as an id; a document has far fewer than 2^32 nodes (its size is capped).
+fn index(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+impl NodePath {
+    /// The root of a new document: every path joined from it shares one table.
+    pub fn root() -> Self {
+        NodePath { table: Some(Arc::new(Mutex::new(Table::new()))), id: 0 }
+    }
+
+    /// This path with `.key` appended.
+    pub fn key(&self, key: &str) -> NodePath {
+        self.join(|table| Step::Key(table.name(key)))
+    }
+
+    /// This path with `[index]` appended.
+    pub fn index(&self, index: usize) -> NodePath {
+        self.join(|_| Step::Index(u32::try_from(index).unwrap_or(u32::MAX)))
+    }
+
+    fn join(&self, step: impl FnOnce(&mut Table) -> Step) -> NodePath {
+        let table = self.table.clone().unwrap_or_else(|| Arc::new(Mutex::new(Table::new())));
+        let id = {
+            let mut locked = table.lock().unwrap_or_else(PoisonError::into_inner);
+            let step = step(&mut locked);
+            locked.push(self.id, step)
+        };
+        NodePath { table: Some(table), id }
+    }
+
+    /// The path as text, such as `spec.workflow[1].depends_on[0]`.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some(table) = &self.table {
+            table.lock().unwrap_or_else(PoisonError::into_inner).write(self.id, &mut out);
+        }
+        out
+    }
+
+    /// Whether this is the root (shown as the empty string).
+    pub fn is_empty(&self) -> bool {
+        self.id == 0
+    }
+}
+
+impl fmt::Display for NodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl fmt::Debug for NodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.text(), f)
+    }
+}
+
+impl PartialEq for NodePath {
+    fn eq(&self, other: &Self) -> bool {
+        let same_table = match (&self.table, &other.table) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        (same_table && self.id == other.id) || self.text() == other.text()
+    }
+}
+
+impl Eq for NodePath {}
+
+impl PartialEq<str> for NodePath {
+    fn eq(&self, other: &str) -> bool {
+        self.text() == other
+    }
+}
+
+impl PartialEq<&str> for NodePath {
+    fn eq(&self, other: &&str) -> bool {
+        self.text() == *other
+    }
+}
+
+impl From<&str> for NodePath {
+    /// A path given whole, such as the root of a replacement (`replacement`): one key.
+    fn from(text: &str) -> Self {
+        if text.is_empty() { NodePath::default() } else { NodePath::root().key(text) }
+    }
+}
+
+impl From<String> for NodePath {
+    fn from(text: String) -> Self {
+        NodePath::from(text.as_str())
+    }
+}
+
+impl From<&NodePath> for NodePath {
+    fn from(path: &NodePath) -> Self {
+        path.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_read_as_yaml_paths() {
+        let root = NodePath::root();
+        let task = root.key("spec").key("workflow").index(1);
+        assert_eq!(task.to_string(), "spec.workflow[1]");
+        assert_eq!(task.key("depends_on").index(0).to_string(), "spec.workflow[1].depends_on[0]");
+        assert_eq!(root.index(2).key("id").to_string(), "[2].id");
+        assert_eq!(root.to_string(), "");
+        assert!(root.is_empty() && NodePath::default().is_empty() && !task.is_empty());
+    }
+
+    #[test]
+    fn paths_are_equal_when_they_read_the_same() {
+        let a = NodePath::root().key("tasks").index(0);
+        let b = NodePath::from("tasks").index(0);
+        assert_eq!(a, b);
+        assert_ne!(a, a.key("id"));
+        assert_eq!(NodePath::from(""), NodePath::default());
+    }
+}
