@@ -10,7 +10,8 @@ use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::API_VERSION;
 use crate::plan::{At, Form};
 use crate::read::{Entry, Fields, Reader, scalar_text};
-use crate::source::{Loc, join_index};
+use crate::node_path::NodePath;
+use crate::source::Loc;
 use crate::tree::{self, Node, SyntaxKind, Value};
 
 /// The scenario in `text`, and every diagnostic.
@@ -35,7 +36,7 @@ pub(super) fn read(text: &str) -> (Option<PlanTest>, Vec<Diagnostic>) {
 }
 
 fn read_document(reader: &mut Reader, root: &Node) -> Option<PlanTest> {
-    let top = reader.fields(root, "", "the plan test", TEST_ENVELOPE.fields, &[])?;
+    let top = reader.fields(root, &NodePath::root(), "the plan test", TEST_ENVELOPE.fields, &[])?;
     for (name, expected) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         let Some((entry, path)) = reader.require(&top, name, "the plan test") else { continue };
         let Some(value) = reader.string(entry, path, name) else { continue };
@@ -110,7 +111,7 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest) {
     }
 }
 
-fn read_overrides(reader: &mut Reader, node: &Node, path: &str) -> Overrides {
+fn read_overrides(reader: &mut Reader, node: &Node, path: &NodePath) -> Overrides {
     let mut overrides = Overrides::default();
     let Some(fields) = reader.fields(node, path, "overrides", OVERRIDES.fields, &[]) else { return overrides };
     for (field, into) in [("agents", &mut overrides.agents), ("tasks", &mut overrides.tasks)] {
@@ -137,22 +138,22 @@ fn read_overrides(reader: &mut Reader, node: &Node, path: &str) -> Overrides {
     overrides
 }
 
-fn read_script(reader: &mut Reader, node: &Node, path: &str) -> Option<Script> {
+fn read_script(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Script> {
     let fields = reader.fields(node, path, "a script", SCRIPT.fields, &[])?;
     let replies = fields.get("replies").map(|(entry, path)| read_replies(reader, entry, path)).unwrap_or_default();
     Some(Script { replies, latency: reader.duration_of(&fields, "latency") })
 }
 
-fn read_replies(reader: &mut Reader, entry: Entry<'_>, path: &str) -> Vec<Reply> {
+fn read_replies(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Vec<Reply> {
     match &entry.value.value {
         Value::Seq(items) => {
-            items.iter().enumerate().filter_map(|(i, item)| read_reply(reader, item, &join_index(path, i))).collect()
+            items.iter().enumerate().filter_map(|(i, item)| read_reply(reader, item, &path.index(i))).collect()
         }
         _ => read_reply(reader, entry.value, path).into_iter().collect(),
     }
 }
 
-fn read_reply(reader: &mut Reader, node: &Node, path: &str) -> Option<Reply> {
+fn read_reply(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Reply> {
     if let Some(text) = scalar_text(node) {
         return Some(Reply::Output(text));
     }
@@ -187,7 +188,7 @@ fn read_reply(reader: &mut Reader, node: &Node, path: &str) -> Option<Reply> {
     })
 }
 
-fn read_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<Expect> {
+fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Expect> {
     let fields = reader.fields(node, path, "expect", EXPECT.fields, &[])?;
     let mut expect = Expect { status: word_of(reader, &fields, "status", &RUN_STATUSES), ..Expect::default() };
     if let Some((entry, path)) = fields.get("tasks") {
@@ -204,7 +205,7 @@ fn read_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<Expect> {
             continue;
         };
         for (i, item) in items.iter().enumerate() {
-            if let Some(event) = read_event(reader, item, &join_index(path, i), field == "events") {
+            if let Some(event) = read_event(reader, item, &path.index(i), field == "events") {
                 into.push(event);
             }
         }
@@ -223,7 +224,7 @@ fn read_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<Expect> {
     Some(expect)
 }
 
-fn read_task_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<TaskExpect> {
+fn read_task_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<TaskExpect> {
     let fields = reader.fields(node, path, "a task expectation", TASK_EXPECT.fields, &[])?;
     let mut expect = TaskExpect {
         status: word_of(reader, &fields, "status", &TASK_STATUSES),
@@ -255,7 +256,7 @@ fn read_task_expect(reader: &mut Reader, node: &Node, path: &str) -> Option<Task
     Some(expect)
 }
 
-fn read_event(reader: &mut Reader, node: &Node, path: &str, may_be_absent: bool) -> Option<EventMatch> {
+fn read_event(reader: &mut Reader, node: &Node, path: &NodePath, may_be_absent: bool) -> Option<EventMatch> {
     let fields = reader.fields(node, path, "an event", EVENT_MATCH.fields, &[])?;
     reader.require(&fields, "type", "an event")?;
     let kind = word_of(reader, &fields, "type", &EVENT_TYPES)?;
