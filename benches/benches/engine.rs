@@ -66,6 +66,9 @@ const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 const NO_SYNCED_CHAIN: &str = "RUNNER_BENCH_NO_SYNCED_CHAIN";
 /// Set in a child process that measures the peak memory of one run: `shape/store`.
 const MEMORY_PROBE: &str = "RUNNER_BENCH_MEMORY_PROBE";
+/// Set to `shape/store/runs` to load one 100k plan and drive it `runs` times, nothing else:
+/// a target for `perf record` and `perf stat` that spends its time in the driver.
+const PROFILE: &str = "RUNNER_BENCH_PROFILE";
 
 /// The dependencies of each task of a shape.
 fn parents(shape: Shape, tasks: usize) -> Vec<Vec<usize>> {
@@ -492,7 +495,25 @@ fn skew(c: &mut Criterion) {
     group.finish();
 }
 
+/// Loads one 100k plan, then drives it `runs` times (see [`PROFILE`]).
+fn profile(spec: &str) {
+    let mut parts = spec.split('/');
+    let (Some(shape), store, runs) = (parts.next().and_then(Shape::parse), parts.next(), parts.next()) else { return };
+    let runs: u64 = runs.and_then(|r| r.parse().ok()).unwrap_or(5);
+    let store = if store == Some("jsonl") { Store::Jsonl } else { Store::Memory };
+    let (rt, folder) = (runtime(), log_folder());
+    let plan = Configured { shape, tasks: 100_000, prepared: OnceCell::new() };
+    plan.prepared();
+    let spent: Duration = (0..runs).map(|n| run_once(&rt, &plan, store, &folder, n).0).sum();
+    let _ = std::fs::remove_dir_all(&folder);
+    eprintln!("{spec}: {:.2} us per task", spent.as_secs_f64() * 1e6 / (runs * 100_000) as f64);
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var(PROFILE) {
+        profile(&spec);
+        return;
+    }
     if let Ok(spec) = std::env::var(MEMORY_PROBE) {
         probe(&spec);
         return;

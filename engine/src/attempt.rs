@@ -65,14 +65,8 @@ impl Job {
         };
         let reply = self.ask(request, &cancel).await;
         let (mut text, mut tokens) = match reply {
-            Reply::Output { text, tokens } => (text, tokens),
-            Reply::Failure { error, class, tokens } => {
-                let error = compact_error(&error, self.error_limit);
-                return vec![Command::Failed { task, attempt, error, class, tokens, jitter: jitter() }];
-            }
-            Reply::Question(question, tokens) => {
-                return vec![Command::NeedsClarification { task, attempt, question, tokens }];
-            }
+            Reply::Output { text, tokens } if self.gate.is_some() || self.check.is_some() => (text, tokens),
+            reply => return vec![report(task, attempt, reply, self.error_limit, started)],
         };
         let mut commands = Vec::new();
         if let Some(gate) = &self.gate {
@@ -168,6 +162,23 @@ impl Job {
             tokens: None,
         };
         (text, used, Some(compaction))
+    }
+}
+
+/// The command that reports a reply as it is, when no gate or check follows the agent: a
+/// success (timed from `started`), a failure (its error compacted to `error_limit`
+/// characters), or a question.
+pub fn report(task: String, attempt: u32, reply: Reply, error_limit: usize, started: Instant) -> Command {
+    match reply {
+        Reply::Output { text, tokens } => {
+            let duration_ms = started.elapsed().as_millis() as u64;
+            Command::Succeeded { task, attempt, output: text, tokens, duration_ms }
+        }
+        Reply::Failure { error, class, tokens } => {
+            let error = compact_error(&error, error_limit);
+            Command::Failed { task, attempt, error, class, tokens, jitter: jitter() }
+        }
+        Reply::Question(question, tokens) => Command::NeedsClarification { task, attempt, question, tokens },
     }
 }
 

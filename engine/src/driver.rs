@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use manifest::Plan;
 use manifest::plan::{TaskKind, Verification};
@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Command;
 use crate::Handler;
-use crate::attempt::{Gate, Job};
+use crate::attempt::{Gate, Job, report};
 use crate::clock;
 use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
@@ -226,8 +226,8 @@ impl<S: EventStore> Driver<S> {
         }
         self.summarize(followups.succeeded, work);
         let Some(agents) = &self.agents else { return Ok(()) };
-        for (task, attempt, input) in followups.starts {
-            self.start_attempt(agents, task, attempt, input, work);
+        for (i, attempt) in followups.starts {
+            self.start_attempt(agents, i, attempt, work);
         }
         for (task, error) in followups.replans {
             self.start_replan(agents, task, &error, work);
@@ -260,8 +260,9 @@ impl<S: EventStore> Driver<S> {
                     self.agents = Some(self.agents_for(&Arc::clone(plan)));
                     self.summarize = summarizer::by_agent(plan);
                 }
-                Event::TaskDispatched { task, attempt, input } => {
-                    followups.starts.push((task.clone(), *attempt, Arc::<str>::from(input.as_str())));
+                Event::TaskDispatched { task, attempt, .. } => {
+                    // The state holds the input too: the attempt reads it there.
+                    followups.starts.extend(self.state.index_of(task).map(|i| (i, *attempt)));
                 }
                 Event::RetryScheduled { task, delay_ms, .. } => followups.timers.push((task.clone(), *delay_ms)),
                 Event::TaskSucceeded { task, output, .. } if self.summarize => {
@@ -317,14 +318,26 @@ impl<S: EventStore> Driver<S> {
         }
     }
 
-    /// Starts a dispatched attempt, unless the state has moved past it (a task that failed to
-    /// render is dispatched and failed in the same batch).
-    fn start_attempt(&self, agents: &Agents, task: String, attempt: u32, input: Arc<str>, work: &mut Work<'_>) {
-        let Some(i) = self.state.index_of(&task) else { return };
-        if self.state.tasks[i].status != TaskStatus::Running || self.state.tasks[i].attempts != attempt {
+    /// Starts a dispatched attempt of task `i`, unless the state has moved past it (a task
+    /// that failed to render is dispatched and failed in the same batch). A reply the agent
+    /// knows at once (see [`crate::runtime::AgentRuntime::reply_now`]) is reported straight
+    /// away when nothing follows the agent: no task, cancel token or mark is made for it.
+    fn start_attempt(&self, agents: &Agents, i: usize, attempt: u32, work: &mut Work<'_>) {
+        let state = &self.state.tasks[i];
+        if state.status != TaskStatus::Running || state.attempts != attempt {
             return;
         }
         let spec = &self.state.plan.tasks[i];
+        let input = state.input.as_deref().unwrap_or_default();
+        let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
+        if spec.verification.is_none() && !gated {
+            let started = Instant::now();
+            if let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input) {
+                let limit = self.state.plan.control.error_char_limit as usize;
+                let _ = work.sender.send(report(spec.id.value.clone(), attempt, reply, limit, started));
+                return;
+            }
+        }
         let request = Attempt {
             max_output_tokens: spec.max_output_tokens,
             attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
@@ -333,7 +346,7 @@ impl<S: EventStore> Driver<S> {
                 _ => None,
             },
             may_ask: self.state.plan.control.allow_clarification,
-            ..Attempt::new(task, attempt, input, self.workdir.clone())
+            ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
         let check = spec.verification.clone().map(|check| {
             let reviewer = match &check {
@@ -384,8 +397,8 @@ impl<S: EventStore> Driver<S> {
 /// The work a durable batch starts.
 #[derive(Default)]
 struct Followups {
-    /// Dispatched attempts: task, attempt number, rendered input.
-    starts: Vec<(String, u32, Arc<str>)>,
+    /// Dispatched attempts: task index and attempt number.
+    starts: Vec<(usize, u32)>,
     /// Retry timers: task and delay in milliseconds.
     timers: Vec<(String, u64)>,
     /// Successful outputs for the compactor: task and output.

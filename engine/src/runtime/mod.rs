@@ -121,6 +121,15 @@ pub trait AgentRuntime: Send + Sync {
     /// Runs an attempt until it replies or `cancel` fires (then it stops its work and returns
     /// a failure, which the run ignores).
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending;
+
+    /// The reply to attempt `attempt` of `task` on `input`, when the runtime can give it at
+    /// once from these alone, starting nothing and waiting for nothing (a mock agent without
+    /// latency): the driver then reports it without running the attempt as a task of its own.
+    /// `None`, the default, means the attempt goes through [`AgentRuntime::run`].
+    fn reply_now(&self, task: &str, attempt: u32, input: &str) -> Option<Reply> {
+        let _ = (task, attempt, input);
+        None
+    }
 }
 
 /// A runtime that refuses every attempt with one reason: what a misconfigured agent gets.
@@ -170,6 +179,11 @@ impl Agents {
     /// The runtime of task `i`.
     pub fn runtime(&self, i: usize) -> Arc<dyn AgentRuntime> {
         Arc::clone(&self.by_task[i])
+    }
+
+    /// The runtime of task `i`, borrowed.
+    pub fn runtime_of(&self, i: usize) -> &dyn AgentRuntime {
+        &*self.by_task[i]
     }
 
     /// The runtime of an agent by name (a reviewer, the planner, the compactor).
