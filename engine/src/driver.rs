@@ -75,6 +75,9 @@ pub struct Driver<S: EventStore> {
     summarizer: Option<Summarizer>,
     /// Whether a compactor agent keeps the context summary, so outputs go to the summarizer.
     summarize: bool,
+    /// The attempts the commands processed since the last commit dispatched (task index and
+    /// attempt), as the state machine reported them.
+    dispatched: Vec<(usize, u32)>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -99,6 +102,7 @@ impl<S: EventStore> Driver<S> {
             observer: None,
             cancel_reason: Arc::new(OnceLock::new()),
             summarizer: None,
+            dispatched: Vec::new(),
         }
     }
 
@@ -154,14 +158,12 @@ impl<S: EventStore> Driver<S> {
         let (sender, mut inbox) = mpsc::unbounded_channel::<Command>();
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
-        let events = self.state.process(first)?;
-        let mut batch = events;
+        let mut batch = Vec::new();
+        self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
-                if let Ok(events) = self.state.process(command) {
-                    batch.extend(events);
-                }
+                let _ = self.take(command, &mut batch);
             }
             if !batch.is_empty() {
                 let events = std::mem::take(&mut batch);
@@ -183,22 +185,27 @@ impl<S: EventStore> Driver<S> {
                 biased;
                 () = self.halt.cancelled() => break,
                 command = inbox.recv() => {
-                    if let Some(command) = command
-                        && let Ok(events) = self.state.process(command) {
-                            batch.extend(events);
-                        }
+                    if let Some(command) = command {
+                        let _ = self.take(command, &mut batch);
+                    }
                 }
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
                     let reason = self.cancel_reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned());
-                    if let Ok(events) = self.state.process(Command::Cancel { reason }) {
-                        batch.extend(events);
-                    }
+                    let _ = self.take(Command::Cancel { reason }, &mut batch);
                 }
             }
         }
         stop_attempts.cancel();
         attempts.shutdown().await;
         Ok(self.state)
+    }
+
+    /// Processes a command: its events join `batch`, the attempts it dispatched the next
+    /// commit's starts.
+    fn take(&mut self, command: Command, batch: &mut Vec<Event>) -> Result<(), crate::EngineError> {
+        batch.extend(self.state.process(command)?);
+        self.dispatched.extend_from_slice(self.state.last_dispatched());
+        Ok(())
     }
 
     /// The runtimes of a plan's agents.
@@ -254,14 +261,19 @@ impl<S: EventStore> Driver<S> {
     /// replan's) also renews the agents' runtimes here.
     fn followups(&mut self, records: &[Record]) -> Followups {
         let mut followups = Followups::default();
+        // A replan renumbers the tasks: the attempts dispatched before it are found by id.
+        let by_id = records.iter().any(|r| matches!(r.event, Event::Replanned { .. }));
+        let dispatched = std::mem::take(&mut self.dispatched);
+        if !by_id {
+            followups.starts = dispatched;
+        }
         for record in records {
             match &record.event {
                 Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
                     self.agents = Some(self.agents_for(&Arc::clone(plan)));
                     self.summarize = summarizer::by_agent(plan);
                 }
-                Event::TaskDispatched { task, attempt, .. } => {
-                    // The state holds the input too: the attempt reads it there.
+                Event::TaskDispatched { task, attempt, .. } if by_id => {
                     followups.starts.extend(self.state.index_of(task).map(|i| (i, *attempt)));
                 }
                 Event::RetryScheduled { task, delay_ms, .. } => followups.timers.push((task.clone(), *delay_ms)),

@@ -165,11 +165,20 @@ impl Agents {
         let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
         let mut by_task = Vec::with_capacity(plan.tasks.len());
         let mut timeouts = Vec::with_capacity(plan.tasks.len());
+        // Neighbouring tasks mostly share an agent: the last one found is tried first.
+        let mut last: Option<(&str, Option<&manifest::plan::Agent>, &Arc<dyn AgentRuntime>)> = None;
         for task in &plan.tasks {
             let agent_name = plan.agent_of(task);
-            let agent = agent_name.and_then(|name| plan.agents.get(name));
-            // Agent-less gates; reviews have no agent either but never reach a runtime.
-            let runtime = agent_name.and_then(|name| by_agent.get(name)).unwrap_or(&gate);
+            let (agent, runtime) = match (last, agent_name) {
+                (Some((name, agent, runtime)), Some(wanted)) if name == wanted => (agent, runtime),
+                _ => {
+                    let agent = agent_name.and_then(|name| plan.agents.get(name));
+                    // Agent-less gates; reviews have no agent either but never reach a runtime.
+                    let runtime = agent_name.and_then(|name| by_agent.get(name)).unwrap_or(&gate);
+                    last = agent_name.map(|name| (name, agent, runtime));
+                    (agent, runtime)
+                }
+            };
             by_task.push(Arc::clone(runtime));
             timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
