@@ -6,7 +6,9 @@
 //! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
 //!
 //! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
-//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k.
+//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k;
+//! `RUNNER_BENCH_PROFILE=shape/store/runs` (say `layered/memory/8`) only drives one 100k plan
+//! that many times and prints its time per task, for `perf record` and `perf stat`.
 //!
 //! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
 //! task per plan task, results through a channel) runs the same shapes and sizes in the same

@@ -66,7 +66,10 @@ impl Job {
         let reply = self.ask(request, &cancel).await;
         let (mut text, mut tokens) = match reply {
             Reply::Output { text, tokens } if self.gate.is_some() || self.check.is_some() => (text, tokens),
-            reply => return vec![report(task, attempt, reply, self.error_limit, started)],
+            reply => {
+                let duration_ms = started.elapsed().as_millis() as u64;
+                return vec![report(task, attempt, reply, self.error_limit, duration_ms)];
+            }
         };
         let mut commands = Vec::new();
         if let Some(gate) = &self.gate {
@@ -166,14 +169,11 @@ impl Job {
 }
 
 /// The command that reports a reply as it is, when no gate or check follows the agent: a
-/// success (timed from `started`), a failure (its error compacted to `error_limit`
+/// success (that took `duration_ms`), a failure (its error compacted to `error_limit`
 /// characters), or a question.
-pub fn report(task: String, attempt: u32, reply: Reply, error_limit: usize, started: Instant) -> Command {
+pub fn report(task: String, attempt: u32, reply: Reply, error_limit: usize, duration_ms: u64) -> Command {
     match reply {
-        Reply::Output { text, tokens } => {
-            let duration_ms = started.elapsed().as_millis() as u64;
-            Command::Succeeded { task, attempt, output: text, tokens, duration_ms }
-        }
+        Reply::Output { text, tokens } => Command::Succeeded { task, attempt, output: text, tokens, duration_ms },
         Reply::Failure { error, class, tokens } => {
             let error = compact_error(&error, error_limit);
             Command::Failed { task, attempt, error, class, tokens, jitter: jitter() }
