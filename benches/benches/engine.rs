@@ -6,7 +6,9 @@
 //! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
 //!
 //! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
-//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k.
+//! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k;
+//! `RUNNER_BENCH_PROFILE=shape/store/runs` (say `layered/memory/8`) only drives one 100k plan
+//! that many times and prints its time per task, for `perf record` and `perf stat`.
 //!
 //! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
 //! task per plan task, results through a channel) runs the same shapes and sizes in the same
@@ -66,6 +68,9 @@ const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 const NO_SYNCED_CHAIN: &str = "RUNNER_BENCH_NO_SYNCED_CHAIN";
 /// Set in a child process that measures the peak memory of one run: `shape/store`.
 const MEMORY_PROBE: &str = "RUNNER_BENCH_MEMORY_PROBE";
+/// Set to `shape/store/runs` to load one 100k plan and drive it `runs` times, nothing else:
+/// a target for `perf record` and `perf stat` that spends its time in the driver.
+const PROFILE: &str = "RUNNER_BENCH_PROFILE";
 
 /// The dependencies of each task of a shape.
 fn parents(shape: Shape, tasks: usize) -> Vec<Vec<usize>> {
@@ -492,7 +497,25 @@ fn skew(c: &mut Criterion) {
     group.finish();
 }
 
+/// Loads one 100k plan, then drives it `runs` times (see [`PROFILE`]).
+fn profile(spec: &str) {
+    let mut parts = spec.split('/');
+    let (Some(shape), store, runs) = (parts.next().and_then(Shape::parse), parts.next(), parts.next()) else { return };
+    let runs: u64 = runs.and_then(|r| r.parse().ok()).unwrap_or(5);
+    let store = if store == Some("jsonl") { Store::Jsonl } else { Store::Memory };
+    let (rt, folder) = (runtime(), log_folder());
+    let plan = Configured { shape, tasks: 100_000, prepared: OnceCell::new() };
+    plan.prepared();
+    let spent: Duration = (0..runs).map(|n| run_once(&rt, &plan, store, &folder, n).0).sum();
+    let _ = std::fs::remove_dir_all(&folder);
+    eprintln!("{spec}: {:.2} us per task", spent.as_secs_f64() * 1e6 / (runs * 100_000) as f64);
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var(PROFILE) {
+        profile(&spec);
+        return;
+    }
     if let Ok(spec) = std::env::var(MEMORY_PROBE) {
         probe(&spec);
         return;

@@ -69,14 +69,10 @@ impl Job {
         };
         let reply = self.ask(request, &cancel).await;
         let (mut text, mut tokens) = match reply {
-            Reply::Output { text, tokens } => (text, tokens),
-            Reply::Failure { error, class, tokens } => {
-                let error = compact_error(&error, self.error_limit);
-                let jitter = jitter(self.jitter_seed, &task, attempt);
-                return vec![Command::Failed { task, attempt, error, class, tokens, jitter }];
-            }
-            Reply::Question(question, tokens) => {
-                return vec![Command::NeedsClarification { task, attempt, question, tokens }];
+            Reply::Output { text, tokens } if self.gate.is_some() || self.check.is_some() => (text, tokens),
+            reply => {
+                let duration_ms = started.elapsed().as_millis() as u64;
+                return vec![report(task, attempt, reply, self.error_limit, self.jitter_seed, duration_ms)];
             }
         };
         let mut commands = Vec::new();
@@ -174,6 +170,29 @@ impl Job {
             tokens: None,
         };
         (text, used, Some(compaction))
+    }
+}
+
+/// The command that reports a reply as it is, when no gate or check follows the agent: a
+/// success (that took `duration_ms`), a failure (its error compacted to `error_limit`
+/// characters, its retry jitter drawn from `jitter_seed` as [`Job::jitter_seed`] says), or a
+/// question.
+pub fn report(
+    task: String,
+    attempt: u32,
+    reply: Reply,
+    error_limit: usize,
+    jitter_seed: Option<u64>,
+    duration_ms: u64,
+) -> Command {
+    match reply {
+        Reply::Output { text, tokens } => Command::Succeeded { task, attempt, output: text, tokens, duration_ms },
+        Reply::Failure { error, class, tokens } => {
+            let error = compact_error(&error, error_limit);
+            let jitter = jitter(jitter_seed, &task, attempt);
+            Command::Failed { task, attempt, error, class, tokens, jitter }
+        }
+        Reply::Question(question, tokens) => Command::NeedsClarification { task, attempt, question, tokens },
     }
 }
 

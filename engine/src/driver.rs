@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Command;
 use crate::Handler;
-use crate::attempt::{Gate, Job};
+use crate::attempt::{Gate, Job, report};
 use crate::clock;
 use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
@@ -77,6 +77,9 @@ pub struct Driver<S: EventStore> {
     summarize: bool,
     /// The seed retry jitter is drawn from; `None` draws it from the clock.
     jitter_seed: Option<u64>,
+    /// The attempts the commands processed since the last commit dispatched (task index and
+    /// attempt), as the state machine reported them.
+    dispatched: Vec<(usize, u32)>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -102,6 +105,7 @@ impl<S: EventStore> Driver<S> {
             cancel_reason: Arc::new(OnceLock::new()),
             summarizer: None,
             jitter_seed: None,
+            dispatched: Vec::new(),
         }
     }
 
@@ -171,14 +175,12 @@ impl<S: EventStore> Driver<S> {
         let (sender, mut inbox) = mpsc::unbounded_channel::<Command>();
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
-        let events = self.state.process(first)?;
-        let mut batch = events;
+        let mut batch = Vec::new();
+        self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
-                if let Ok(events) = self.state.process(command) {
-                    batch.extend(events);
-                }
+                let _ = self.take(command, &mut batch);
             }
             if !batch.is_empty() {
                 let events = std::mem::take(&mut batch);
@@ -200,22 +202,27 @@ impl<S: EventStore> Driver<S> {
                 biased;
                 () = self.halt.cancelled() => break,
                 command = inbox.recv() => {
-                    if let Some(command) = command
-                        && let Ok(events) = self.state.process(command) {
-                            batch.extend(events);
-                        }
+                    if let Some(command) = command {
+                        let _ = self.take(command, &mut batch);
+                    }
                 }
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
                     let reason = self.cancel_reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned());
-                    if let Ok(events) = self.state.process(Command::Cancel { reason }) {
-                        batch.extend(events);
-                    }
+                    let _ = self.take(Command::Cancel { reason }, &mut batch);
                 }
             }
         }
         stop_attempts.cancel();
         attempts.shutdown().await;
         Ok(self.state)
+    }
+
+    /// Processes a command: its events join `batch`, the attempts it dispatched the next
+    /// commit's starts.
+    fn take(&mut self, command: Command, batch: &mut Vec<Event>) -> Result<(), crate::EngineError> {
+        batch.extend(self.state.process(command)?);
+        self.dispatched.extend_from_slice(self.state.last_dispatched());
+        Ok(())
     }
 
     /// The runtimes of a plan's agents.
@@ -243,8 +250,8 @@ impl<S: EventStore> Driver<S> {
         }
         self.summarize(followups.succeeded, work);
         let Some(agents) = &self.agents else { return Ok(()) };
-        for (task, attempt, input) in followups.starts {
-            self.start_attempt(agents, task, attempt, input, work);
+        for (i, attempt) in followups.starts {
+            self.start_attempt(agents, i, attempt, work);
         }
         for (task, error) in followups.replans {
             self.start_replan(agents, task, &error, work);
@@ -271,14 +278,20 @@ impl<S: EventStore> Driver<S> {
     /// replan's) also renews the agents' runtimes here.
     fn followups(&mut self, records: &[Record]) -> Followups {
         let mut followups = Followups::default();
+        // A replan renumbers the tasks: the attempts dispatched before it are found by id.
+        let by_id = records.iter().any(|r| matches!(r.event, Event::Replanned { .. }));
+        let dispatched = std::mem::take(&mut self.dispatched);
+        if !by_id {
+            followups.starts = dispatched;
+        }
         for record in records {
             match &record.event {
                 Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
                     self.agents = Some(self.agents_for(&Arc::clone(plan)));
                     self.summarize = summarizer::by_agent(plan);
                 }
-                Event::TaskDispatched { task, attempt, input } => {
-                    followups.starts.push((task.clone(), *attempt, Arc::<str>::from(input.as_str())));
+                Event::TaskDispatched { task, attempt, .. } if by_id => {
+                    followups.starts.extend(self.state.index_of(task).map(|i| (i, *attempt)));
                 }
                 Event::RetryScheduled { task, delay_ms, .. } => followups.timers.push((task.clone(), *delay_ms)),
                 Event::TaskSucceeded { task, output, .. } if self.summarize => {
@@ -334,14 +347,27 @@ impl<S: EventStore> Driver<S> {
         }
     }
 
-    /// Starts a dispatched attempt, unless the state has moved past it (a task that failed to
-    /// render is dispatched and failed in the same batch).
-    fn start_attempt(&self, agents: &Agents, task: String, attempt: u32, input: Arc<str>, work: &mut Work<'_>) {
-        let Some(i) = self.state.index_of(&task) else { return };
-        if self.state.tasks[i].status != TaskStatus::Running || self.state.tasks[i].attempts != attempt {
+    /// Starts a dispatched attempt of task `i`, unless the state has moved past it (a task
+    /// that failed to render is dispatched and failed in the same batch). A reply the agent
+    /// knows at once (see [`crate::runtime::AgentRuntime::reply_now`]) is reported straight
+    /// away when nothing follows the agent: no task, cancel token or mark is made for it.
+    fn start_attempt(&self, agents: &Agents, i: usize, attempt: u32, work: &mut Work<'_>) {
+        let state = &self.state.tasks[i];
+        if state.status != TaskStatus::Running || state.attempts != attempt {
             return;
         }
         let spec = &self.state.plan.tasks[i];
+        let input = state.input.as_deref().unwrap_or_default();
+        let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
+        if spec.verification.is_none()
+            && !gated
+            && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input)
+        {
+            let limit = self.state.plan.control.error_char_limit as usize;
+            // A reply known at once took no time worth a clock read (two a task, at 100k).
+            let _ = work.sender.send(report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0));
+            return;
+        }
         let request = Attempt {
             max_output_tokens: spec.max_output_tokens,
             attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
@@ -350,7 +376,7 @@ impl<S: EventStore> Driver<S> {
                 _ => None,
             },
             may_ask: self.state.plan.control.allow_clarification,
-            ..Attempt::new(task, attempt, input, self.workdir.clone())
+            ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
         let check = spec.verification.clone().map(|check| {
             let reviewer = match &check {
@@ -402,8 +428,8 @@ impl<S: EventStore> Driver<S> {
 /// The work a durable batch starts.
 #[derive(Default)]
 struct Followups {
-    /// Dispatched attempts: task, attempt number, rendered input.
-    starts: Vec<(String, u32, Arc<str>)>,
+    /// Dispatched attempts: task index and attempt number.
+    starts: Vec<(usize, u32)>,
     /// Retry timers: task and delay in milliseconds.
     timers: Vec<(String, u64)>,
     /// Successful outputs for the compactor: task and output.

@@ -42,13 +42,18 @@ impl MockRuntime {
 
     /// The reply to an attempt, without the latency.
     pub fn reply(&self, attempt: &Attempt) -> Reply {
-        let script = self.responses.get(&attempt.task).filter(|s| !s.is_empty());
-        let response = script.map(|s| &s[(attempt.attempt as usize).saturating_sub(1).min(s.len() - 1)]);
+        self.reply_to(&attempt.task, attempt.attempt, &attempt.input)
+    }
+
+    /// The reply to attempt `attempt` of `task` on `input`, without the latency.
+    fn reply_to(&self, task: &str, attempt: u32, input: &str) -> Reply {
+        let script = self.responses.get(task).filter(|s| !s.is_empty());
+        let response = script.map(|s| &s[(attempt as usize).saturating_sub(1).min(s.len() - 1)]);
         match response {
             Some(MockResponse::Output(text)) => Reply::Output { text: text.clone(), tokens: None },
             Some(MockResponse::Fail(error)) => Reply::failed(error.clone()),
             Some(MockResponse::Clarify(question)) => Reply::Question(question.clone(), None),
-            None if self.default == "echo" => Reply::Output { text: attempt.input.to_string(), tokens: None },
+            None if self.default == "echo" => Reply::Output { text: input.to_owned(), tokens: None },
             None => Reply::Output { text: self.default.clone(), tokens: None },
         }
     }
@@ -67,5 +72,10 @@ impl AgentRuntime for MockRuntime {
             }
             reply
         })
+    }
+
+    /// Without latency, a mock agent's reply is known at once.
+    fn reply_now(&self, task: &str, attempt: u32, input: &str) -> Option<Reply> {
+        self.latency.is_none().then(|| self.reply_to(task, attempt, input))
     }
 }

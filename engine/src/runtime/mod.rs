@@ -121,6 +121,15 @@ pub trait AgentRuntime: Send + Sync {
     /// Runs an attempt until it replies or `cancel` fires (then it stops its work and returns
     /// a failure, which the run ignores).
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending;
+
+    /// The reply to attempt `attempt` of `task` on `input`, when the runtime can give it at
+    /// once from these alone, starting nothing and waiting for nothing (a mock agent without
+    /// latency): the driver then reports it without running the attempt as a task of its own.
+    /// `None`, the default, means the attempt goes through [`AgentRuntime::run`].
+    fn reply_now(&self, task: &str, attempt: u32, input: &str) -> Option<Reply> {
+        let _ = (task, attempt, input);
+        None
+    }
 }
 
 /// A runtime that refuses every attempt with one reason: what a misconfigured agent gets.
@@ -156,11 +165,20 @@ impl Agents {
         let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
         let mut by_task = Vec::with_capacity(plan.tasks.len());
         let mut timeouts = Vec::with_capacity(plan.tasks.len());
+        // Neighbouring tasks mostly share an agent: the last one found is tried first.
+        let mut last: Option<(&str, Option<&manifest::plan::Agent>, &Arc<dyn AgentRuntime>)> = None;
         for task in &plan.tasks {
             let agent_name = plan.agent_of(task);
-            let agent = agent_name.and_then(|name| plan.agents.get(name));
-            // Agent-less gates; reviews have no agent either but never reach a runtime.
-            let runtime = agent_name.and_then(|name| by_agent.get(name)).unwrap_or(&gate);
+            let (agent, runtime) = match (last, agent_name) {
+                (Some((name, agent, runtime)), Some(wanted)) if name == wanted => (agent, runtime),
+                _ => {
+                    let agent = agent_name.and_then(|name| plan.agents.get(name));
+                    // Agent-less gates; reviews have no agent either but never reach a runtime.
+                    let runtime = agent_name.and_then(|name| by_agent.get(name)).unwrap_or(&gate);
+                    last = agent_name.map(|name| (name, agent, runtime));
+                    (agent, runtime)
+                }
+            };
             by_task.push(Arc::clone(runtime));
             timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
@@ -170,6 +188,11 @@ impl Agents {
     /// The runtime of task `i`.
     pub fn runtime(&self, i: usize) -> Arc<dyn AgentRuntime> {
         Arc::clone(&self.by_task[i])
+    }
+
+    /// The runtime of task `i`, borrowed.
+    pub fn runtime_of(&self, i: usize) -> &dyn AgentRuntime {
+        &*self.by_task[i]
     }
 
     /// The runtime of an agent by name (a reviewer, the planner, the compactor).

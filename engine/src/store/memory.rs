@@ -5,10 +5,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{Durable, EventStore};
 use crate::event::Record;
 
-/// Keeps records in a vector; appends are durable at once.
+/// Keeps records in memory; appends are durable at once. Each append's records are kept as
+/// they come, so a long run never moves the records it holds to grow one vector.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
-    records: Arc<Mutex<Vec<Record>>>,
+    batches: Arc<Mutex<Vec<Vec<Record>>>>,
 }
 
 impl MemoryStore {
@@ -19,13 +20,15 @@ impl MemoryStore {
 
     /// Every record appended so far.
     pub fn records(&self) -> Vec<Record> {
-        self.records.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.batches.lock().unwrap_or_else(PoisonError::into_inner).iter().flatten().cloned().collect()
     }
 }
 
 impl EventStore for MemoryStore {
     fn append(&self, records: Vec<Record>) -> Durable {
-        self.records.lock().unwrap_or_else(PoisonError::into_inner).extend(records);
+        if !records.is_empty() {
+            self.batches.lock().unwrap_or_else(PoisonError::into_inner).push(records);
+        }
         Box::pin(std::future::ready(Ok(())))
     }
 }

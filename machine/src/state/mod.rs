@@ -80,6 +80,9 @@ pub struct RunState<C> {
     queue: Queue,
     /// The graph the caller of `Start` already built, taken by the `RunCreated` it causes.
     prebuilt: Option<Arc<TaskGraph>>,
+    /// The attempts the latest `process` dispatched: task index and attempt number, in the
+    /// order of their `TaskDispatched` events (derived, left out of equality).
+    dispatched: Vec<(usize, u32)>,
     renderer: Renderer,
     counter: C,
 }
@@ -133,6 +136,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             tally: Tally::default(),
             queue: Queue::default(),
             prebuilt: None,
+            dispatched: Vec::new(),
             renderer: Renderer::default(),
             counter: C::default(),
         }
@@ -164,6 +168,13 @@ impl<C: TokenCounter> RunState<C> {
         }
         found.sort_unstable();
         found.into_iter().map(|i| self.id(i).to_owned()).collect()
+    }
+
+    /// The attempts the latest `process` dispatched, as task index and attempt number, in the
+    /// order of their `TaskDispatched` events: what a driver starts once they are durable,
+    /// without looking each task up by id.
+    pub fn last_dispatched(&self) -> &[(usize, u32)] {
+        &self.dispatched
     }
 
     /// Attempts in flight.

@@ -54,6 +54,7 @@ impl<C: TokenCounter> RunState<C> {
     /// Decides what `command` means: the events it causes, already applied.
     pub(super) fn process_command(&mut self, command: Command) -> Result<Vec<Event>, EngineError> {
         let mut out = Vec::new();
+        self.dispatched.clear();
         if self.dispatch(command, &mut out)? == Next::Schedule {
             self.schedule(&mut out);
         }

@@ -8,9 +8,9 @@ use super::fields::{
 use super::{EventMatch, Expect, OutputCheck, Overrides, PlanTest, Reply, Script, Subject, TaskExpect};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::API_VERSION;
+use crate::node_path::NodePath;
 use crate::plan::{At, Form};
 use crate::read::{Entry, Fields, Reader, scalar_text};
-use crate::node_path::NodePath;
 use crate::source::Loc;
 use crate::tree::{self, Node, SyntaxKind, Value};
 

@@ -137,11 +137,15 @@ impl<C: TokenCounter> RunState<C> {
         match self.render_input(i) {
             Ok(input) => match self.over_budget(i, &input) {
                 Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
-                None => self.emit_for(i, Event::TaskDispatched { task, attempt, input }, out),
+                None => {
+                    self.emit_for(i, Event::TaskDispatched { task, attempt, input }, out);
+                    self.dispatched.push((i, attempt));
+                }
             },
             Err(error) => {
                 // The attempt never reaches an agent, but it is recorded, so it counts.
                 self.emit_for(i, Event::TaskDispatched { task, attempt, input: String::new() }, out);
+                self.dispatched.push((i, attempt));
                 let error = format!("cannot render the input: {error}");
                 self.fail_attempt(i, attempt, Failure::new(error, ErrorClass::Permanent), out);
             }
