@@ -15,6 +15,7 @@ mod json;
 mod json_strings;
 mod load;
 mod normalize;
+mod plain_yaml;
 pub mod plan;
 mod problem;
 mod read;
