@@ -16,6 +16,7 @@ mod json_strings;
 mod load;
 mod node_path;
 mod normalize;
+mod plain_yaml;
 pub mod plan;
 pub mod plan_test;
 mod problem;

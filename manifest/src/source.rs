@@ -54,14 +54,31 @@ pub struct Source {
     /// The whole text.
     pub text: Arc<str>,
     line_starts: Arc<[usize]>,
+    /// For a text that is not all ASCII, how many characters precede each [`BLOCK`]-byte block,
+    /// so a column is counted from the nearest block, not from the line's start.
+    chars_before_block: Option<Arc<[u32]>>,
 }
+
+/// The bytes between two entries of [`Source::chars_before_block`].
+const BLOCK: usize = 256;
 
 impl Source {
     /// Wraps a text under a name.
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
         let text: Arc<str> = text.into();
         let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        Source { name: name.into(), text, line_starts }
+        let chars_before_block = (!text.is_ascii()).then(|| {
+            let mut before = 0u32;
+            let mut blocks = Vec::with_capacity(text.len() / BLOCK + 1);
+            for block in text.as_bytes().chunks(BLOCK) {
+                blocks.push(before);
+                // Texts are at most MAX_PLAN_BYTES (32 MiB) long, so the count fits in 32 bits.
+                before += chars_in(block) as u32;
+            }
+            blocks.push(before);
+            blocks.into()
+        });
+        Source { name: name.into(), text, line_starts, chars_before_block }
     }
 
     /// The 1-based line and column (in characters) of a byte offset.
@@ -69,7 +86,16 @@ impl Source {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let start = self.line_starts[line - 1];
-        let column = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count());
+        let column = match &self.chars_before_block {
+            Some(blocks) if self.text.is_char_boundary(offset) => {
+                // Linear in the distance to a block's start, however long the line: reports put
+                // thousands of findings on one long line.
+                let chars_to =
+                    |at: usize| blocks[at / BLOCK] as usize + chars_in(&self.text.as_bytes()[at / BLOCK * BLOCK..at]);
+                chars_to(offset) - chars_to(start)
+            }
+            _ => offset - start,
+        };
         (line, column + 1)
     }
 
@@ -89,6 +115,11 @@ impl Source {
     }
 }
 
+/// How many characters start in a run of UTF-8 bytes: every byte but continuation bytes.
+fn chars_in(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +131,16 @@ mod tests {
         assert_eq!(source.line_column(3), (2, 1));
         assert_eq!(source.line_column(5), (2, 2));
         assert_eq!(source.line_column(100), (3, 1));
+    }
+
+    #[test]
+    fn line_column_counts_characters_across_blocks_of_a_long_line() {
+        let line = "é".repeat(3 * BLOCK) + "x";
+        let source = Source::new("x", format!("a\n{line}\n"));
+        for chars in [0, 1, BLOCK / 2, BLOCK, 3 * BLOCK] {
+            assert_eq!(source.line_column(2 + 2 * chars), (2, chars + 1), "after {chars} characters");
+        }
+        // Inside a character, the column counts bytes, as before.
+        assert_eq!(source.line_column(3), (2, 2));
     }
 }

@@ -201,9 +201,10 @@ fn json_error(text: &str, yaml: SyntaxError) -> SyntaxError {
 }
 
 /// Reads a document with the YAML reader only, within the budgets [`parse`] describes: plain
-/// documents straight from the parser's events, the rest (and every error) through serde-saphyr.
+/// documents straight from the text, then those without anchors, tags or merges from the
+/// parser's events, the rest (and every error) through serde-saphyr.
 pub(crate) fn parse_yaml(text: &str) -> Result<Node, SyntaxError> {
-    crate::yaml::parse(text).map_or_else(|| parse_yaml_serde(text), Ok)
+    crate::plain_yaml::parse(text).or_else(|| crate::yaml::parse(text)).map_or_else(|| parse_yaml_serde(text), Ok)
 }
 
 /// Reads a document through serde-saphyr, the reference for the tree, the messages and the

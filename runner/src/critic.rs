@@ -24,13 +24,16 @@ pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<
         CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &critique))?,
         CriticFormat::Markdown => print(&markdown(&loaded, &critique))?,
     }
-    Ok(if !loaded.is_valid() {
+    let code = if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
     } else if critique.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {
         0
-    })
+    };
+    // The process ends next: freeing a large plan's allocations one by one would only delay it.
+    std::mem::forget((loaded, critique));
+    Ok(code)
 }
 
 /// The critique of a loaded plan; a plan with errors is unrunnable and scores 0.
@@ -46,30 +49,50 @@ fn plan_name(loaded: &Loaded) -> String {
     loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
 }
 
-/// One finding in the JSON report.
+/// One finding in the JSON report, borrowed from the finding while it is written.
 #[derive(Debug, Serialize)]
-pub struct JsonFinding {
+pub struct JsonFinding<'a> {
     code: String,
     dimension: Option<&'static str>,
     severity: &'static str,
-    task: Option<String>,
-    message: String,
-    help: Option<String>,
+    task: Option<&'a str>,
+    #[serde(serialize_with = "message")]
+    message: &'a Finding,
+    help: Option<&'a str>,
     #[serde(flatten)]
     at: JsonLocation,
 }
 
-impl JsonFinding {
-    fn new(finding: &Finding, source: &Source) -> Self {
+impl<'a> JsonFinding<'a> {
+    fn new(finding: &'a Finding, source: &Source) -> Self {
         JsonFinding {
             code: finding.code(),
             dimension: finding.dimension().map(Dimension::as_str),
             severity: finding.severity.as_str(),
-            task: finding.task.clone(),
-            message: finding.to_string(),
-            help: finding.help.clone(),
+            task: finding.task.as_deref(),
+            message: finding,
+            help: finding.help.as_deref(),
             at: JsonLocation::new(&finding.loc, source),
         }
+    }
+}
+
+/// A finding's message, escaped as it is formatted rather than built as a string first.
+fn message<S: serde::Serializer>(finding: &&Finding, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(*finding)
+}
+
+/// Every finding of the JSON report, each converted as it is written, so a report of 100,000
+/// findings is never held twice in memory.
+#[derive(Debug)]
+struct JsonFindings<'a> {
+    findings: &'a [Finding],
+    source: &'a Source,
+}
+
+impl Serialize for JsonFindings<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.findings.iter().map(|finding| JsonFinding::new(finding, self.source)))
     }
 }
 
@@ -89,12 +112,12 @@ struct JsonReport<'a> {
     score: f64,
     dimensions: JsonDimensions,
     errors: Vec<JsonDiagnostic>,
-    findings: Vec<JsonFinding>,
+    findings: JsonFindings<'a>,
     metrics: &'a manifest::critic::Metrics,
 }
 
 impl<'a> JsonReport<'a> {
-    fn new(loaded: &Loaded, critique: &'a Critique) -> Self {
+    fn new(loaded: &'a Loaded, critique: &'a Critique) -> Self {
         let score = |d| critique.scores.of_dimension(d);
         JsonReport {
             plan: plan_name(loaded),
@@ -107,7 +130,7 @@ impl<'a> JsonReport<'a> {
                 parallel_misses: score(Dimension::ParallelMisses),
             },
             errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
-            findings: critique.findings.iter().map(|f| JsonFinding::new(f, &loaded.source)).collect(),
+            findings: JsonFindings { findings: &critique.findings, source: &loaded.source },
             metrics: &critique.metrics,
         }
     }

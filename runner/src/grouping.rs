@@ -60,8 +60,10 @@ impl Groups {
 /// `… and 3,997 more `code` warnings at t3, t4, … and 3,987 other places`.
 pub fn summary_line(count: usize, code: &str, kind: &str, places: impl Iterator<Item = String>) -> String {
     let mut line = format!("… and {} more `{code}` {kind}", thousands(count));
-    let mut seen = HashSet::new();
-    let distinct: Vec<String> = places.filter(|place| seen.insert(place.clone())).collect();
+    // Borrowed from `all`, so each place is built once and not copied into the set.
+    let all: Vec<String> = places.collect();
+    let mut seen = HashSet::with_capacity(all.len());
+    let distinct: Vec<&str> = all.iter().map(String::as_str).filter(|place| seen.insert(*place)).collect();
     if !distinct.is_empty() {
         line.push_str(" at ");
         line.push_str(&distinct[..distinct.len().min(NAMED_PLACES)].join(", "));
