@@ -117,14 +117,6 @@ struct ScriptedAgent {
 impl AgentRuntime for ScriptedAgent {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let (reply, latency) = self.scripts.reply(&self.agent, &attempt);
-        Box::pin(async move {
-            if let Some(latency) = latency {
-                tokio::select! {
-                    () = tokio::time::sleep(latency) => {}
-                    () = cancel.cancelled() => return Reply::refused("cancelled"),
-                }
-            }
-            reply
-        })
+        crate::runtime::reply_after(latency, reply, cancel)
     }
 }

@@ -10,7 +10,7 @@ use crate::normalize::{form_of, normalize};
 use crate::plan::Plan;
 use crate::read::Reader;
 use crate::source::{Loc, MAX_PLAN_BYTES, Source, Span};
-use crate::tree::{self, SyntaxKind};
+use crate::tree;
 use crate::validate::{FileCheck, validate};
 
 /// The result of loading a plan: the source, the plan and its graph when it could be built,
@@ -74,14 +74,7 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
-            let loc = Loc::new(error.span, "");
-            let diagnostic = match error.kind {
-                SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: error.message }, loc),
-                SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: error.message }, loc),
-                SyntaxKind::Limit(limit) => {
-                    Diagnostic::error(Problem::OverLimit { what: limit.what() }, loc).help(limit.help())
-                }
-            };
+            let diagnostic = error.diagnostic();
             return Loaded::failed(source, diagnostic);
         }
     };

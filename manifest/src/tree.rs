@@ -4,7 +4,9 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 use std::fmt;
 
-use crate::source::Span;
+use crate::diagnostic::Diagnostic;
+use crate::problem::Problem;
+use crate::source::{Loc, Span};
 
 /// One YAML node and where it sits in the source text.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +119,20 @@ pub struct SyntaxError {
     pub span: Span,
     /// Which reader refused the text, or which limit it hit.
     pub kind: SyntaxKind,
+}
+
+impl SyntaxError {
+    /// The error as the loaders report it: located where the reader stopped, with no path.
+    pub(crate) fn diagnostic(self) -> Diagnostic {
+        let loc = Loc::new(self.span, "");
+        match self.kind {
+            SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: self.message }, loc),
+            SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: self.message }, loc),
+            SyntaxKind::Limit(limit) => {
+                Diagnostic::error(Problem::OverLimit { what: limit.what() }, loc).help(limit.help())
+            }
+        }
+    }
 }
 
 /// Why a document could not be read.

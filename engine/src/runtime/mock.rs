@@ -61,21 +61,25 @@ impl MockRuntime {
 
 impl AgentRuntime for MockRuntime {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
-        let reply = self.reply(&attempt);
-        let latency = self.latency;
-        Box::pin(async move {
-            if let Some(latency) = latency {
-                tokio::select! {
-                    () = tokio::time::sleep(latency) => {}
-                    () = cancel.cancelled() => return Reply::refused("cancelled"),
-                }
-            }
-            reply
-        })
+        reply_after(self.latency, self.reply(&attempt), cancel)
     }
 
     /// Without latency, a mock agent's reply is known at once.
     fn reply_now(&self, task: &str, attempt: u32, input: &str) -> Option<Reply> {
         self.latency.is_none().then(|| self.reply_to(task, attempt, input))
     }
+}
+
+/// A reply known in advance, given after `latency` (tokio's clock, so virtual in plan tests)
+/// unless the attempt is cancelled first.
+pub(crate) fn reply_after(latency: Option<Duration>, reply: Reply, cancel: CancellationToken) -> Pending {
+    Box::pin(async move {
+        if let Some(latency) = latency {
+            tokio::select! {
+                () = tokio::time::sleep(latency) => {}
+                () = cancel.cancelled() => return Reply::refused("cancelled"),
+            }
+        }
+        reply
+    })
 }

@@ -12,6 +12,7 @@ pub use command::CommandRuntime;
 pub use gate::GateRuntime;
 pub use http::HttpRuntime;
 pub use mock::MockRuntime;
+pub(crate) use mock::reply_after;
 pub use registry::{Constructor, Registry, Setup};
 
 use std::collections::HashMap;

@@ -12,21 +12,14 @@ use crate::node_path::NodePath;
 use crate::plan::{At, Form};
 use crate::read::{Entry, Fields, Reader, scalar_text};
 use crate::source::Loc;
-use crate::tree::{self, Node, SyntaxKind, Value};
+use crate::tree::{self, Node, Value};
 
 /// The scenario in `text`, and every diagnostic.
 pub(super) fn read(text: &str) -> (Option<PlanTest>, Vec<Diagnostic>) {
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
-            let loc = Loc::new(error.span, "");
-            let diagnostic = match error.kind {
-                SyntaxKind::Yaml => Diagnostic::error(Problem::YamlSyntax { message: error.message }, loc),
-                SyntaxKind::Json => Diagnostic::error(Problem::JsonSyntax { message: error.message }, loc),
-                SyntaxKind::Limit(limit) => {
-                    Diagnostic::error(Problem::OverLimit { what: limit.what() }, loc).help(limit.help())
-                }
-            };
+            let diagnostic = error.diagnostic();
             return (None, vec![diagnostic]);
         }
     };
