@@ -78,7 +78,7 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
             return Loaded::failed(source, diagnostic);
         }
     };
-    let mut reader = Reader::new(form_of(&root));
+    let mut reader = Reader::new(form_of(&root), std::sync::Arc::clone(&source.text));
     let mut plan = normalize(&root, stem, &mut reader);
     // The plan owns what it read; the tree would only add to the peak while the graph is built.
     drop(root);

@@ -82,11 +82,13 @@ impl<'n> Fields<'n> {
 pub(crate) struct Reader {
     pub diagnostics: Vec<Diagnostic>,
     pub form: Form,
+    /// The text the tree was read from, for the spelling of keys that are not strings.
+    text: std::sync::Arc<str>,
 }
 
 impl Reader {
-    pub fn new(form: Form) -> Self {
-        Reader { diagnostics: Vec::new(), form }
+    pub fn new(form: Form, text: std::sync::Arc<str>) -> Self {
+        Reader { diagnostics: Vec::new(), form, text }
     }
 
     pub fn push(&mut self, diagnostic: Diagnostic) {
@@ -405,7 +407,7 @@ impl Reader {
 
     /// Any value as JSON (schemas).
     pub fn json(&mut self, node: &Node) -> serde_json::Value {
-        to_json(node)
+        to_json(node, &self.text)
     }
 
     /// Reads each value of a mapping of named items.
@@ -462,8 +464,9 @@ pub(crate) fn scalar_text(node: &Node) -> Option<String> {
     }
 }
 
-/// A tree as JSON; mapping keys are their text.
-pub(crate) fn to_json(node: &Node) -> serde_json::Value {
+/// A tree read from `text` as JSON. Mapping keys are their text as written: a key that YAML
+/// reads as a boolean or null (`on`, `n`, `yes`, `~`) keeps its spelling.
+fn to_json(node: &Node, text: &str) -> serde_json::Value {
     use serde_json::Value as J;
     match &node.value {
         Value::Null => J::Null,
@@ -471,9 +474,33 @@ pub(crate) fn to_json(node: &Node) -> serde_json::Value {
         Value::Int(n) => J::from(*n),
         Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
         Value::Str(s) => J::String(s.clone()),
-        Value::Seq(items) => J::Array(items.iter().map(to_json).collect()),
-        Value::Map(entries) => {
-            J::Object(entries.iter().map(|(k, v)| (scalar_text(k).unwrap_or_default(), to_json(v))).collect())
-        }
+        Value::Seq(items) => J::Array(items.iter().map(|item| to_json(item, text)).collect()),
+        Value::Map(entries) => J::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = scalar_text(k).unwrap_or_else(|| {
+                        text.get(k.span.offset..k.span.offset + k.span.len).unwrap_or_default().to_owned()
+                    });
+                    (key, to_json(v, text))
+                })
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Form, Reader};
+
+    #[test]
+    fn keys_that_yaml_reads_as_booleans_or_null_keep_their_spelling_in_json() {
+        let text = "properties: {on: {type: string}, n: 1, yes: true, ~: 0, 'off': x, 2: two}\n";
+        let root = crate::tree::parse(text).expect("the text is YAML");
+        let json = Reader::new(Form::Enveloped, text.into()).json(&root);
+        let expected = serde_json::json!({
+            "properties": {"on": {"type": "string"}, "n": 1, "yes": true, "~": 0, "off": "x", "2": "two"}
+        });
+        assert_eq!(json, expected);
     }
 }

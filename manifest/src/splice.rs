@@ -167,7 +167,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
         }
     };
 
-    let mut reader = Reader::new(Form::Bare);
+    let mut reader = Reader::new(Form::Bare, std::sync::Arc::clone(&source.text));
     let mut tasks = Vec::new();
     match &root.value {
         Value::Seq(_) => tasks = read_workflow(&mut reader, &root, &root_node),

@@ -23,7 +23,7 @@ pub(super) fn read(text: &str) -> (Option<PlanTest>, Vec<Diagnostic>) {
             return (None, vec![diagnostic]);
         }
     };
-    let mut reader = Reader::new(Form::Enveloped);
+    let mut reader = Reader::new(Form::Enveloped, text.into());
     let test = read_document(&mut reader, &root);
     (test, reader.diagnostics)
 }
