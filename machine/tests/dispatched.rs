@@ -1,22 +1,12 @@
 //! `RunState::last_dispatched`: the attempts the latest `process` dispatched, by task index,
 //! always the same attempts as its `TaskDispatched` events and in their order.
 
+mod support;
+
 use std::sync::Arc;
 
-use machine::tokens::{TokenCounter, Tokenizer};
 use machine::{Command, Event, Handler, Start};
-
-/// A counter for runs that count nothing: this plan has no token budget and no summary.
-#[derive(Debug, Clone, Copy, Default)]
-struct Uncounted;
-
-impl TokenCounter for Uncounted {
-    fn count(&self, _text: &str, _tokenizer: Tokenizer) -> usize {
-        unreachable!("a plan without a token budget or a summary counts no tokens")
-    }
-}
-
-type RunState = machine::RunState<Uncounted>;
+use support::RunState;
 
 /// The dispatched attempts among `events`, as task index and attempt number.
 fn dispatched(state: &RunState, events: &[Event]) -> Vec<(usize, u32)> {

@@ -1,23 +1,13 @@
 //! The cap on rendered inputs: a template that would grow past it fails its attempt with an
 //! error that names the cap, and nothing that large reaches the log.
 
+mod support;
+
 use std::sync::Arc;
 
 use machine::template::MAX_INPUT_BYTES;
-use machine::tokens::{TokenCounter, Tokenizer};
 use machine::{Command, Event, Handler, Start};
-
-/// A counter for runs that count nothing: these plans have no token budget and no summary.
-#[derive(Debug, Clone, Copy, Default)]
-struct Uncounted;
-
-impl TokenCounter for Uncounted {
-    fn count(&self, _text: &str, _tokenizer: Tokenizer) -> usize {
-        unreachable!("a plan without a token budget or a summary counts no tokens")
-    }
-}
-
-type RunState = machine::RunState<Uncounted>;
+use support::RunState;
 
 fn start(input: &str) -> Vec<Event> {
     let yaml = format!(
