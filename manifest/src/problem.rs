@@ -310,6 +310,17 @@ pub enum Problem {
         /// How many errors it has.
         errors: usize,
     },
+    /// A plan test's request could not be planned: the model's server failed in a way the
+    /// planner cannot fall back from, or the model asked questions instead.
+    #[error("the request could not be planned: {reason}")]
+    #[diagnostic(
+        code(test::request_unplanned),
+        help("check the provider and model, or plan the request with `runner plan`")
+    )]
+    RequestUnplanned {
+        /// Why not.
+        reason: String,
+    },
 }
 
 impl Problem {
@@ -353,6 +364,7 @@ impl Problem {
             Problem::ReplacementNotJson { .. } => "here".into(),
             Problem::UnknownTarget { what, .. } => format!("no {what} of the plan has this name"),
             Problem::PlanInvalid { .. } => "this plan".into(),
+            Problem::RequestUnplanned { .. } => "this request".into(),
         }
     }
 }

@@ -118,7 +118,10 @@ pub fn write(
             output_file,
         });
     }
-    counts.add_to_file()?;
+    // models.json keeps the record of plans that are kept; an unkept plan test's leaves no trace.
+    if dir.is_kept() {
+        counts.add_to_file()?;
+    }
     if let Some(manifest) = &authored.manifest {
         let value: serde_json::Value =
             serde_json::from_str(manifest).context("the author handed over a manifest that is not JSON")?;

@@ -51,7 +51,7 @@ pub struct PlanArgs {
     #[arg(long, requires = "provider")]
     pub stream: bool,
     /// The sampling temperature.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = DEFAULT_TEMPERATURE)]
     pub temperature: f32,
     /// How long one request to the model may take, such as `300s` or `10m` (default: the
     /// provider's `timeout`, else 120s).
@@ -74,6 +74,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "ID", conflicts_with = "text")]
     pub show: Option<String>,
 }
+
+/// The sampling temperature a model plans at unless `--temperature` says otherwise.
+pub const DEFAULT_TEMPERATURE: f32 = 0.2;
 
 /// `--model-order` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -103,9 +103,9 @@ pub struct Chosen {
     pub findings: Vec<String>,
 }
 
-/// The folder of one plan's provenance.
+/// The folder of one plan's provenance, or none: a plan test plans without leaving a trace.
 pub struct PlanDir {
-    path: PathBuf,
+    path: Option<PathBuf>,
     secrets: Vec<String>,
 }
 
@@ -113,10 +113,19 @@ impl PlanDir {
     /// Creates `$RUNNER_HOME/plans/<id>/`; `secrets` are replaced by `[redacted]` in every
     /// file written, together with the values of environment variables named `*_KEY` or
     /// `*_TOKEN`.
-    pub fn create(id: &str, mut secrets: Vec<String>) -> anyhow::Result<Self> {
+    pub fn create(id: &str, secrets: Vec<String>) -> anyhow::Result<Self> {
         crate::home::RunDir::new(id)?;
         let path = home().join("plans").join(id);
         std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(PlanDir::with_secrets(Some(path), secrets))
+    }
+
+    /// A provenance that writes nothing (redaction still applies to what is shown).
+    pub fn unkept() -> Self {
+        PlanDir::with_secrets(None, Vec::new())
+    }
+
+    fn with_secrets(path: Option<PathBuf>, mut secrets: Vec<String>) -> Self {
         secrets.extend(std::env::vars().filter_map(|(name, value)| {
             let secret = name.ends_with("_KEY") || name.ends_with("_TOKEN");
             (secret && value.len() >= 8).then_some(value)
@@ -124,7 +133,12 @@ impl PlanDir {
         secrets.retain(|s| !s.is_empty());
         // The longest first, so a secret that contains another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Ok(PlanDir { path, secrets })
+        PlanDir { path, secrets }
+    }
+
+    /// Whether this provenance is written to disk.
+    pub fn is_kept(&self) -> bool {
+        self.path.is_some()
     }
 
     /// The same folder, with one more secret to redact.
@@ -157,7 +171,8 @@ impl PlanDir {
 
     /// Writes a file into the folder, redacted.
     pub fn write(&self, name: &str, text: &str) -> anyhow::Result<()> {
-        let path = self.path.join(name);
+        let Some(folder) = &self.path else { return Ok(()) };
+        let path = folder.join(name);
         std::fs::write(&path, self.redact(text)).with_context(|| format!("cannot write {}", path.display()))
     }
 

@@ -214,3 +214,74 @@ fn a_request_is_planned_by_the_deterministic_planner_and_tested_like_a_plan() {
     assert_eq!(code, 2, "{stdout}");
     assert!(stdout.contains("plan `r` has no agent `researcher`"), "{stdout}");
 }
+
+/// A scenario over a request, and a fake model server that answers every planning request with
+/// a two-task plan (`find` by `searcher`, then `report`).
+fn model_planned() -> (tempfile::TempDir, testkit::FakeOpenAi) {
+    let plan = serde_json::json!({
+        "apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "authored"},
+        "spec": {
+            "mission": "Research XyzzyCorp",
+            "agent_definitions": {"searcher": {"runtime": "mock"}, "writer": {"runtime": "mock"}},
+            "workflow": [
+                {"id": "find", "agent": "searcher", "input": "Search for XyzzyCorp"},
+                {"id": "report", "agent": "writer", "depends_on": ["find"],
+                 "input": "Write up {{ tasks.find.output }}"}
+            ]
+        }
+    })
+    .to_string();
+    let server = testkit::FakeOpenAi::start(move |_, _| testkit::Step::Answer(plan.clone()));
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let scenario = "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {name: modelled}\nspec:\n  request: Research the \
+                    company XyzzyCorp\n  overrides:\n    agents:\n      searcher:\n        replies: [{fail: nothing \
+                    found}]\n  expect:\n    status: failed\n    tasks:\n      find: {status: failed, attempts: 1}\n      \
+                    report: {status: pending}\n";
+    std::fs::write(dir.path().join("modelled.test.yaml"), scenario).expect("writes");
+    (dir, server)
+}
+
+#[test]
+fn a_request_is_planned_by_the_model_named_and_leaves_no_trace_unless_kept() {
+    let (dir, server) = model_planned();
+    let home = tempfile::tempdir().expect("a temp dir");
+    let base = server.base_url();
+    let (code, stdout) = test_in(dir.path(), home.path(), &["--provider", &base, "--model", "planner-model"]);
+    assert_eq!(code, 0, "the model's plan ran under the scenario's overrides: {stdout}");
+    assert!(stdout.starts_with("ok   modelled ("), "{stdout}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one plan was asked for");
+    assert_eq!(requests[0].body["model"], "planner-model");
+    assert!(requests[0].body["messages"].to_string().contains("Research the company XyzzyCorp"), "the request is sent");
+    assert_eq!(std::fs::read_dir(home.path()).expect("home exists").count(), 0, "planning left files");
+
+    let (code, stdout) = test_in(dir.path(), home.path(), &["--provider", &base, "--model", "planner-model", "--keep"]);
+    assert_eq!(code, 0, "{stdout}");
+    let plans: Vec<_> = std::fs::read_dir(home.path().join("plans")).expect("plans kept").flatten().collect();
+    assert_eq!(plans.len(), 1, "one plan's provenance is kept");
+    let provenance = std::fs::read_to_string(plans[0].path().join("provenance.json")).expect("provenance");
+    assert!(provenance.contains("\"planner\": \"llm\"") && provenance.contains("XyzzyCorp"), "{provenance}");
+    assert!(home.path().join("models.json").exists(), "the model's record counts a kept plan");
+}
+
+#[test]
+fn a_model_that_cannot_plan_or_a_provider_that_is_not_a_url_is_an_error_with_exit_2() {
+    let (dir, _server) = model_planned();
+    let home = tempfile::tempdir().expect("a temp dir");
+    let asks =
+        testkit::FakeOpenAi::start(|_, _| testkit::Step::Answer(r#"{"questions": ["Which XyzzyCorp?"]}"#.into()));
+    let (code, stdout) = test_in(dir.path(), home.path(), &["--provider", &asks.base_url(), "--model", "m"]);
+    assert_eq!(code, 2, "{stdout}");
+    for wanted in ["test::request_unplanned", "modelled.test.yaml:5:12", "asked questions"] {
+        assert!(stdout.contains(wanted), "`{wanted}` is missing: {stdout}");
+    }
+    let output = runner()
+        .current_dir(dir.path())
+        .env("RUNNER_HOME", home.path())
+        .args(["test", "--provider", "openai", "--model", "m"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("base URL"), "{output:?}");
+    assert_eq!(std::fs::read_dir(home.path()).expect("home exists").count(), 0, "nothing was written");
+}

@@ -14,9 +14,10 @@ use clap::{Args, ValueEnum};
 
 pub use execute::{Ran, run as run_scenario};
 pub use expect::{Failure, check};
-pub use scenario::{Invalid, Scenario, prepare};
+pub use scenario::{Invalid, Planning, Scenario, prepare};
 
 use crate::exit::EXIT_USAGE;
+use crate::plan::{ModelOrder, PlanArgs};
 
 /// The arguments of `runner test`.
 #[derive(Debug, Args)]
@@ -32,6 +33,52 @@ pub struct TestArgs {
     /// Keep each scenario's run under RUNNER_HOME (`runner logs` reads it); by default nothing is written.
     #[arg(long)]
     keep: bool,
+    /// Plan `request:` scenarios with a model instead of the deterministic planner: the base
+    /// URL of an OpenAI-compatible server.
+    #[arg(long, value_name = "URL")]
+    provider: Option<String>,
+    /// The model that plans, as `runner plan --model`; repeatable (tried in order).
+    #[arg(long = "model", value_name = "MODEL", requires = "provider")]
+    models: Vec<String>,
+    /// The environment variable that holds the provider's API key.
+    #[arg(long, value_name = "VARIABLE", requires = "provider")]
+    api_key_env: Option<String>,
+}
+
+impl TestArgs {
+    /// How `request:` scenarios are planned: `runner plan`'s defaults, with the models in the
+    /// order given (a test should not depend on the models' records).
+    fn planning(&self) -> anyhow::Result<Planning> {
+        let Some(provider) = &self.provider else { return Ok(Planning { model: None, keep: self.keep }) };
+        if !provider.starts_with("http://") && !provider.starts_with("https://") {
+            anyhow::bail!(
+                "--provider takes the base URL of an OpenAI-compatible server, such as http://127.0.0.1:8080/v1"
+            );
+        }
+        if self.models.is_empty() {
+            anyhow::bail!("name the model that plans with --model");
+        }
+        let model = PlanArgs {
+            text: None,
+            output: None,
+            name: None,
+            template: None,
+            agent_map: Vec::new(),
+            provider: Some(provider.clone()),
+            models: self.models.clone(),
+            api_key_env: self.api_key_env.clone(),
+            candidates: 1,
+            stream: false,
+            temperature: crate::plan::DEFAULT_TEMPERATURE,
+            timeout: None,
+            context_window: None,
+            model_order: ModelOrder::Given,
+            apply: false,
+            yes: false,
+            show: None,
+        };
+        Ok(Planning { model: Some(model), keep: self.keep })
+    }
 }
 
 /// How `runner test` reports.
@@ -73,6 +120,13 @@ pub enum Verdict {
 
 /// Runs the scenarios under the given paths; returns the exit code.
 pub fn run(args: &TestArgs) -> anyhow::Result<u8> {
+    let planning = match args.planning() {
+        Ok(planning) => planning,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(EXIT_USAGE);
+        }
+    };
     let roots = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths.clone() };
     let mut files = Vec::new();
     for root in &roots {
@@ -89,7 +143,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<u8> {
         eprintln!("warning: no *.test.yaml under {}", roots.join(", "));
     }
     let color = args.format == TestFormat::Human && crate::diagnostics::color_stdout();
-    let verdicts = run_all(&files, args.filter.as_deref(), args.keep, color);
+    let verdicts = run_all(&files, args.filter.as_deref(), &planning, color);
     let text = match args.format {
         TestFormat::Human => report::human(&verdicts),
         TestFormat::Json => report::json(&verdicts)?,
@@ -131,7 +185,7 @@ fn find(root: &Path, files: &mut Vec<PathBuf>) {
 
 /// Prepares and runs every scenario, on as many threads as there are cores; verdicts come back
 /// in file order.
-fn run_all(files: &[PathBuf], filter: Option<&str>, keep: bool, color: bool) -> Vec<Verdict> {
+fn run_all(files: &[PathBuf], filter: Option<&str>, planning: &Planning, color: bool) -> Vec<Verdict> {
     let workers = std::thread::available_parallelism().map_or(2, usize::from).min(files.len().max(1));
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let results = std::sync::Mutex::new(Vec::new());
@@ -142,7 +196,7 @@ fn run_all(files: &[PathBuf], filter: Option<&str>, keep: bool, color: bool) -> 
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    if let Some(verdict) = one(path, filter, keep, color) {
+                    if let Some(verdict) = one(path, filter, planning, color) {
                         results.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((i, verdict));
                     }
                 }
@@ -155,20 +209,17 @@ fn run_all(files: &[PathBuf], filter: Option<&str>, keep: bool, color: bool) -> 
 }
 
 /// The verdict on one scenario file; `None` when the filter leaves it out.
-fn one(path: &Path, filter: Option<&str>, keep: bool, color: bool) -> Option<Verdict> {
-    let scenario = match prepare(path, color) {
-        Ok(scenario) => scenario,
+fn one(path: &Path, filter: Option<&str>, planning: &Planning, color: bool) -> Option<Verdict> {
+    let scenario = match prepare(path, color, planning, filter) {
+        Ok(scenario) => scenario?,
         Err(invalid) => return Some(Verdict::Invalid(invalid)),
     };
-    if filter.is_some_and(|f| !scenario.test.name.contains(f)) {
-        return None;
-    }
     let error = |error: anyhow::Error| Verdict::Error { path: path.to_path_buf(), message: format!("{error:#}") };
     let ran = match run_scenario(&scenario) {
         Ok(ran) => ran,
         Err(e) => return Some(error(e)),
     };
-    let kept = match keep.then(|| keep_run(&scenario, &ran)).transpose() {
+    let kept = match planning.keep.then(|| keep_run(&scenario, &ran)).transpose() {
         Ok(kept) => kept,
         Err(e) => return Some(error(e)),
     };

@@ -8,6 +8,17 @@ use manifest::plan_test::{PlanTest, Subject, load_test_file};
 use manifest::{Diagnostic, Loaded, Plan, Problem, TaskGraph};
 
 use crate::diagnostics::render_human;
+use crate::plan::PlanArgs;
+use crate::provenance::PlanDir;
+
+/// How a scenario's `request:` becomes a plan.
+pub struct Planning {
+    /// A model to ask, as `runner plan --provider --model` would; `None` for the
+    /// deterministic planner.
+    pub model: Option<PlanArgs>,
+    /// Record the model's prompts and answers under RUNNER_HOME (`--keep`).
+    pub keep: bool,
+}
 
 /// A scenario ready to run.
 pub struct Scenario {
@@ -33,17 +44,36 @@ pub struct Invalid {
     pub report: String,
 }
 
-/// Reads a scenario file and what it tests.
-pub fn prepare(path: &Path, color: bool) -> Result<Scenario, Invalid> {
+/// Reads a scenario file and what it tests; `None` when `filter` leaves the scenario out,
+/// found before its request is planned.
+pub fn prepare(
+    path: &Path,
+    color: bool,
+    planning: &Planning,
+    filter: Option<&str>,
+) -> Result<Option<Scenario>, Invalid> {
     let invalid = |report: String| Invalid { path: path.to_path_buf(), report };
     let loaded = load_test_file(path);
     let Some(test) = loaded.valid().cloned() else {
         return Err(invalid(render_human(&loaded.diagnostics, &loaded.source, color)));
     };
+    if filter.is_some_and(|f| !test.name.contains(f)) {
+        return Ok(None);
+    }
     let folder = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let (plan_loaded, at) = match &test.subject {
         Some(Subject::Plan(file)) => (manifest::load_file(&folder.join(&file.value)), file),
-        Some(Subject::Request(request)) => (planned(&request.value, &test.name), request),
+        Some(Subject::Request(request)) => match planned(&request.value, &test.name, planning) {
+            Ok(loaded) => (loaded, request),
+            Err(error) => {
+                let problem = Problem::RequestUnplanned { reason: format!("{error:#}") };
+                return Err(invalid(render_human(
+                    &[Diagnostic::error(problem, request.loc.clone())],
+                    &loaded.source,
+                    color,
+                )));
+            }
+        },
         None => return Err(invalid(render_human(&loaded.diagnostics, &loaded.source, color))),
     };
     let Some((plan, graph)) = plan_loaded.valid() else {
@@ -58,18 +88,37 @@ pub fn prepare(path: &Path, color: bool) -> Result<Scenario, Invalid> {
         return Err(invalid(render_human(&problems, &loaded.source, color)));
     }
     let findings = manifest::critic::critique_graph(plan, graph).findings.iter().map(|f| f.code()).collect();
-    Ok(Scenario {
+    Ok(Some(Scenario {
         path: path.to_path_buf(),
         plan: Arc::new(plan.clone()),
         graph: Arc::new(graph.clone()),
         workdir: folder,
         findings,
         test,
-    })
+    }))
 }
 
-/// The plan `runner plan`'s deterministic planner writes for a request, loaded.
-fn planned(request: &str, name: &str) -> Loaded {
-    let outcome = crate::plan::deterministic(request, name, &planner::deterministic::Bindings::default(), None);
-    manifest::load_str(&format!("the plan for `{name}`"), name, &outcome.yaml, &|_| false)
+/// The plan `runner plan` writes for a request (by the deterministic planner or the model
+/// `planning` names), loaded; an error when the model asks questions instead of planning.
+fn planned(request: &str, name: &str, planning: &Planning) -> anyhow::Result<Loaded> {
+    let bindings = planner::deterministic::Bindings::default();
+    let outcome = match &planning.model {
+        None => crate::plan::deterministic(request, name, &bindings, None),
+        Some(args) => {
+            let id = crate::home::new_run_id(name);
+            let dir = if planning.keep { PlanDir::create(&id, Vec::new())? } else { PlanDir::unkept() };
+            dir.write("request.txt", request)?;
+            let mut outcome = crate::author::write(args, request, name, None, &bindings, &dir)?;
+            outcome.provenance.id = id;
+            outcome.provenance.created = engine::clock::now();
+            outcome.provenance.request = request.to_owned();
+            dir.write("plan.yaml", &outcome.yaml)?;
+            dir.finish(&outcome.provenance)?;
+            outcome
+        }
+    };
+    if outcome.yaml.is_empty() {
+        anyhow::bail!("the model asked questions instead of planning: {}", outcome.provenance.questions.join(" / "));
+    }
+    Ok(manifest::load_str(&format!("the plan for `{name}`"), name, &outcome.yaml, &|_| false))
 }
