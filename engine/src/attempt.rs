@@ -10,6 +10,7 @@ use std::time::Duration;
 use manifest::plan::Verification;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::Command;
 use crate::context::errors::compact_error;
@@ -41,6 +42,8 @@ pub struct Job {
     /// When set, a retry's jitter is drawn from this seed, the task and the attempt rather than
     /// the clock, so a run repeats exactly (plan tests).
     pub jitter_seed: Option<u64>,
+    /// The span the attempt's span nests in: its task's.
+    pub span: tracing::Span,
 }
 
 /// A synthesis gate's cap.
@@ -57,7 +60,16 @@ pub struct Gate {
 impl Job {
     /// Runs the attempt and returns what to report: a success (after a gate's compaction, if
     /// any), a failed verification, a failure, or a question.
-    pub async fn perform(mut self, cancel: CancellationToken) -> Vec<Command> {
+    pub async fn perform(self, cancel: CancellationToken) -> Vec<Command> {
+        let span = crate::spans::attempt(&self.span, &self.request.task, self.request.attempt);
+        let commands = self.carry_out(cancel).instrument(span.clone()).await;
+        if let Some(last) = commands.last() {
+            crate::spans::attempt_ended(&span, last);
+        }
+        commands
+    }
+
+    async fn carry_out(mut self, cancel: CancellationToken) -> Vec<Command> {
         let started = Instant::now();
         let (task, attempt) = (self.request.task.clone(), self.request.attempt);
         let request = if self.gate.is_none() && self.check.is_none() {

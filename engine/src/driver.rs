@@ -6,6 +6,7 @@
 //! attempts dispatched in it (write-ahead: no agent runs on an input the log does not hold).
 //! Results that arrive meanwhile form the next batch, which is how group commit arises.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
@@ -80,6 +81,9 @@ pub struct Driver<S: EventStore> {
     /// The attempts the commands processed since the last commit dispatched (task index and
     /// attempt), as the state machine reported them.
     dispatched: Vec<(usize, u32)>,
+    /// The span of each task that has started and not ended, by id; empty when nobody
+    /// records spans.
+    task_spans: HashMap<String, tracing::Span>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -98,6 +102,7 @@ impl<S: EventStore> Driver<S> {
             mark: Arc::clone(&run_id),
             halt: CancellationToken::new(),
             run_id,
+            task_spans: HashMap::new(),
             seq: records.last().map_or(0, |r| r.seq),
             stamp: clock::Stamp::default(),
             workdir,
@@ -284,6 +289,7 @@ impl<S: EventStore> Driver<S> {
         if !by_id {
             followups.starts = dispatched;
         }
+        self.open_task_spans(&followups.starts);
         for record in records {
             match &record.event {
                 Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
@@ -307,7 +313,40 @@ impl<S: EventStore> Driver<S> {
                 _ => {}
             }
         }
+        self.close_task_spans(records);
         followups
+    }
+
+    /// Opens the span of each task whose first attempt starts, inside the run's span.
+    fn open_task_spans(&mut self, starts: &[(usize, u32)]) {
+        for &(i, _) in starts {
+            let spec = &self.state.plan.tasks[i];
+            if self.task_spans.contains_key(&spec.id.value) {
+                continue;
+            }
+            let agent = spec.agent.as_ref().map_or("", |a| a.value.as_str());
+            let span = crate::spans::task(&spec.id.value, agent);
+            if span.is_disabled() {
+                return;
+            }
+            self.task_spans.insert(spec.id.value.clone(), span);
+        }
+    }
+
+    /// Closes the spans of the tasks a batch ended, with their status.
+    fn close_task_spans(&mut self, records: &[Record]) {
+        if self.task_spans.is_empty() {
+            return;
+        }
+        for record in records {
+            let Some(task) = record.event.task() else { continue };
+            let Some(status) = self.state.index_of(task).map(|i| self.state.tasks[i].status) else { continue };
+            if status.is_final()
+                && let Some(span) = self.task_spans.remove(task)
+            {
+                span.record("status", status.as_str());
+            }
+        }
     }
 
     /// Appends the records and waits until they are durable, then shows them to the observer.
@@ -357,6 +396,7 @@ impl<S: EventStore> Driver<S> {
             return;
         }
         let spec = &self.state.plan.tasks[i];
+        let parent = self.task_spans.get(&spec.id.value).cloned().unwrap_or_else(tracing::Span::current);
         let input = state.input.as_deref().unwrap_or_default();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
@@ -365,7 +405,9 @@ impl<S: EventStore> Driver<S> {
         {
             let limit = self.state.plan.control.error_char_limit as usize;
             // A reply known at once took no time worth a clock read (two a task, at 100k).
-            let _ = work.sender.send(report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0));
+            let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
+            crate::spans::attempt_ended(&crate::spans::attempt(&parent, &spec.id.value, attempt), &command);
+            let _ = work.sender.send(command);
             return;
         }
         let request = Attempt {
@@ -403,6 +445,7 @@ impl<S: EventStore> Driver<S> {
             error_limit: self.state.plan.control.error_char_limit as usize,
             hidden: agents.hidden(),
             jitter_seed: self.jitter_seed,
+            span: parent,
         };
         work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
     }

@@ -14,6 +14,7 @@ mod process;
 mod replan;
 pub mod runtime;
 pub mod script;
+pub mod spans;
 pub mod store;
 mod summarizer;
 pub mod survivors;

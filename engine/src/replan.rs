@@ -9,6 +9,7 @@ use std::sync::Arc;
 use manifest::Plan;
 use manifest::splice::splice;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::Command;
 use crate::attempt::add;
@@ -49,6 +50,13 @@ impl Replan {
     /// Asks the planner, checks its answer (with one repair round), and returns the command
     /// that reports the outcome.
     pub async fn perform(self, cancel: CancellationToken) -> Command {
+        let span = crate::spans::replan(&self.task);
+        let command = self.ask(cancel).instrument(span.clone()).await;
+        span.record("outcome", if matches!(command, Command::Replanned { .. }) { "replanned" } else { "failed" });
+        command
+    }
+
+    async fn ask(self, cancel: CancellationToken) -> Command {
         let removed: Vec<&str> = self.removed.iter().map(String::as_str).collect();
         let mut tokens: Option<Tokens> = None;
         let mut prompt = self.prompt.clone();

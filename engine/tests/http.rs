@@ -273,6 +273,7 @@ async fn the_attempts_timeout_ends_a_hanging_request_retryably() {
         error_limit: 10_000,
         hidden: Arc::from([]),
         jitter_seed: None,
+        span: tracing::Span::none(),
     };
     let work = job.perform(CancellationToken::new());
     let commands = tokio::time::timeout(Duration::from_secs(10), work).await.expect("the attempt ends");

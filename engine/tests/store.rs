@@ -57,6 +57,7 @@ fn created() -> Record {
             strategy: manifest::plan::Strategy::Eager,
             source: None,
             retry_of: None,
+            trace: None,
         },
     )
 }
@@ -98,6 +99,7 @@ async fn records_round_trip() {
                 strategy: manifest::plan::Strategy::Phased,
                 source: Some("/plans/t.yaml".into()),
                 retry_of: None,
+                trace: None,
             },
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),

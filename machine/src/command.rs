@@ -21,6 +21,8 @@ pub struct Start {
     pub source: Option<String>,
     /// The run this one retries.
     pub retry_of: Option<String>,
+    /// The W3C `traceparent` of the run's span, recorded in `RunCreated`.
+    pub trace: Option<String>,
     /// Outputs taken over from that run, by task id; those tasks do not run again.
     pub reuse: BTreeMap<String, String>,
     /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
@@ -35,6 +37,7 @@ impl PartialEq for Start {
             && self.strategy == other.strategy
             && self.source == other.source
             && self.retry_of == other.retry_of
+            && self.trace == other.trace
             && self.reuse == other.reuse
     }
 }

@@ -136,6 +136,10 @@ pub enum Event {
         /// The run this one retries, reusing its outputs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_of: Option<String>,
+        /// The W3C `traceparent` of the run's span when its spans are exported, so the
+        /// processes that resume it add to the same trace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<String>,
     },
     /// A retried run took a task's output from the run it retries instead of running it.
     TaskReused {

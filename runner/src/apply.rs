@@ -146,16 +146,18 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
     let (run, lock, store) = RunDir::create(&run_id)?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
     let start = Start {
         plan: Arc::new(plan),
         vars: args.vars.iter().cloned().collect(),
         strategy: args.strategy.map(Strategy::from),
         source: Some(source.display().to_string()),
         graph: Some(Arc::new(graph)),
+        trace,
         ..Start::default()
     };
     say(&format!("run `{run_id}`: log {}", run.log().display()));
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
 }
 
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::format::{CriticFormat, Format, GraphFormat};
+use crate::telemetry::LogFormat;
 
 /// Validate, critique, draw and run LLM multi-agent plans.
 #[derive(Debug, Parser)]
@@ -12,6 +13,9 @@ use crate::format::{CriticFormat, Format, GraphFormat};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How diagnostics on stderr are written; `RUST_LOG` picks which (e.g. `RUST_LOG=info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 #[derive(Debug, Subcommand)]

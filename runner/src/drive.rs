@@ -13,6 +13,7 @@ use engine::store::JsonlStore;
 use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::home::{Lock, RunDir};
@@ -43,12 +44,14 @@ pub struct Session {
     pub workdir: std::path::PathBuf,
     /// An open store and the records already in it, for the first turn.
     pub opened: Option<(JsonlStore, Vec<Record>)>,
+    /// The run's span: every span the run opens in this process nests in it.
+    pub span: tracing::Span,
 }
 
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
-    let Session { run, lock, workdir, mut opened } = session;
+    let Session { run, lock, workdir, mut opened, span } = session;
     let _ = std::fs::remove_file(run.cancel_path());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -86,7 +89,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             .cancel_reason(Arc::clone(&reason))
             .mark_processes(mark.as_str())
             .halt_on(halt.clone());
-        state = match runtime.block_on(driver.run(command, cancel.clone())) {
+        state = match runtime.block_on(driver.run(command, cancel.clone()).instrument(span.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
             Err(engine::driver::DriverError::Store(error)) => {
@@ -117,6 +120,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     }
     live.clear();
     let _ = std::fs::remove_file(run.cancel_path());
+    span.record("status", state.status.as_str());
     let halted = halt.is_cancelled() && !state.status.is_final();
     if halted {
         say(&format!("run `{}` stopped by SIGTERM, its agents ended; continue with: runner resume {}", run.id, run.id));

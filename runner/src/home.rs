@@ -264,6 +264,8 @@ pub struct Created {
     pub strategy: manifest::plan::Strategy,
     /// The plan file, absolute.
     pub source: Option<String>,
+    /// The `traceparent` of the run's span, when its spans were exported.
+    pub trace: Option<String>,
     /// When the run was created.
     pub at: String,
 }
@@ -272,11 +274,12 @@ impl Created {
     /// The `RunCreated` of a log.
     pub fn of(records: &[Record]) -> Option<Self> {
         records.iter().find_map(|record| match &record.event {
-            Event::RunCreated { plan, vars, strategy, source, .. } => Some(Created {
+            Event::RunCreated { plan, vars, strategy, source, trace, .. } => Some(Created {
                 plan: (**plan).clone(),
                 vars: vars.clone(),
                 strategy: *strategy,
                 source: source.clone(),
+                trace: trace.clone(),
                 at: record.at.to_string(),
             }),
             _ => None,

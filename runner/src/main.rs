@@ -27,6 +27,7 @@ mod sarif;
 mod schema;
 mod status;
 mod survivors;
+mod telemetry;
 mod test;
 mod validate;
 
@@ -36,16 +37,17 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match cli::run(cli) {
+    let telemetry = telemetry::init(cli.log_format);
+    let code = match cli::run(cli) {
         Ok(code) => ExitCode::from(code),
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            if is_broken_pipe(&error) {
-                return ExitCode::SUCCESS;
-            }
             eprintln!("error: {error:#}");
             ExitCode::from(exit::exit_code_of(&error))
         }
-    }
+    };
+    telemetry.finish();
+    code
 }
 
 /// Output piped into `head` and closed early is not an error worth reporting.

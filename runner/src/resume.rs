@@ -29,5 +29,6 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
     crate::drive::check_workdir(&workdir, run_id)?;
     crate::apply::refuse_unset_keys(&state.plan)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
-    drive(Session { run, lock, workdir, opened: Some((store, loaded.records)) }, Command::Continue)
+    let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
+    drive(Session { run, lock, workdir, opened: Some((store, loaded.records)), span }, Command::Continue)
 }

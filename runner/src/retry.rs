@@ -60,6 +60,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         plan.tasks.len(),
         run.log().display()
     ));
+    let (span, trace) = crate::telemetry::run_span(&new_id, &plan.name, None);
     let start = Start {
         plan: Arc::clone(plan),
         vars: created.vars.clone(),
@@ -68,8 +69,9 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         retry_of: Some(old_id.to_owned()),
         reuse,
         graph: None,
+        trace,
     };
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())) }, Command::Start(start))
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
 }
 
 /// Ends what a runner that died while driving the old run left running, as `resume` would: the

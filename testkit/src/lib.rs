@@ -5,11 +5,10 @@
 //! async tests and other processes can all talk to it over real HTTP. Each request to
 //! `POST /v1/chat/completions` is recorded ([`Recorded`]) and answered with the [`Step`] a
 //! responder chooses; `GET /v1/models` answers what [`FakeOpenAi::serve_models`] set.
+//! [`OtlpReceiver`] is a collector that keeps the OTLP trace exports it receives.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::Router;
@@ -19,11 +18,16 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+
+use crate::background::Background;
 
 pub mod api;
+mod background;
+mod otlp;
 pub mod process;
 mod real_server;
+
+pub use otlp::{Export, OtlpReceiver};
 
 pub use real_server::{JSON_MODEL, RealServer, TOOLS_MODEL, real_server};
 
@@ -111,10 +115,8 @@ struct Shared {
 
 /// A scripted OpenAI-compatible server on `127.0.0.1`, shut down when dropped.
 pub struct FakeOpenAi {
-    address: SocketAddr,
+    server: Background,
     shared: Arc<Shared>,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl FakeOpenAi {
@@ -123,9 +125,6 @@ impl FakeOpenAi {
     /// # Panics
     /// When no local port can be bound or no runtime built: the test cannot go on.
     pub fn start(responder: impl Fn(&Value, usize) -> Step + Send + Sync + 'static) -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("testkit: cannot bind 127.0.0.1:0");
-        let address = listener.local_addr().expect("testkit: a bound listener has an address");
-        listener.set_nonblocking(true).expect("testkit: cannot make the listener non-blocking");
         let shared = Arc::new(Shared {
             responder: Box::new(responder),
             requests: Mutex::new(Vec::new()),
@@ -134,31 +133,11 @@ impl FakeOpenAi {
             arrived: tokio::sync::Notify::new(),
             models: Mutex::new(None),
         });
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        let state = Arc::clone(&shared);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("testkit: cannot build a tokio runtime");
-        let thread = std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => listener,
-                    Err(error) => panic!("testkit: cannot use the listener: {error}"),
-                };
-                let app = Router::new()
-                    .route("/v1/chat/completions", post(handle))
-                    .route("/v1/models", get(models))
-                    .with_state(state);
-                // No graceful shutdown: hanging requests would hold it forever. Dropping the
-                // runtime cancels every connection.
-                tokio::select! {
-                    _ = axum::serve(listener, app) => {}
-                    _ = stopped => {}
-                }
-            });
-        });
-        FakeOpenAi { address, shared, shutdown: Some(shutdown), thread: Some(thread) }
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .route("/v1/models", get(models))
+            .with_state(Arc::clone(&shared));
+        FakeOpenAi { server: Background::serve(app), shared }
     }
 
     /// Starts a server that answers with `steps` in order, repeating the last one (an empty
@@ -172,7 +151,7 @@ impl FakeOpenAi {
 
     /// The base URL to configure a provider with, ending in `/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.address)
+        format!("http://{}/v1", self.server.address)
     }
 
     /// Every request received so far, in arrival order.
@@ -188,17 +167,6 @@ impl FakeOpenAi {
     /// The most requests that were being answered at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.shared.max_in_flight.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

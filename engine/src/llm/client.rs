@@ -7,6 +7,7 @@ use backon::{ExponentialBuilder, Retryable};
 use manifest::plan::Provider;
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use tracing::Instrument as _;
 
 use super::error::LlmError;
 use super::limiter::Limiter;
@@ -14,6 +15,7 @@ use super::protocol::{
     AssistantMessage, Body, ChatRequest, ChatResponse, FunctionCall, Sampling, StreamChunk, ToolCall, Usage,
 };
 use super::redact::{Redactor, excerpt};
+use crate::spans;
 
 /// How much of a server's body an error quotes.
 const EXCERPT_CHARS: usize = 500;
@@ -123,6 +125,20 @@ impl Endpoint {
     /// rate limits, server errors, network errors and timeouts (twice, backing off
     /// exponentially from 500 ms or as `Retry-After` says).
     pub async fn complete_with(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<ChatResponse, LlmError> {
+        let span = spans::model_request(&self.name, request.model, false);
+        let result = self.complete_retrying(request, sampling).instrument(span.clone()).await;
+        match &result {
+            Ok(response) => {
+                spans::model_answered(&span, response.model.as_deref(), response.usage.as_ref(), None);
+                let text = response.choices.first().and_then(|choice| choice.message.content.as_deref());
+                self.record_content(&span, request, text);
+            }
+            Err(error) => spans::model_answered(&span, None, None, Some(error.class().as_str())),
+        }
+        result
+    }
+
+    async fn complete_retrying(&self, request: &ChatRequest<'_>, sampling: Sampling) -> Result<ChatResponse, LlmError> {
         let body = self.encode(&Body { request, sampling, stream: false, stream_options: None })?;
         let tries = AtomicU32::new(0);
         let backoff = ExponentialBuilder::default()
@@ -160,6 +176,31 @@ impl Endpoint {
 
     /// A streamed answer, retried while nothing has been handed to `on_text`.
     async fn stream_answer(
+        &self,
+        request: &ChatRequest<'_>,
+        sampling: Sampling,
+        on_text: Option<&mut (dyn FnMut(&str) + Send)>,
+    ) -> Result<Answer, LlmError> {
+        let span = spans::model_request(&self.name, request.model, true);
+        let result = self.stream_retrying(request, sampling, on_text).instrument(span.clone()).await;
+        match &result {
+            Ok(answer) => {
+                spans::model_answered(&span, answer.model.as_deref(), answer.usage.as_ref(), None);
+                self.record_content(&span, request, answer.message.content.as_deref());
+            }
+            Err(error) => spans::model_answered(&span, None, None, Some(error.class().as_str())),
+        }
+        result
+    }
+
+    /// The conversation and the answer on a model request's span, with the key redacted, when
+    /// the operator lets content into spans.
+    fn record_content(&self, span: &tracing::Span, request: &ChatRequest<'_>, answer: Option<&str>) {
+        let messages = || self.redactor.apply(&serde_json::to_string(request.messages).unwrap_or_default());
+        spans::model_content(span, messages, || answer.map(|text| self.redactor.apply(text)));
+    }
+
+    async fn stream_retrying(
         &self,
         request: &ChatRequest<'_>,
         sampling: Sampling,

@@ -204,8 +204,8 @@ impl Substitutions {
         let key = (provider.to_owned(), requested.to_owned(), answered.to_owned());
         if self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key) {
             let answered = answered.escape_debug();
-            eprintln!(
-                "warning: provider `{provider}` answered a request for model `{requested}` with model `{answered}`; \
+            tracing::warn!(
+                "provider `{provider}` answered a request for model `{requested}` with model `{answered}`; \
                  check that the server serves `{requested}` (the provider's or agent's `model`)"
             );
         }

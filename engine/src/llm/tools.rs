@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tracing::Instrument as _;
 
 use super::protocol::{FunctionDefinition, ToolCall, ToolDefinition};
 use super::redact::excerpt;
@@ -128,6 +129,13 @@ impl Toolbox {
     /// Carries out one call: a question for `ask_user`, otherwise the tool's result or what
     /// was wrong with the call, phrased for the model to fix.
     pub async fn call(&self, call: &ToolCall, may_ask: bool, workdir: &Path) -> Outcome {
+        let span = crate::spans::tool_call(&call.function.name);
+        let outcome = self.carry_out(call, may_ask, workdir).instrument(span.clone()).await;
+        span.record("outcome", if matches!(outcome, Outcome::Question(_)) { "question" } else { "result" });
+        outcome
+    }
+
+    async fn carry_out(&self, call: &ToolCall, may_ask: bool, workdir: &Path) -> Outcome {
         let name = call.function.name.as_str();
         let text = if call.function.arguments.trim().is_empty() { "{}" } else { call.function.arguments.as_str() };
         let arguments: Value = match serde_json::from_str(text) {

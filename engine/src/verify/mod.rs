@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use manifest::plan::Verification;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::event::Tokens;
 use crate::runtime::AgentRuntime;
@@ -106,6 +107,18 @@ impl<'a> Check<'a> {
 /// goes wrong (a bad schema, a command that cannot start or times out, a reviewer that fails
 /// or rambles, `cancel` firing) is a [`Verdict::Fail`] that says so.
 pub async fn verify(verification: &Verification, check: Check<'_>, cancel: CancellationToken) -> Verified {
+    let kind = match verification {
+        Verification::SchemaCheck { .. } => "schema_check",
+        Verification::Command { .. } => "command",
+        Verification::LlmReviewer { .. } => "llm_reviewer",
+    };
+    let span = crate::spans::verification(check.task, kind);
+    let verified = judge(verification, check, cancel).instrument(span.clone()).await;
+    span.record("passed", verified.verdict.passed());
+    verified
+}
+
+async fn judge(verification: &Verification, check: Check<'_>, cancel: CancellationToken) -> Verified {
     match verification {
         Verification::SchemaCheck { schema } => Verified::plain(schema::check(&schema.value, check.output)),
         Verification::Command { command } => Verified::plain(command::check(command, &check, &cancel).await),

@@ -123,6 +123,7 @@ impl<C: TokenCounter> RunState<C> {
             strategy,
             source: start.source,
             retry_of: start.retry_of,
+            trace: start.trace,
         };
         self.emit(event, out);
         for (task, output) in start.reuse {

@@ -33,6 +33,7 @@ use engine::llm::client::Endpoint;
 use engine::llm::protocol::{ChatRequest, Message, Sampling, Usage};
 use serde::Serialize;
 use serde_json::json;
+use tracing::Instrument as _;
 
 use check::Accepted;
 
@@ -134,6 +135,33 @@ pub async fn author(request: &Request, endpoint: &Endpoint, on_text: &mut (dyn F
 /// arrives (candidates then run one after another); otherwise `on_text` is not called. Never
 /// fails: what went wrong is in the result.
 pub async fn author_within(
+    request: &Request,
+    windows: &Windows,
+    endpoint: &Endpoint,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Authored {
+    let span = tracing::info_span!(
+        "author",
+        plan = %request.name,
+        models = %request.models.join(","),
+        candidates = request.candidates,
+        attempts = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    );
+    let authored = write(request, windows, endpoint, on_text).instrument(span.clone()).await;
+    span.record("attempts", authored.attempts.len());
+    let outcome = if authored.manifest.is_some() {
+        "planned"
+    } else if authored.questions.is_empty() {
+        "fallback"
+    } else {
+        "questions"
+    };
+    span.record("outcome", outcome);
+    authored
+}
+
+async fn write(
     request: &Request,
     windows: &Windows,
     endpoint: &Endpoint,
