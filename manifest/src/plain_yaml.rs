@@ -211,7 +211,7 @@ impl<'t> Reader<'t> {
             return None;
         }
         self.count()?;
-        Some(Node { value: Value::Seq(items), span })
+        Some(Node { value: Value::Seq(items.into_boxed_slice()), span })
     }
 
     /// A block mapping whose keys are at column `indent`.
@@ -260,7 +260,7 @@ impl<'t> Reader<'t> {
             return None;
         }
         self.count()?;
-        Some(Node { value: Value::Map(entries), span })
+        Some(Node { value: Value::Map(entries.into_boxed_slice()), span })
     }
 
     /// The key that starts here and the offset of its `:`, when the line is `key: ...`; `None`
@@ -442,9 +442,9 @@ impl<'t> Reader<'t> {
                 self.pos += 1;
                 let span = Span::new(start, 1);
                 if open == b'[' {
-                    Node { value: Value::Seq(items), span }
+                    Node { value: Value::Seq(items.into_boxed_slice()), span }
                 } else if unique_keys(&entries) {
-                    Node { value: Value::Map(entries), span }
+                    Node { value: Value::Map(entries.into_boxed_slice()), span }
                 } else {
                     return None;
                 }

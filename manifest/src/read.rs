@@ -448,7 +448,7 @@ pub(crate) fn words_of<T: serde::de::DeserializeOwned>(named: &Named) -> Vec<(&'
 /// The text of a mapping key, borrowed when it is a string.
 fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
     match &node.value {
-        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s)),
+        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
         Value::Int(_) | Value::Float(_) => scalar_text(node).map(std::borrow::Cow::Owned),
         _ => None,
     }
@@ -457,7 +457,7 @@ fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
 /// The text of a string or number scalar.
 pub(crate) fn scalar_text(node: &Node) -> Option<String> {
     match &node.value {
-        Value::Str(s) => Some(s.clone()),
+        Value::Str(s) => Some(s.to_string()),
         Value::Int(n) => Some(n.to_string()),
         Value::Float(x) => Some(x.to_string()),
         _ => None,
@@ -473,7 +473,7 @@ fn to_json(node: &Node, text: &str) -> serde_json::Value {
         Value::Bool(b) => J::Bool(*b),
         Value::Int(n) => J::from(*n),
         Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
-        Value::Str(s) => J::String(s.clone()),
+        Value::Str(s) => J::String(s.to_string()),
         Value::Seq(items) => J::Array(items.iter().map(|item| to_json(item, text)).collect()),
         Value::Map(entries) => J::Object(
             entries

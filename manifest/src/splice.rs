@@ -481,7 +481,7 @@ fn is_yaml_workflow(node: &Node) -> bool {
     match &node.value {
         Value::Seq(_) => true,
         Value::Map(entries) => entries.iter().any(|(key, _)| {
-            matches!(&key.value, Value::Str(name) if WRAPPER.iter().any(|f| f.name == name || f.aliases.contains(&name.as_str())))
+            matches!(&key.value, Value::Str(name) if WRAPPER.iter().any(|f| *name == f.name || f.aliases.contains(&name.as_str())))
         }),
         _ => false,
     }

@@ -86,7 +86,7 @@ pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &NodePath, name
     if reader.form == Form::Bare
         && let Value::Str(prompt) = &node.value
     {
-        agent.system_prompt = Some(prompt.clone());
+        agent.system_prompt = Some(prompt.to_string());
         return Some(agent);
     }
     let fields = reader.fields(node, path, &context, AGENT.fields, &[])?.owned_by(&name.loc);

@@ -115,7 +115,7 @@ fn read_workflow_item(
             );
             tasks.push(Task {
                 id: At::new(id, loc.clone()),
-                input: Some(At::new(text.clone(), loc.clone())),
+                input: Some(At::new(text.to_string(), loc.clone())),
                 depends_on: inherited.to_vec(),
                 loc,
                 ..Task::default()
