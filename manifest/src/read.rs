@@ -257,14 +257,16 @@ impl Reader {
     /// A list of strings; the bare form also takes a single string.
     pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
         match &entry.value.value {
-            Value::Seq(items) => items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, item)| {
+            Value::Seq(items) => {
+                // Sized once: most lists hold one or two ids, and a grown vector would keep room
+                // for four in every task of a large plan.
+                let mut strings = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
                     let item_path = path.index(i);
-                    self.string(Entry { key: entry.key, value: item }, &item_path, what)
-                })
-                .collect(),
+                    strings.extend(self.string(Entry { key: entry.key, value: item }, &item_path, what));
+                }
+                strings
+            }
             Value::Null if self.bare() => Vec::new(),
             Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
             _ => {

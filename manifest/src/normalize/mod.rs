@@ -201,6 +201,7 @@ pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
         let previous = tasks[i - 1].id.value.clone();
         if !tasks[i].depends_on.iter().any(|d| d.value == previous) {
             let loc = tasks[i].id.loc.clone();
+            tasks[i].depends_on.reserve_exact(1);
             tasks[i].depends_on.push(At::new(previous.clone(), loc));
             tasks[i].chained_after = Some(previous);
         }
