@@ -17,8 +17,8 @@ pub type TaskIdx = usize;
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     graph: DiGraph<(), (), u32>,
-    parents: Vec<Vec<u32>>,
-    children: Vec<Vec<u32>>,
+    parents: Adjacency,
+    children: Adjacency,
     index: HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>,
     topo: Vec<TaskIdx>,
     level: Vec<u32>,
@@ -113,6 +113,46 @@ impl Hasher for IdHasher {
     }
 }
 
+/// For each task, a sorted list of tasks (its parents, or its children), all in one vector:
+/// a list per task would cost a vector's header and an allocation for each of 100,000 tasks.
+#[derive(Debug, Clone)]
+struct Adjacency {
+    /// Where each task's list starts in `items`; one more entry than tasks, for the last end.
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Adjacency {
+    /// The lists of `n` tasks from `(task, item)` pairs; each list comes out sorted.
+    fn new(n: usize, pairs: impl Iterator<Item = (TaskIdx, TaskIdx)> + Clone) -> Self {
+        let mut starts = vec![0u32; n + 1];
+        for (task, _) in pairs.clone() {
+            starts[task + 1] += 1;
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut next: Vec<u32> = starts[..n].to_vec();
+        let mut items = vec![0u32; starts[n] as usize];
+        for (task, item) in pairs {
+            items[next[task] as usize] = item as u32;
+            next[task] += 1;
+        }
+        for i in 0..n {
+            items[starts[i] as usize..starts[i + 1] as usize].sort_unstable();
+        }
+        Adjacency { starts, items }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn of(&self, task: TaskIdx) -> &[u32] {
+        &self.items[self.starts[task] as usize..self.starts[task + 1] as usize]
+    }
+}
+
 /// The strongly connected components with more than one task, each in workflow order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cycles(pub Vec<Vec<TaskIdx>>);
@@ -144,16 +184,9 @@ impl TaskGraph {
                 graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
             }
         }
-        let mut parents = vec![Vec::new(); n];
-        let mut children = vec![Vec::new(); n];
-        for edge in graph.raw_edges() {
-            let (from, to) = (edge.source().index(), edge.target().index());
-            parents[to].push(from as u32);
-            children[from].push(to as u32);
-        }
-        for list in parents.iter_mut().chain(children.iter_mut()) {
-            list.sort_unstable();
-        }
+        let edges = || graph.raw_edges().iter().map(|edge| (edge.source().index(), edge.target().index()));
+        let parents = Adjacency::new(n, edges().map(|(from, to)| (to, from)));
+        let children = Adjacency::new(n, edges());
         let topo = kahn(&parents, &children);
         if topo.len() < n {
             let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
@@ -170,11 +203,11 @@ impl TaskGraph {
         }
         let mut level = vec![0u32; n];
         for &i in &topo {
-            level[i] = parents[i].iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
+            level[i] = parents.of(i).iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
         }
         let mut height = vec![1u32; n];
         for &i in topo.iter().rev() {
-            height[i] = 1 + children[i].iter().map(|&c| height[c as usize]).max().unwrap_or(0);
+            height[i] = 1 + children.of(i).iter().map(|&c| height[c as usize]).max().unwrap_or(0);
         }
         let depth = level.iter().max().map_or(0, |&m| m as usize + 1);
         let mut phases = vec![Vec::new(); depth];
@@ -201,12 +234,12 @@ impl TaskGraph {
 
     /// The tasks a task depends on directly, in workflow order.
     pub fn parents(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        self.parents[task].iter().map(|&p| p as usize)
+        self.parents.of(task).iter().map(|&p| p as usize)
     }
 
     /// The tasks that depend on a task directly, in workflow order.
     pub fn children(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        self.children[task].iter().map(|&c| c as usize)
+        self.children.of(task).iter().map(|&c| c as usize)
     }
 
     /// Tasks with no dependencies, in workflow order.
@@ -315,16 +348,16 @@ impl TaskGraph {
 
 /// Kahn's algorithm with a min-heap, so ties go to the earlier task in the workflow; a result
 /// shorter than the graph means a cycle.
-fn kahn(parents: &[Vec<u32>], children: &[Vec<u32>]) -> Vec<TaskIdx> {
+fn kahn(parents: &Adjacency, children: &Adjacency) -> Vec<TaskIdx> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = parents.len();
-    let mut indegree: Vec<usize> = parents.iter().map(Vec::len).collect();
+    let mut indegree: Vec<usize> = (0..n).map(|i| parents.of(i).len()).collect();
     let mut ready: BinaryHeap<Reverse<TaskIdx>> = (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
-        for &child in &children[i] {
+        for &child in children.of(i) {
             let child = child as usize;
             indegree[child] -= 1;
             if indegree[child] == 0 {
