@@ -75,11 +75,12 @@ impl Hash for IdKey {
     }
 }
 
-/// Hashes task ids for the index by id, which the engine reads on every event: a word at a
+/// Hashes task ids for the index by id, which the engine reads on every event (and validation
+/// for every dependency): a word at a
 /// time with a multiply and a final mix, several times faster than the default SipHash on
 /// short ids. Ids come from the plan's author, so there is no hash flooding to guard against.
 #[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl IdHasher {
     fn add(&mut self, word: u64) {

@@ -1,9 +1,10 @@
 //! Validation: everything that makes a normalised plan unrunnable, reported in one pass.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use crate::diagnostic::{Diagnostic, Problem, Severity, closest, did_you_mean};
-use crate::graph::{Cycles, TaskGraph, TaskIdx};
+use crate::graph::{Cycles, IdHasher, TaskGraph, TaskIdx};
 use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
 use crate::source::{Loc, Span};
 use crate::template::{ROOTS, Templates};
@@ -52,8 +53,11 @@ pub(crate) fn validate_each<'s>(
     Some(graph)
 }
 
-fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> HashMap<&'p str, &'p Task> {
-    let mut ids: HashMap<&str, &Task> = HashMap::with_capacity(plan.tasks.len());
+/// Tasks by id, hashed as the graph's index is: looked up once per dependency.
+type Ids<'p> = HashMap<&'p str, &'p Task, BuildHasherDefault<IdHasher>>;
+
+fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> Ids<'p> {
+    let mut ids = Ids::with_capacity_and_hasher(plan.tasks.len(), BuildHasherDefault::default());
     for task in &plan.tasks {
         if let Some(first) = ids.get(task.id.value.as_str()) {
             out.push(
@@ -67,7 +71,7 @@ fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> HashMap<&'p str, 
     ids
 }
 
-fn check_dependencies(plan: &Plan, ids: &HashMap<&str, &Task>, out: &mut Vec<Diagnostic>) {
+fn check_dependencies(plan: &Plan, ids: &Ids<'_>, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         for dep in &task.depends_on {
             if dep.value == task.id.value {
