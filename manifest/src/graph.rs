@@ -368,3 +368,23 @@ fn kahn(parents: &Adjacency, children: &Adjacency) -> Vec<TaskIdx> {
     }
     order
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parents_and_children_come_in_workflow_order_without_repeats() {
+        let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  \
+                    agent_definitions: {m: {runtime: mock}}\n  workflow:\n    \
+                    - {id: a, agent: m, input: go}\n    - {id: b, agent: m, input: go}\n    \
+                    - {id: c, agent: m, input: go, depends_on: [b, a, b]}\n    \
+                    - {id: d, agent: m, input: go, depends_on: [c, a]}\n";
+        let loaded = crate::load_str("t.yaml", "t", yaml, &|_| true);
+        let (_, graph) = loaded.valid().expect("the plan is valid");
+        let parents: Vec<Vec<usize>> = (0..4).map(|i| graph.parents(i).collect()).collect();
+        let children: Vec<Vec<usize>> = (0..4).map(|i| graph.children(i).collect()).collect();
+        assert_eq!(parents, [vec![], vec![], vec![0, 1], vec![0, 2]]);
+        assert_eq!(children, [vec![2, 3], vec![2], vec![3], vec![]]);
+        assert_eq!(graph.topo_order(), [0, 1, 2, 3]);
+        assert_eq!(graph.phases(), [vec![0, 1], vec![2], vec![3]]);
+    }
+}
