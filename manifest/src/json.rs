@@ -135,10 +135,8 @@ fn set_key(stack: &mut [Frame], new_key: Node) -> Result<(), NotJson> {
 
 fn close(stack: &mut Vec<Frame>) -> Option<Node> {
     Some(match stack.pop()? {
-        Frame::Seq { start, items } => Node { value: Value::Seq(items.into_boxed_slice()), span: Span::new(start, 1) },
-        Frame::Map { start, entries, .. } => {
-            Node { value: Value::Map(entries.into_boxed_slice()), span: Span::new(start, 1) }
-        }
+        Frame::Seq { start, items } => Node::new(Value::Seq(items.into_boxed_slice()), Span::new(start, 1)),
+        Frame::Map { start, entries, .. } => Node::new(Value::Map(entries.into_boxed_slice()), Span::new(start, 1)),
     })
 }
 
@@ -185,7 +183,7 @@ impl<'a> Reader<'a> {
             b'-' | b'0'..=b'9' => self.number()?,
             _ => return Err(NotJson),
         };
-        Ok(Node { value, span: Span::new(start, self.pos - start) })
+        Ok(Node::new(value, Span::new(start, self.pos - start)))
     }
 
     fn word(&mut self, word: &str, value: Value) -> Result<Value, NotJson> {
@@ -581,8 +579,8 @@ mod tests {
     /// The path and both sides of the first place two trees differ, floats compared by bits.
     fn first_difference(a: &Node, b: &Node, path: &str) -> Option<String> {
         let differ = |what: &str| Some(format!("at `{path}`: {what}: json {a:?} vs yaml {b:?}"));
-        if a.span != b.span {
-            return Some(format!("at `{path}`: span json {:?} vs yaml {:?}", a.span, b.span));
+        if a.span() != b.span() {
+            return Some(format!("at `{path}`: span json {:?} vs yaml {:?}", a.span(), b.span()));
         }
         match (&a.value, &b.value) {
             (Value::Float(x), Value::Float(y)) if x.to_bits() != y.to_bits() => differ("float"),

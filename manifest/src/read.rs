@@ -103,7 +103,7 @@ impl Reader {
     pub fn wrong_type(&mut self, node: &Node, path: &NodePath, what: &str, expected: &str) {
         self.push(Diagnostic::error(
             Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
-            Loc::new(node.span, path),
+            Loc::new(node.span(), path),
         ));
     }
 
@@ -121,7 +121,7 @@ impl Reader {
             return None;
         };
         let mut fields =
-            Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path), owner: None };
+            Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span(), path), owner: None };
         for (key, value) in entries {
             let Some(name) = key_text(key) else {
                 self.wrong_type(key, path, "a key", "a string");
@@ -131,7 +131,7 @@ impl Reader {
             let entry = Entry { key, value };
             let entry_path = path.key(name);
             // Built only when a diagnostic needs it: most keys are fine.
-            let key_loc = || Loc::new(key.span, entry_path.clone());
+            let key_loc = || Loc::new(key.span(), entry_path.clone());
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
             let alias = known.iter().find(|f| f.aliases.contains(&name));
             let canonical = match (exact, alias) {
@@ -246,7 +246,7 @@ impl Reader {
     /// A string; numbers are read as their text, since YAML authors write `model: 3`.
     pub fn string(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<At<String>> {
         match scalar_text(entry.value) {
-            Some(text) => Some(At::new(text, Loc::new(entry.value.span, path))),
+            Some(text) => Some(At::new(text, Loc::new(entry.value.span(), path))),
             None => {
                 self.wrong_type(entry.value, path, what, "a string");
                 None
@@ -351,7 +351,7 @@ impl Reader {
     pub fn invalid(&mut self, node: &Node, path: &NodePath, what: &str, reason: &str) {
         self.push(Diagnostic::error(
             Problem::InvalidValue { what: what.into(), reason: reason.into() },
-            Loc::new(node.span, path),
+            Loc::new(node.span(), path),
         ));
     }
 
@@ -428,7 +428,7 @@ impl Reader {
                         return None;
                     };
                     let item_path = path.key(&name);
-                    Some((At::new(name, Loc::new(key.span, item_path.clone())), value, item_path))
+                    Some((At::new(name, Loc::new(key.span(), item_path.clone())), value, item_path))
                 })
                 .collect(),
             Value::Null => Vec::new(),
@@ -482,7 +482,7 @@ fn to_json(node: &Node, text: &str) -> serde_json::Value {
                 .iter()
                 .map(|(k, v)| {
                     let key = scalar_text(k).unwrap_or_else(|| {
-                        text.get(k.span.offset..k.span.offset + k.span.len).unwrap_or_default().to_owned()
+                        text.get(k.span().offset..k.span().offset + k.span().len).unwrap_or_default().to_owned()
                     });
                     (key, to_json(v, text))
                 })

@@ -15,8 +15,29 @@ use crate::source::{Loc, Span};
 pub struct Node {
     /// What the node holds.
     pub value: Value,
+    /// Where the node's bytes start in the source; see [`Node::span`].
+    offset: u32,
+    /// How many bytes it covers.
+    len: u32,
+}
+
+impl Node {
+    /// A node of `value` over `span`. The readers take texts of at most 32 MiB, so offsets fit
+    /// 32 bits; past 4 GiB they would stop at the largest offset rather than wrap.
+    pub fn new(value: Value, span: Span) -> Self {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Node { value, offset: narrow(span.offset), len: narrow(span.len) }
+    }
+
     /// The node's bytes in the source (for collections, where the node starts).
-    pub span: Span,
+    pub fn span(&self) -> Span {
+        Span::new(self.offset as usize, self.len as usize)
+    }
+
+    /// Moves the node `by` bytes later in the text.
+    pub(crate) fn shift(&mut self, by: usize) {
+        self.offset = u32::try_from(self.offset as usize + by).unwrap_or(u32::MAX);
+    }
 }
 
 /// The value of a node; mappings keep their keys as nodes so keys have spans too.
@@ -38,10 +59,10 @@ pub enum Value {
     Map(Box<[(Node, Node)]>),
 }
 
-// The whole tree of a large plan is held while it is normalised: a node is kept at 40 bytes
-// (a 24-byte value and its span), collections hold exactly their items, and short strings are
+// The whole tree of a large plan is held while it is normalised: a node is kept at 32 bytes
+// (a 24-byte value and its span in two 32-bit numbers), collections hold exactly their items, and short strings are
 // inline, so a task's mapping costs a few hundred bytes rather than a kilobyte.
-const _: () = assert!(std::mem::size_of::<Node>() == 40);
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
 
 /// The text of a string scalar: up to [`Text::INLINE`] bytes kept in place, longer texts on the
 /// heap, so the keys, ids and names that make up most of a plan need no allocation of their own.
@@ -136,7 +157,7 @@ impl<'de> Deserialize<'de> for Node {
         let span = spanned.referenced.span();
         let offset = span.byte_offset().unwrap_or(0) as usize;
         let len = span.byte_len().unwrap_or(0) as usize;
-        Ok(Node { value: spanned.value, span: Span::new(offset, len) })
+        Ok(Node::new(spanned.value, Span::new(offset, len)))
     }
 }
 
@@ -344,7 +365,7 @@ pub(crate) fn parse_yaml_serde(text: &str) -> Result<Node, SyntaxError> {
         };
         SyntaxError { message, span: Span::new(offset.unwrap_or(0), 0), kind }
     })?;
-    Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
+    Ok(node.unwrap_or(Node::new(Value::Null, Span::default())))
 }
 
 /// The limit a YAML reader's error reports, if it is a limit (also behind the wrappers that

@@ -57,7 +57,7 @@ pub(crate) fn parse(text: &str) -> Option<Node> {
             Event::Scalar(value, style, 0, None) if root.is_none() => {
                 let in_key = matches!(stack.last(), Some(Open::Map(_, _, None)));
                 let value = if in_key { key(value, style)? } else { scalar(value, style, &mut numbers)? };
-                Node { value, span }
+                Node::new(value, span)
             }
             Event::SequenceStart(_, 0, None) | Event::MappingStart(_, 0, None) if root.is_none() => {
                 // A collection as a key, and depths near the budget, are left to serde-saphyr.
@@ -71,12 +71,12 @@ pub(crate) fn parse(text: &str) -> Option<Node> {
                 continue;
             }
             Event::SequenceEnd => match stack.pop()? {
-                Open::Seq(span, items) => Node { value: Value::Seq(items.into_boxed_slice()), span },
+                Open::Seq(span, items) => Node::new(Value::Seq(items.into_boxed_slice()), span),
                 Open::Map(..) => return None,
             },
             Event::MappingEnd => match stack.pop()? {
                 Open::Map(span, entries, None) if unique_keys(&entries) => {
-                    Node { value: Value::Map(entries.into_boxed_slice()), span }
+                    Node::new(Value::Map(entries.into_boxed_slice()), span)
                 }
                 _ => return None,
             },

@@ -81,7 +81,7 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
 
 fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &NodePath, plan: &mut Plan) {
     let Some(meta) = reader.fields(entry.value, path, "metadata", METADATA.fields, &[]) else { return };
-    let meta = meta.owned_by(&Loc::new(entry.key.span, path));
+    let meta = meta.owned_by(&Loc::new(entry.key.span(), path));
     if let Some((entry, path)) = reader.require(&meta, "name", "metadata")
         && let Some(name) = reader.string(entry, path, "metadata.name")
     {

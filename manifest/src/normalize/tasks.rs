@@ -84,7 +84,7 @@ pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &NodePath) -
         _ => reader.wrong_type(node, path, "the workflow", "a list of tasks"),
     }
     if tasks.is_empty() {
-        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span, path)));
+        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span(), path)));
     }
     tasks
 }
@@ -105,7 +105,7 @@ fn read_workflow_item(
     if reader.form == Form::Bare {
         if let Value::Str(text) = &item.value {
             let id = format!("task_{}", tasks.len() + 1);
-            let loc = Loc::new(item.span, path);
+            let loc = Loc::new(item.span(), path);
             reader.push(
                 Diagnostic::info(
                     Problem::Alias { written: "a plain string step".into(), canonical: format!("task `{id}`") },
@@ -154,7 +154,7 @@ fn read_task(
     inherited: &[At<String>],
 ) -> Option<Task> {
     let fields = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK)?;
-    let mut task = Task { loc: Loc::new(node.span, path), ..Task::default() };
+    let mut task = Task { loc: Loc::new(node.span(), path), ..Task::default() };
     task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
         Some(id) => id,
         None => {
@@ -256,7 +256,7 @@ fn read_policy(reader: &mut Reader, fields: &Fields<'_>, id: Loc) -> At<FailureP
         let mut retry = FailurePolicy::of(Action::Retry);
         retry.max_attempts = retries.saturating_add(1);
         retry.then = then;
-        policy = At::new(retry, Loc::new(entry.value.span, path));
+        policy = At::new(retry, Loc::new(entry.value.span(), path));
     }
     policy
 }
@@ -282,7 +282,7 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> 
         reader.push(
             Diagnostic::warning(
                 Problem::Unsupported { what: "a PTC-Lisp verification predicate".into() },
-                Loc::new(entry.value.span, path),
+                Loc::new(entry.value.span(), path),
             )
             .help("use `verification: {type: schema_check, schema: ...}` or `{type: command, command: [...]}`"),
         );
@@ -298,7 +298,7 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> 
         reader.push(
             Diagnostic::error(
                 Problem::UnknownField { field: name.into(), context: format!("a `{kind}` verification") },
-                Loc::new(extra.key.span, extra_path),
+                Loc::new(extra.key.span(), extra_path),
             )
             .label("does not apply here"),
         );
@@ -307,7 +307,7 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> 
     match kind {
         "schema_check" => {
             let (schema, schema_path) = reader.require(&fields, "schema", &context)?;
-            let loc = Loc::new(schema.value.span, schema_path);
+            let loc = Loc::new(schema.value.span(), schema_path);
             Some(Verification::SchemaCheck { schema: At::new(reader.json(schema.value), loc) })
         }
         "llm_reviewer" => {
@@ -329,13 +329,13 @@ fn read_verification(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> 
 fn read_failure(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<At<FailurePolicy>> {
     if !matches!(node.value, Value::Map(_)) {
         let action = read_action(reader, node, path, "on_failure")?;
-        return Some(At::new(FailurePolicy::of(action), Loc::new(node.span, path)));
+        return Some(At::new(FailurePolicy::of(action), Loc::new(node.span(), path)));
     }
     let fields = reader.fields(node, path, "on_failure", FAILURE.fields, &[])?;
     let (action_entry, action_path) = reader.require(&fields, "action", "on_failure")?;
     let action = read_action(reader, action_entry.value, action_path, "on_failure.action")?;
     let mut policy = FailurePolicy::of(action);
-    let mut loc = Loc::new(action_entry.value.span, action_path);
+    let mut loc = Loc::new(action_entry.value.span(), action_path);
     let extras: Vec<_> =
         fields.not_for(action.as_str()).map(|(f, entry, path)| (f.name, entry, path.to_owned())).collect();
     for (name, entry, path) in extras {
@@ -359,7 +359,7 @@ fn read_failure(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<At<
             );
         } else {
             policy.then = then;
-            loc = Loc::new(entry.value.span, path);
+            loc = Loc::new(entry.value.span(), path);
         }
     }
     Some(At::new(policy, loc))
