@@ -2,6 +2,7 @@
 //! sinks. The critic and the engine both read plans through it.
 
 use std::borrow::Borrow;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -19,7 +20,7 @@ pub struct TaskGraph {
     graph: DiGraph<(), (), u32>,
     parents: Adjacency,
     children: Adjacency,
-    index: HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>,
+    index: IdIndex,
     topo: Vec<TaskIdx>,
     level: Vec<u32>,
     height: Vec<u32>,
@@ -28,13 +29,14 @@ pub struct TaskGraph {
 
 /// A task id as the index by id keeps it: a short id inline, so that finding it reads the
 /// table's slot and no string elsewhere in memory (on a large plan, that read is a cache miss
-/// on every event the engine applies).
+/// on every event the engine applies). Keys are compared and hashed as bytes, so a lookup never
+/// checks that they are UTF-8.
 #[derive(Debug, Clone)]
 enum IdKey {
     /// An id of at most [`IdKey::INLINE`] bytes.
     Inline { len: u8, bytes: [u8; IdKey::INLINE] },
     /// A longer id.
-    Heap(Box<str>),
+    Heap(Box<[u8]>),
 }
 
 impl IdKey {
@@ -42,7 +44,7 @@ impl IdKey {
 
     fn new(id: &str) -> Self {
         if id.len() > Self::INLINE {
-            return IdKey::Heap(id.into());
+            return IdKey::Heap(id.as_bytes().into());
         }
         let mut bytes = [0; Self::INLINE];
         bytes[..id.len()].copy_from_slice(id.as_bytes());
@@ -50,11 +52,10 @@ impl IdKey {
     }
 }
 
-impl Borrow<str> for IdKey {
-    fn borrow(&self) -> &str {
+impl Borrow<[u8]> for IdKey {
+    fn borrow(&self) -> &[u8] {
         match self {
-            // The bytes were copied whole from a `str`, so they are UTF-8.
-            IdKey::Inline { len, bytes } => std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default(),
+            IdKey::Inline { len, bytes } => &bytes[..*len as usize],
             IdKey::Heap(id) => id,
         }
     }
@@ -62,25 +63,25 @@ impl Borrow<str> for IdKey {
 
 impl PartialEq for IdKey {
     fn eq(&self, other: &Self) -> bool {
-        <Self as Borrow<str>>::borrow(self) == <Self as Borrow<str>>::borrow(other)
+        <Self as Borrow<[u8]>>::borrow(self) == <Self as Borrow<[u8]>>::borrow(other)
     }
 }
 
 impl Eq for IdKey {}
 
 impl Hash for IdKey {
-    /// Hashes as the `str` it holds, as `Borrow<str>` requires.
+    /// Hashes as the bytes it holds, as `Borrow<[u8]>` requires.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        <Self as Borrow<str>>::borrow(self).hash(state);
+        <Self as Borrow<[u8]>>::borrow(self).hash(state);
     }
 }
 
 /// Hashes task ids for the index by id, which the engine reads on every event (and validation
-/// for every dependency): a word at a
-/// time with a multiply and a final mix, several times faster than the default SipHash on
-/// short ids. Ids come from the plan's author, so there is no hash flooding to guard against.
+/// for every dependency): a word at a time with a multiply and a final mix, several times
+/// faster than the default SipHash on short ids. Ids come from the plan's author, so there is
+/// no hash flooding to guard against.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
+struct IdHasher(u64);
 
 impl IdHasher {
     fn add(&mut self, word: u64) {
@@ -154,6 +155,34 @@ impl Adjacency {
     }
 }
 
+/// Task positions by id: made once, validation finds repeated ids with it and the graph keeps
+/// it for [`TaskGraph::index_of`].
+#[derive(Debug, Clone)]
+pub(crate) struct IdIndex(HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>);
+
+impl IdIndex {
+    /// The first position of each id, and the positions of the tasks whose id an earlier task
+    /// already has, in workflow order.
+    pub(crate) fn of(plan: &Plan) -> (Self, Vec<TaskIdx>) {
+        let mut index = HashMap::with_capacity_and_hasher(plan.tasks.len(), BuildHasherDefault::default());
+        let mut repeated = Vec::new();
+        for (i, task) in plan.tasks.iter().enumerate() {
+            match index.entry(IdKey::new(&task.id.value)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+                Entry::Occupied(_) => repeated.push(i),
+            }
+        }
+        (IdIndex(index), repeated)
+    }
+
+    /// The position of the (first) task with this id.
+    pub(crate) fn get(&self, id: &str) -> Option<TaskIdx> {
+        self.0.get(id.as_bytes()).copied()
+    }
+}
+
 /// The strongly connected components with more than one task, each in workflow order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cycles(pub Vec<Vec<TaskIdx>>);
@@ -162,11 +191,13 @@ impl TaskGraph {
     /// Builds the graph from the plan's known dependencies (unknown ids and self-dependencies
     /// are validation errors and are left out); fails with every cycle when there are any.
     pub fn build(plan: &Plan) -> Result<Self, Cycles> {
+        Self::with_index(plan, IdIndex::of(plan).0)
+    }
+
+    /// Builds the graph with the index of the plan's ids already made (validation makes it to
+    /// find repeated ids).
+    pub(crate) fn with_index(plan: &Plan, index: IdIndex) -> Result<Self, Cycles> {
         let n = plan.tasks.len();
-        let mut index = HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
-        for (i, task) in plan.tasks.iter().enumerate() {
-            index.entry(IdKey::new(&task.id.value)).or_insert(i);
-        }
         let mut graph = DiGraph::<(), (), u32>::with_capacity(n, n * 2);
         for _ in 0..n {
             graph.add_node(());
@@ -176,9 +207,7 @@ impl TaskGraph {
             // Duplicates are dropped per task: a task's own list is short, while asking the graph
             // would scan every edge out of a dependency with many dependents.
             deps.clear();
-            deps.extend(
-                task.depends_on.iter().filter_map(|dep| index.get(dep.value.as_str()).copied()).filter(|&d| d != i),
-            );
+            deps.extend(task.depends_on.iter().filter_map(|dep| index.get(&dep.value)).filter(|&d| d != i));
             deps.sort_unstable();
             deps.dedup();
             for &d in &deps {
@@ -230,7 +259,7 @@ impl TaskGraph {
 
     /// The position of the (first) task with this id.
     pub fn index_of(&self, id: &str) -> Option<TaskIdx> {
-        self.index.get(id).copied()
+        self.index.get(id)
     }
 
     /// The tasks a task depends on directly, in workflow order.

@@ -1,10 +1,7 @@
 //! Validation: everything that makes a normalised plan unrunnable, reported in one pass.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
 use crate::diagnostic::{Diagnostic, Problem, Severity, closest, did_you_mean};
-use crate::graph::{Cycles, IdHasher, TaskGraph, TaskIdx};
+use crate::graph::{Cycles, IdIndex, TaskGraph, TaskIdx};
 use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
 use crate::source::{Loc, Span};
 use crate::template::{ROOTS, Templates};
@@ -34,7 +31,8 @@ pub(crate) fn validate_each<'s>(
     files: FileCheck<'_>,
     out: &mut Vec<Diagnostic>,
 ) -> Option<TaskGraph> {
-    let ids = check_ids(plan, out);
+    let (ids, repeated) = IdIndex::of(plan);
+    check_ids(plan, &ids, &repeated, out);
     check_dependencies(plan, &ids, out);
     check_agents(plan, out);
     check_policies(plan, out);
@@ -42,7 +40,7 @@ pub(crate) fn validate_each<'s>(
     check_attachments(plan, files, out);
     check_providers(plan, out);
     check_http_agents(plan, out);
-    let graph = match TaskGraph::build(plan) {
+    let graph = match TaskGraph::with_index(plan, ids) {
         Ok(graph) => graph,
         Err(cycles) => {
             report_cycles(plan, &cycles, out);
@@ -53,30 +51,25 @@ pub(crate) fn validate_each<'s>(
     Some(graph)
 }
 
-/// Tasks by id, hashed as the graph's index is: looked up once per dependency.
-type Ids<'p> = HashMap<&'p str, &'p Task, BuildHasherDefault<IdHasher>>;
-
-fn check_ids<'p>(plan: &'p Plan, out: &mut Vec<Diagnostic>) -> Ids<'p> {
-    let mut ids = Ids::with_capacity_and_hasher(plan.tasks.len(), BuildHasherDefault::default());
-    for task in &plan.tasks {
-        if let Some(first) = ids.get(task.id.value.as_str()) {
-            out.push(
-                Diagnostic::error(Problem::DuplicateTask { id: task.id.value.clone() }, task.id.loc.clone())
-                    .related(first.id.loc.span, "first defined here"),
-            );
-        } else {
-            ids.insert(&task.id.value, task);
+/// A task whose id an earlier task has is an error at the second definition.
+fn check_ids(plan: &Plan, ids: &IdIndex, repeated: &[TaskIdx], out: &mut Vec<Diagnostic>) {
+    for &i in repeated {
+        let task = &plan.tasks[i];
+        let mut diagnostic =
+            Diagnostic::error(Problem::DuplicateTask { id: task.id.value.clone() }, task.id.loc.clone());
+        if let Some(first) = ids.get(&task.id.value) {
+            diagnostic = diagnostic.related(plan.tasks[first].id.loc.span, "first defined here");
         }
+        out.push(diagnostic);
     }
-    ids
 }
 
-fn check_dependencies(plan: &Plan, ids: &Ids<'_>, out: &mut Vec<Diagnostic>) {
+fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         for dep in &task.depends_on {
             if dep.value == task.id.value {
                 out.push(Diagnostic::error(Problem::SelfDependency { task: task.id.value.clone() }, dep.loc.clone()));
-            } else if !ids.contains_key(dep.value.as_str()) {
+            } else if ids.get(&dep.value).is_none() {
                 let help = did_you_mean(
                     &dep.value,
                     plan.tasks.iter().map(|t| t.id.value.as_str()).filter(|id| *id != task.id.value),
