@@ -136,6 +136,16 @@ impl NodePath {
         NodePath { table: Some(table), id }
     }
 
+    /// Gives back the room the document's table grew into: the table lives as long as the
+    /// locations of the plan read from it, for a whole run.
+    pub(crate) fn shrink_table(&self) {
+        if let Some(table) = &self.table {
+            let mut table = table.lock().unwrap_or_else(PoisonError::into_inner);
+            table.parts.shrink_to_fit();
+            table.names.shrink_to_fit();
+        }
+    }
+
     /// The path as text, such as `spec.workflow[1].depends_on[0]`.
     pub fn text(&self) -> String {
         let mut out = String::new();

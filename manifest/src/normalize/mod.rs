@@ -40,11 +40,17 @@ pub(crate) fn form_of(root: &Node) -> Form {
 /// Normalises a document; the plan is returned even when diagnostics hold errors, so that
 /// validation can report everything in one pass.
 pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<Plan> {
-    let mut plan = Plan { form: reader.form, ..Plan::default() };
     let top = NodePath::root();
+    let plan = read_plan(root, stem, reader, &top);
+    top.shrink_table();
+    plan
+}
+
+fn read_plan(root: &Node, stem: &str, reader: &mut Reader, top: &NodePath) -> Option<Plan> {
+    let mut plan = Plan { form: reader.form, ..Plan::default() };
     let spec = match reader.form {
         Form::Enveloped => {
-            let top = reader.fields(root, &top, "the manifest", ENVELOPE.fields, &[])?;
+            let top = reader.fields(root, top, "the manifest", ENVELOPE.fields, &[])?;
             check_envelope(reader, &top);
             if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
                 read_metadata(reader, metadata, path, &mut plan);
@@ -55,10 +61,10 @@ pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<
         Form::Bare => {
             plan.name = stem.to_owned();
             if !matches!(root.value, Value::Map(_)) {
-                reader.wrong_type(root, &top, "a plan", "a mapping with a workflow");
+                reader.wrong_type(root, top, "a plan", "a mapping with a workflow");
                 return None;
             }
-            reader.fields(root, &top, "the plan", SPEC.fields, &[])?
+            reader.fields(root, top, "the plan", SPEC.fields, &[])?
         }
     };
     read_spec(reader, &spec, &mut plan);
