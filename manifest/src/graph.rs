@@ -2,6 +2,7 @@
 //! sinks. The critic and the engine both read plans through it.
 
 use std::borrow::Borrow;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -17,9 +18,9 @@ pub type TaskIdx = usize;
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     graph: DiGraph<(), (), u32>,
-    parents: Vec<Vec<u32>>,
-    children: Vec<Vec<u32>>,
-    index: HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>,
+    parents: Adjacency,
+    children: Adjacency,
+    index: IdIndex,
     topo: Vec<TaskIdx>,
     level: Vec<u32>,
     height: Vec<u32>,
@@ -28,13 +29,14 @@ pub struct TaskGraph {
 
 /// A task id as the index by id keeps it: a short id inline, so that finding it reads the
 /// table's slot and no string elsewhere in memory (on a large plan, that read is a cache miss
-/// on every event the engine applies).
+/// on every event the engine applies). Keys are compared and hashed as bytes, so a lookup never
+/// checks that they are UTF-8.
 #[derive(Debug, Clone)]
 enum IdKey {
     /// An id of at most [`IdKey::INLINE`] bytes.
     Inline { len: u8, bytes: [u8; IdKey::INLINE] },
     /// A longer id.
-    Heap(Box<str>),
+    Heap(Box<[u8]>),
 }
 
 impl IdKey {
@@ -42,7 +44,7 @@ impl IdKey {
 
     fn new(id: &str) -> Self {
         if id.len() > Self::INLINE {
-            return IdKey::Heap(id.into());
+            return IdKey::Heap(id.as_bytes().into());
         }
         let mut bytes = [0; Self::INLINE];
         bytes[..id.len()].copy_from_slice(id.as_bytes());
@@ -50,11 +52,10 @@ impl IdKey {
     }
 }
 
-impl Borrow<str> for IdKey {
-    fn borrow(&self) -> &str {
+impl Borrow<[u8]> for IdKey {
+    fn borrow(&self) -> &[u8] {
         match self {
-            // The bytes were copied whole from a `str`, so they are UTF-8.
-            IdKey::Inline { len, bytes } => std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default(),
+            IdKey::Inline { len, bytes } => &bytes[..*len as usize],
             IdKey::Heap(id) => id,
         }
     }
@@ -62,22 +63,23 @@ impl Borrow<str> for IdKey {
 
 impl PartialEq for IdKey {
     fn eq(&self, other: &Self) -> bool {
-        <Self as Borrow<str>>::borrow(self) == <Self as Borrow<str>>::borrow(other)
+        <Self as Borrow<[u8]>>::borrow(self) == <Self as Borrow<[u8]>>::borrow(other)
     }
 }
 
 impl Eq for IdKey {}
 
 impl Hash for IdKey {
-    /// Hashes as the `str` it holds, as `Borrow<str>` requires.
+    /// Hashes as the bytes it holds, as `Borrow<[u8]>` requires.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        <Self as Borrow<str>>::borrow(self).hash(state);
+        <Self as Borrow<[u8]>>::borrow(self).hash(state);
     }
 }
 
-/// Hashes task ids for the index by id, which the engine reads on every event: a word at a
-/// time with a multiply and a final mix, several times faster than the default SipHash on
-/// short ids. Ids come from the plan's author, so there is no hash flooding to guard against.
+/// Hashes task ids for the index by id, which the engine reads on every event (and validation
+/// for every dependency): a word at a time with a multiply and a final mix, several times
+/// faster than the default SipHash on short ids. Ids come from the plan's author, so there is
+/// no hash flooding to guard against.
 #[derive(Debug, Default, Clone, Copy)]
 struct IdHasher(u64);
 
@@ -113,6 +115,74 @@ impl Hasher for IdHasher {
     }
 }
 
+/// For each task, a sorted list of tasks (its parents, or its children), all in one vector:
+/// a list per task would cost a vector's header and an allocation for each of 100,000 tasks.
+#[derive(Debug, Clone)]
+struct Adjacency {
+    /// Where each task's list starts in `items`; one more entry than tasks, for the last end.
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Adjacency {
+    /// The lists of `n` tasks from `(task, item)` pairs; each list comes out sorted.
+    fn new(n: usize, pairs: impl Iterator<Item = (TaskIdx, TaskIdx)> + Clone) -> Self {
+        let mut starts = vec![0u32; n + 1];
+        for (task, _) in pairs.clone() {
+            starts[task + 1] += 1;
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut next: Vec<u32> = starts[..n].to_vec();
+        let mut items = vec![0u32; starts[n] as usize];
+        for (task, item) in pairs {
+            items[next[task] as usize] = item as u32;
+            next[task] += 1;
+        }
+        for i in 0..n {
+            items[starts[i] as usize..starts[i + 1] as usize].sort_unstable();
+        }
+        Adjacency { starts, items }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn of(&self, task: TaskIdx) -> &[u32] {
+        &self.items[self.starts[task] as usize..self.starts[task + 1] as usize]
+    }
+}
+
+/// Task positions by id: made once, validation finds repeated ids with it and the graph keeps
+/// it for [`TaskGraph::index_of`].
+#[derive(Debug, Clone)]
+pub(crate) struct IdIndex(HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>);
+
+impl IdIndex {
+    /// The first position of each id, and the positions of the tasks whose id an earlier task
+    /// already has, in workflow order.
+    pub(crate) fn of(plan: &Plan) -> (Self, Vec<TaskIdx>) {
+        let mut index = HashMap::with_capacity_and_hasher(plan.tasks.len(), BuildHasherDefault::default());
+        let mut repeated = Vec::new();
+        for (i, task) in plan.tasks.iter().enumerate() {
+            match index.entry(IdKey::new(&task.id.value)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+                Entry::Occupied(_) => repeated.push(i),
+            }
+        }
+        (IdIndex(index), repeated)
+    }
+
+    /// The position of the (first) task with this id.
+    pub(crate) fn get(&self, id: &str) -> Option<TaskIdx> {
+        self.0.get(id.as_bytes()).copied()
+    }
+}
+
 /// The strongly connected components with more than one task, each in workflow order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cycles(pub Vec<Vec<TaskIdx>>);
@@ -121,11 +191,13 @@ impl TaskGraph {
     /// Builds the graph from the plan's known dependencies (unknown ids and self-dependencies
     /// are validation errors and are left out); fails with every cycle when there are any.
     pub fn build(plan: &Plan) -> Result<Self, Cycles> {
+        Self::with_index(plan, IdIndex::of(plan).0)
+    }
+
+    /// Builds the graph with the index of the plan's ids already made (validation makes it to
+    /// find repeated ids).
+    pub(crate) fn with_index(plan: &Plan, index: IdIndex) -> Result<Self, Cycles> {
         let n = plan.tasks.len();
-        let mut index = HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
-        for (i, task) in plan.tasks.iter().enumerate() {
-            index.entry(IdKey::new(&task.id.value)).or_insert(i);
-        }
         let mut graph = DiGraph::<(), (), u32>::with_capacity(n, n * 2);
         for _ in 0..n {
             graph.add_node(());
@@ -135,25 +207,16 @@ impl TaskGraph {
             // Duplicates are dropped per task: a task's own list is short, while asking the graph
             // would scan every edge out of a dependency with many dependents.
             deps.clear();
-            deps.extend(
-                task.depends_on.iter().filter_map(|dep| index.get(dep.value.as_str()).copied()).filter(|&d| d != i),
-            );
+            deps.extend(task.depends_on.iter().filter_map(|dep| index.get(&dep.value)).filter(|&d| d != i));
             deps.sort_unstable();
             deps.dedup();
             for &d in &deps {
                 graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
             }
         }
-        let mut parents = vec![Vec::new(); n];
-        let mut children = vec![Vec::new(); n];
-        for edge in graph.raw_edges() {
-            let (from, to) = (edge.source().index(), edge.target().index());
-            parents[to].push(from as u32);
-            children[from].push(to as u32);
-        }
-        for list in parents.iter_mut().chain(children.iter_mut()) {
-            list.sort_unstable();
-        }
+        let edges = || graph.raw_edges().iter().map(|edge| (edge.source().index(), edge.target().index()));
+        let parents = Adjacency::new(n, edges().map(|(from, to)| (to, from)));
+        let children = Adjacency::new(n, edges());
         let topo = kahn(&parents, &children);
         if topo.len() < n {
             let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
@@ -170,11 +233,11 @@ impl TaskGraph {
         }
         let mut level = vec![0u32; n];
         for &i in &topo {
-            level[i] = parents[i].iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
+            level[i] = parents.of(i).iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
         }
         let mut height = vec![1u32; n];
         for &i in topo.iter().rev() {
-            height[i] = 1 + children[i].iter().map(|&c| height[c as usize]).max().unwrap_or(0);
+            height[i] = 1 + children.of(i).iter().map(|&c| height[c as usize]).max().unwrap_or(0);
         }
         let depth = level.iter().max().map_or(0, |&m| m as usize + 1);
         let mut phases = vec![Vec::new(); depth];
@@ -196,17 +259,17 @@ impl TaskGraph {
 
     /// The position of the (first) task with this id.
     pub fn index_of(&self, id: &str) -> Option<TaskIdx> {
-        self.index.get(id).copied()
+        self.index.get(id)
     }
 
     /// The tasks a task depends on directly, in workflow order.
     pub fn parents(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        self.parents[task].iter().map(|&p| p as usize)
+        self.parents.of(task).iter().map(|&p| p as usize)
     }
 
     /// The tasks that depend on a task directly, in workflow order.
     pub fn children(&self, task: TaskIdx) -> impl Iterator<Item = TaskIdx> + '_ {
-        self.children[task].iter().map(|&c| c as usize)
+        self.children.of(task).iter().map(|&c| c as usize)
     }
 
     /// Tasks with no dependencies, in workflow order.
@@ -315,16 +378,16 @@ impl TaskGraph {
 
 /// Kahn's algorithm with a min-heap, so ties go to the earlier task in the workflow; a result
 /// shorter than the graph means a cycle.
-fn kahn(parents: &[Vec<u32>], children: &[Vec<u32>]) -> Vec<TaskIdx> {
+fn kahn(parents: &Adjacency, children: &Adjacency) -> Vec<TaskIdx> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = parents.len();
-    let mut indegree: Vec<usize> = parents.iter().map(Vec::len).collect();
+    let mut indegree: Vec<usize> = (0..n).map(|i| parents.of(i).len()).collect();
     let mut ready: BinaryHeap<Reverse<TaskIdx>> = (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
-        for &child in &children[i] {
+        for &child in children.of(i) {
             let child = child as usize;
             indegree[child] -= 1;
             if indegree[child] == 0 {
@@ -333,4 +396,24 @@ fn kahn(parents: &[Vec<u32>], children: &[Vec<u32>]) -> Vec<TaskIdx> {
         }
     }
     order
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parents_and_children_come_in_workflow_order_without_repeats() {
+        let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  \
+                    agent_definitions: {m: {runtime: mock}}\n  workflow:\n    \
+                    - {id: a, agent: m, input: go}\n    - {id: b, agent: m, input: go}\n    \
+                    - {id: c, agent: m, input: go, depends_on: [b, a, b]}\n    \
+                    - {id: d, agent: m, input: go, depends_on: [c, a]}\n";
+        let loaded = crate::load_str("t.yaml", "t", yaml, &|_| true);
+        let (_, graph) = loaded.valid().expect("the plan is valid");
+        let parents: Vec<Vec<usize>> = (0..4).map(|i| graph.parents(i).collect()).collect();
+        let children: Vec<Vec<usize>> = (0..4).map(|i| graph.children(i).collect()).collect();
+        assert_eq!(parents, [vec![], vec![], vec![0, 1], vec![0, 2]]);
+        assert_eq!(children, [vec![2, 3], vec![2], vec![3], vec![]]);
+        assert_eq!(graph.topo_order(), [0, 1, 2, 3]);
+        assert_eq!(graph.phases(), [vec![0, 1], vec![2], vec![3]]);
+    }
 }

@@ -5,6 +5,7 @@
 //! iterative (no recursion), rejects duplicate keys and nesting deeper than the YAML reader
 //! allows, and gives up on anything it does not understand so the YAML reader can report it.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::source::Span;
@@ -116,11 +117,11 @@ fn set_key(stack: &mut [Frame], new_key: Node) -> Result<(), NotJson> {
             } else {
                 if seen.is_empty() {
                     seen.extend(entries.iter().filter_map(|(k, _)| match &k.value {
-                        Value::Str(s) => Some(s.clone()),
+                        Value::Str(s) => Some(s.to_string()),
                         _ => None,
                     }));
                 }
-                !seen.insert(name.clone())
+                !seen.insert(name.to_string())
             };
             if duplicate {
                 return Err(NotJson);
@@ -134,8 +135,8 @@ fn set_key(stack: &mut [Frame], new_key: Node) -> Result<(), NotJson> {
 
 fn close(stack: &mut Vec<Frame>) -> Option<Node> {
     Some(match stack.pop()? {
-        Frame::Seq { start, items } => Node { value: Value::Seq(items), span: Span::new(start, 1) },
-        Frame::Map { start, entries, .. } => Node { value: Value::Map(entries), span: Span::new(start, 1) },
+        Frame::Seq { start, items } => Node::new(Value::Seq(items.into_boxed_slice()), Span::new(start, 1)),
+        Frame::Map { start, entries, .. } => Node::new(Value::Map(entries.into_boxed_slice()), Span::new(start, 1)),
     })
 }
 
@@ -145,7 +146,7 @@ struct Reader<'a> {
     pos: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
@@ -175,14 +176,14 @@ impl Reader<'_> {
     fn scalar(&mut self) -> Result<Node, NotJson> {
         let start = self.pos;
         let value = match self.peek().ok_or(NotJson)? {
-            b'"' => Value::Str(self.string()?),
+            b'"' => Value::Str(self.string()?.into()),
             b't' => self.word("true", Value::Bool(true))?,
             b'f' => self.word("false", Value::Bool(false))?,
             b'n' => self.word("null", Value::Null)?,
             b'-' | b'0'..=b'9' => self.number()?,
             _ => return Err(NotJson),
         };
-        Ok(Node { value, span: Span::new(start, self.pos - start) })
+        Ok(Node::new(value, Span::new(start, self.pos - start)))
     }
 
     fn word(&mut self, word: &str, value: Value) -> Result<Value, NotJson> {
@@ -243,8 +244,21 @@ impl Reader<'_> {
         self.pos - start
     }
 
-    fn string(&mut self) -> Result<String, NotJson> {
+    /// A string's text, borrowed from the document when it has no escapes.
+    fn string(&mut self) -> Result<Cow<'a, str>, NotJson> {
         self.pos += 1;
+        let start = self.pos;
+        while let Some(b) = self.peek() {
+            if b == b'"' || b == b'\\' || b < 0x20 || self.unprintable(b) {
+                break;
+            }
+            self.pos += 1;
+        }
+        if self.peek() == Some(b'"') {
+            self.pos += 1;
+            return Ok(Cow::Borrowed(&self.text[start..self.pos - 1]));
+        }
+        self.pos = start;
         let mut out = String::new();
         loop {
             let run_start = self.pos;
@@ -258,7 +272,7 @@ impl Reader<'_> {
             match self.peek().ok_or(NotJson)? {
                 b'"' => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Owned(out));
                 }
                 b'\\' => {
                     self.pos += 1;
@@ -565,8 +579,8 @@ mod tests {
     /// The path and both sides of the first place two trees differ, floats compared by bits.
     fn first_difference(a: &Node, b: &Node, path: &str) -> Option<String> {
         let differ = |what: &str| Some(format!("at `{path}`: {what}: json {a:?} vs yaml {b:?}"));
-        if a.span != b.span {
-            return Some(format!("at `{path}`: span json {:?} vs yaml {:?}", a.span, b.span));
+        if a.span() != b.span() {
+            return Some(format!("at `{path}`: span json {:?} vs yaml {:?}", a.span(), b.span()));
         }
         match (&a.value, &b.value) {
             (Value::Float(x), Value::Float(y)) if x.to_bits() != y.to_bits() => differ("float"),

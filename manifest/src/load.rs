@@ -64,13 +64,19 @@ pub fn load_file(path: &Path) -> Loaded {
     };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let stem = path.file_stem().map_or_else(|| "plan".to_owned(), |s| s.to_string_lossy().into_owned());
-    load_str(&name, &stem, &text, &|file| base.join(file).is_file())
+    // The source takes the text before the plan is read, so it is not held twice meanwhile.
+    load_source(Source::new(name, text), &stem, &|file| base.join(file).is_file())
 }
 
 /// Loads a plan from text: `name` is shown in diagnostics, `stem` names a bare-form plan, and
 /// `files` answers whether an attached file exists.
 pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loaded {
-    let source = Source::new(name, text);
+    load_source(Source::new(name, text), stem, files)
+}
+
+fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
+    let text = std::sync::Arc::clone(&source.text);
+    let text: &str = &text;
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
@@ -90,7 +96,7 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
         .filter(|d| matches!(d.problem, Problem::LiteralApiKey { .. } | Problem::LiteralSecret { .. }))
         .map(|d| d.loc.span)
         .collect();
-    let source = if secrets.is_empty() { source } else { Source::new(name, mask(text, &secrets)) };
+    let source = if secrets.is_empty() { source } else { Source::new(source.name, mask(text, &secrets)) };
     Loaded { source, plan, graph, diagnostics }
 }
 

@@ -27,25 +27,34 @@ struct Table {
     name_ids: HashMap<Box<str>, u32>,
 }
 
-/// One step of a path, below its parent.
+/// One step of a path, below its parent, in 8 bytes: a large plan has millions of them.
 #[derive(Clone, Copy)]
 struct Part {
     parent: u32,
-    step: Step,
+    /// A key's name id, or an index with [`INDEX`] set; ignored for the root (id 0).
+    step: u32,
 }
+
+/// The bit that marks a part's step as an index rather than a key.
+const INDEX: u32 = 1 << 31;
 
 #[derive(Clone, Copy)]
 enum Step {
-    Root,
     /// `.name` (no dot at the start of a path): an index into `Table::names`.
     Key(u32),
     /// `[index]`.
     Index(u32),
 }
 
+impl Part {
+    fn step(self) -> Step {
+        if self.step & INDEX == 0 { Step::Key(self.step) } else { Step::Index(self.step & !INDEX) }
+    }
+}
+
 impl Table {
     fn new() -> Self {
-        Table { parts: vec![Part { parent: 0, step: Step::Root }], names: Vec::new(), name_ids: HashMap::new() }
+        Table { parts: vec![Part { parent: 0, step: 0 }], names: Vec::new(), name_ids: HashMap::new() }
     }
 
     fn name(&mut self, name: &str) -> u32 {
@@ -60,6 +69,10 @@ impl Table {
 
     fn push(&mut self, parent: u32, step: Step) -> u32 {
         let id = index(self.parts.len());
+        let step = match step {
+            Step::Key(name) => name & !INDEX,
+            Step::Index(i) => i.min(!INDEX) | INDEX,
+        };
         self.parts.push(Part { parent, step });
         id
     }
@@ -68,16 +81,14 @@ impl Table {
     fn write(&self, id: u32, out: &mut String) {
         let mut steps = Vec::new();
         let mut at = id as usize;
-        while let Some(part) = self.parts.get(at) {
-            if matches!(part.step, Step::Root) {
-                break;
-            }
-            steps.push(part.step);
+        while at != 0
+            && let Some(part) = self.parts.get(at)
+        {
+            steps.push(part.step());
             at = part.parent as usize;
         }
         for step in steps.into_iter().rev() {
             match step {
-                Step::Root => {}
                 Step::Key(name) => {
                     if !out.is_empty() {
                         out.push('.');
@@ -123,6 +134,16 @@ impl NodePath {
             locked.push(self.id, step)
         };
         NodePath { table: Some(table), id }
+    }
+
+    /// Gives back the room the document's table grew into: the table lives as long as the
+    /// locations of the plan read from it, for a whole run.
+    pub(crate) fn shrink_table(&self) {
+        if let Some(table) = &self.table {
+            let mut table = table.lock().unwrap_or_else(PoisonError::into_inner);
+            table.parts.shrink_to_fit();
+            table.names.shrink_to_fit();
+        }
     }
 
     /// The path as text, such as `spec.workflow[1].depends_on[0]`.

@@ -211,7 +211,7 @@ impl<'t> Reader<'t> {
             return None;
         }
         self.count()?;
-        Some(Node { value: Value::Seq(items), span })
+        Some(Node::new(Value::Seq(items.into_boxed_slice()), span))
     }
 
     /// A block mapping whose keys are at column `indent`.
@@ -239,7 +239,7 @@ impl<'t> Reader<'t> {
                         }
                     } else {
                         self.count()?;
-                        Node { value: Value::Null, span: Span::new(colon, 0) }
+                        Node::new(Value::Null, Span::new(colon, 0))
                     }
                 }
                 Some(_) => {
@@ -260,7 +260,7 @@ impl<'t> Reader<'t> {
             return None;
         }
         self.count()?;
-        Some(Node { value: Value::Map(entries), span })
+        Some(Node::new(Value::Map(entries.into_boxed_slice()), span))
     }
 
     /// The key that starts here and the offset of its `:`, when the line is `key: ...`; `None`
@@ -291,7 +291,7 @@ impl<'t> Reader<'t> {
         if end - start > MAX_KEY {
             return None;
         }
-        let node = Node { value: key(value, style)?, span: Span::new(start, end - start) };
+        let node = Node::new(key(value, style)?, Span::new(start, end - start));
         Some(Some((node, colon)))
     }
 
@@ -352,7 +352,7 @@ impl<'t> Reader<'t> {
         if !matches!(self.peek(), None | Some(b' ' | b'\n')) {
             return None;
         }
-        let node = Node { value: scalar(value, style, &mut self.numbers)?, span: Span::new(start, end - start) };
+        let node = Node::new(scalar(value, style, &mut self.numbers)?, Span::new(start, end - start));
         // A plain scalar may go on at a deeper line; the callers refuse deeper lines.
         self.count()?;
         Some(node)
@@ -442,9 +442,9 @@ impl<'t> Reader<'t> {
                 self.pos += 1;
                 let span = Span::new(start, 1);
                 if open == b'[' {
-                    Node { value: Value::Seq(items), span }
+                    Node::new(Value::Seq(items.into_boxed_slice()), span)
                 } else if unique_keys(&entries) {
-                    Node { value: Value::Map(entries), span }
+                    Node::new(Value::Map(entries.into_boxed_slice()), span)
                 } else {
                     return None;
                 }
@@ -452,16 +452,14 @@ impl<'t> Reader<'t> {
             b'"' | b'\'' => {
                 let (value, end) = self.quoted(start)?;
                 self.pos = end;
-                Node {
-                    value: scalar(value, quote_style(self.bytes[start]), &mut self.numbers)?,
-                    span: Span::new(start, end - start),
-                }
+                let value = scalar(value, quote_style(self.bytes[start]), &mut self.numbers)?;
+                Node::new(value, Span::new(start, end - start))
             }
             _ => {
                 let end = self.plain_flow_end(start)?;
                 self.pos = end;
                 let value = scalar(Cow::Borrowed(&text[start..end]), ScalarStyle::Plain, &mut self.numbers)?;
-                Node { value, span: Span::new(start, end - start) }
+                Node::new(value, Span::new(start, end - start))
             }
         };
         self.count()?;
@@ -489,7 +487,7 @@ impl<'t> Reader<'t> {
         }
         self.pos += 2;
         self.count()?;
-        Some(Node { value: key(value, style)?, span: Span::new(start, end - start) })
+        Some(Node::new(key(value, style)?, Span::new(start, end - start)))
     }
 
     /// Where a plain scalar in flow context that starts at `start` ends (trailing spaces

@@ -103,7 +103,7 @@ impl Reader {
     pub fn wrong_type(&mut self, node: &Node, path: &NodePath, what: &str, expected: &str) {
         self.push(Diagnostic::error(
             Problem::WrongType { what: what.into(), expected: expected.into(), found: node.value.kind() },
-            Loc::new(node.span, path),
+            Loc::new(node.span(), path),
         ));
     }
 
@@ -121,7 +121,7 @@ impl Reader {
             return None;
         };
         let mut fields =
-            Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span, path), owner: None };
+            Fields { found: Vec::with_capacity(entries.len()), loc: Loc::new(node.span(), path), owner: None };
         for (key, value) in entries {
             let Some(name) = key_text(key) else {
                 self.wrong_type(key, path, "a key", "a string");
@@ -131,7 +131,7 @@ impl Reader {
             let entry = Entry { key, value };
             let entry_path = path.key(name);
             // Built only when a diagnostic needs it: most keys are fine.
-            let key_loc = || Loc::new(key.span, entry_path.clone());
+            let key_loc = || Loc::new(key.span(), entry_path.clone());
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
             let alias = known.iter().find(|f| f.aliases.contains(&name));
             let canonical = match (exact, alias) {
@@ -246,7 +246,7 @@ impl Reader {
     /// A string; numbers are read as their text, since YAML authors write `model: 3`.
     pub fn string(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<At<String>> {
         match scalar_text(entry.value) {
-            Some(text) => Some(At::new(text, Loc::new(entry.value.span, path))),
+            Some(text) => Some(At::new(text, Loc::new(entry.value.span(), path))),
             None => {
                 self.wrong_type(entry.value, path, what, "a string");
                 None
@@ -257,14 +257,16 @@ impl Reader {
     /// A list of strings; the bare form also takes a single string.
     pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
         match &entry.value.value {
-            Value::Seq(items) => items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, item)| {
+            Value::Seq(items) => {
+                // Sized once: most lists hold one or two ids, and a grown vector would keep room
+                // for four in every task of a large plan.
+                let mut strings = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
                     let item_path = path.index(i);
-                    self.string(Entry { key: entry.key, value: item }, &item_path, what)
-                })
-                .collect(),
+                    strings.extend(self.string(Entry { key: entry.key, value: item }, &item_path, what));
+                }
+                strings
+            }
             Value::Null if self.bare() => Vec::new(),
             Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
             _ => {
@@ -349,7 +351,7 @@ impl Reader {
     pub fn invalid(&mut self, node: &Node, path: &NodePath, what: &str, reason: &str) {
         self.push(Diagnostic::error(
             Problem::InvalidValue { what: what.into(), reason: reason.into() },
-            Loc::new(node.span, path),
+            Loc::new(node.span(), path),
         ));
     }
 
@@ -426,7 +428,7 @@ impl Reader {
                         return None;
                     };
                     let item_path = path.key(&name);
-                    Some((At::new(name, Loc::new(key.span, item_path.clone())), value, item_path))
+                    Some((At::new(name, Loc::new(key.span(), item_path.clone())), value, item_path))
                 })
                 .collect(),
             Value::Null => Vec::new(),
@@ -448,7 +450,7 @@ pub(crate) fn words_of<T: serde::de::DeserializeOwned>(named: &Named) -> Vec<(&'
 /// The text of a mapping key, borrowed when it is a string.
 fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
     match &node.value {
-        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s)),
+        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
         Value::Int(_) | Value::Float(_) => scalar_text(node).map(std::borrow::Cow::Owned),
         _ => None,
     }
@@ -457,7 +459,7 @@ fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
 /// The text of a string or number scalar.
 pub(crate) fn scalar_text(node: &Node) -> Option<String> {
     match &node.value {
-        Value::Str(s) => Some(s.clone()),
+        Value::Str(s) => Some(s.to_string()),
         Value::Int(n) => Some(n.to_string()),
         Value::Float(x) => Some(x.to_string()),
         _ => None,
@@ -473,14 +475,14 @@ fn to_json(node: &Node, text: &str) -> serde_json::Value {
         Value::Bool(b) => J::Bool(*b),
         Value::Int(n) => J::from(*n),
         Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
-        Value::Str(s) => J::String(s.clone()),
+        Value::Str(s) => J::String(s.to_string()),
         Value::Seq(items) => J::Array(items.iter().map(|item| to_json(item, text)).collect()),
         Value::Map(entries) => J::Object(
             entries
                 .iter()
                 .map(|(k, v)| {
                     let key = scalar_text(k).unwrap_or_else(|| {
-                        text.get(k.span.offset..k.span.offset + k.span.len).unwrap_or_default().to_owned()
+                        text.get(k.span().offset..k.span().offset + k.span().len).unwrap_or_default().to_owned()
                     });
                     (key, to_json(v, text))
                 })

@@ -176,7 +176,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
                 match fields.get("workflow") {
                     Some((entry, path)) => tasks = read_workflow(&mut reader, entry.value, path),
                     None => reader.push(
-                        Diagnostic::error(Problem::EmptyWorkflow, root_loc(root.span))
+                        Diagnostic::error(Problem::EmptyWorkflow, root_loc(root.span()))
                             .label("no `workflow` here")
                             .help(r#"answer with `{"workflow": [...]}` or a JSON list of tasks"#),
                     ),
@@ -481,7 +481,7 @@ fn is_yaml_workflow(node: &Node) -> bool {
     match &node.value {
         Value::Seq(_) => true,
         Value::Map(entries) => entries.iter().any(|(key, _)| {
-            matches!(&key.value, Value::Str(name) if WRAPPER.iter().any(|f| f.name == name || f.aliases.contains(&name.as_str())))
+            matches!(&key.value, Value::Str(name) if WRAPPER.iter().any(|f| *name == f.name || f.aliases.contains(&name.as_str())))
         }),
         _ => false,
     }
@@ -491,7 +491,7 @@ fn is_yaml_workflow(node: &Node) -> bool {
 fn shift(root: &mut Node, by: usize) {
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        node.span.offset += by;
+        node.shift(by);
         match &mut node.value {
             Value::Seq(items) => stack.extend(items.iter_mut()),
             Value::Map(entries) => {

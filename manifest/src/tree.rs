@@ -2,7 +2,9 @@
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
+use std::borrow::Cow;
 use std::fmt;
+use std::ops::Deref;
 
 use crate::diagnostic::Diagnostic;
 use crate::problem::Problem;
@@ -13,8 +15,29 @@ use crate::source::{Loc, Span};
 pub struct Node {
     /// What the node holds.
     pub value: Value,
+    /// Where the node's bytes start in the source; see [`Node::span`].
+    offset: u32,
+    /// How many bytes it covers.
+    len: u32,
+}
+
+impl Node {
+    /// A node of `value` over `span`. The readers take texts of at most 32 MiB, so offsets fit
+    /// 32 bits; past 4 GiB they would stop at the largest offset rather than wrap.
+    pub fn new(value: Value, span: Span) -> Self {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Node { value, offset: narrow(span.offset), len: narrow(span.len) }
+    }
+
     /// The node's bytes in the source (for collections, where the node starts).
-    pub span: Span,
+    pub fn span(&self) -> Span {
+        Span::new(self.offset as usize, self.len as usize)
+    }
+
+    /// Moves the node `by` bytes later in the text.
+    pub(crate) fn shift(&mut self, by: usize) {
+        self.offset = u32::try_from(self.offset as usize + by).unwrap_or(u32::MAX);
+    }
 }
 
 /// The value of a node; mappings keep their keys as nodes so keys have spans too.
@@ -29,11 +52,103 @@ pub enum Value {
     /// A floating point scalar.
     Float(f64),
     /// A string scalar.
-    Str(String),
+    Str(Text),
     /// A sequence.
-    Seq(Vec<Node>),
+    Seq(Box<[Node]>),
     /// A mapping, in source order.
-    Map(Vec<(Node, Node)>),
+    Map(Box<[(Node, Node)]>),
+}
+
+// The whole tree of a large plan is held while it is normalised: a node is kept at 32 bytes
+// (a 24-byte value and its span in two 32-bit numbers), collections hold exactly their items, and short strings are
+// inline, so a task's mapping costs a few hundred bytes rather than a kilobyte.
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
+/// The text of a string scalar: up to [`Text::INLINE`] bytes kept in place, longer texts on the
+/// heap, so the keys, ids and names that make up most of a plan need no allocation of their own.
+#[derive(Clone)]
+pub enum Text {
+    /// A text of at most [`Text::INLINE`] bytes.
+    Inline {
+        /// How many of `bytes` hold the text.
+        len: u8,
+        /// The text, then zeros.
+        bytes: [u8; Text::INLINE],
+    },
+    /// A longer text.
+    Heap(Box<str>),
+}
+
+impl Text {
+    /// The longest text kept inline.
+    pub const INLINE: usize = 22;
+
+    /// The text as a string slice.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // The bytes were copied whole from a `str`, so they are UTF-8.
+            Text::Inline { len, bytes } => std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default(),
+            Text::Heap(text) => text,
+        }
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        if text.len() > Text::INLINE {
+            return Text::Heap(text.into());
+        }
+        let mut bytes = [0; Text::INLINE];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Text::Inline { len: text.len() as u8, bytes }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        if text.len() > Text::INLINE { Text::Heap(text.into_boxed_str()) } else { Text::from(text.as_str()) }
+    }
+}
+
+impl From<Cow<'_, str>> for Text {
+    fn from(text: Cow<'_, str>) -> Self {
+        match text {
+            Cow::Borrowed(text) => Text::from(text),
+            Cow::Owned(text) => Text::from(text),
+        }
+    }
+}
+
+impl Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 impl<'de> Deserialize<'de> for Node {
@@ -42,7 +157,7 @@ impl<'de> Deserialize<'de> for Node {
         let span = spanned.referenced.span();
         let offset = span.byte_offset().unwrap_or(0) as usize;
         let len = span.byte_len().unwrap_or(0) as usize;
-        Ok(Node { value: spanned.value, span: Span::new(offset, len) })
+        Ok(Node::new(spanned.value, Span::new(offset, len)))
     }
 }
 
@@ -79,10 +194,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Float(v))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::Str(v.to_owned()))
+        Ok(Value::Str(Text::from(v)))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::Str(v))
+        Ok(Value::Str(Text::from(v)))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
         Ok(Value::Null)
@@ -98,7 +213,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         while let Some(item) = seq.next_element::<Node>()? {
             items.push(item);
         }
-        Ok(Value::Seq(items))
+        Ok(Value::Seq(items.into_boxed_slice()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::new();
@@ -106,7 +221,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
             let value = map.next_value::<Node>()?;
             entries.push((key, value));
         }
-        Ok(Value::Map(entries))
+        Ok(Value::Map(entries.into_boxed_slice()))
     }
 }
 
@@ -250,7 +365,7 @@ pub(crate) fn parse_yaml_serde(text: &str) -> Result<Node, SyntaxError> {
         };
         SyntaxError { message, span: Span::new(offset.unwrap_or(0), 0), kind }
     })?;
-    Ok(node.unwrap_or(Node { value: Value::Null, span: Span::default() }))
+    Ok(node.unwrap_or(Node::new(Value::Null, Span::default())))
 }
 
 /// The limit a YAML reader's error reports, if it is a limit (also behind the wrappers that
@@ -319,5 +434,24 @@ impl Value {
             Value::Seq(_) => "a list",
             Value::Map(_) => "a mapping",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_read_back_whole_on_either_side_of_the_inline_limit() {
+        let short = "a".repeat(Text::INLINE);
+        let long = "a".repeat(Text::INLINE + 1);
+        let wide = "é".repeat(11) + "x";
+        for text in [String::new(), short, long, wide, "ünïcode".to_owned()] {
+            assert_eq!(Text::from(text.as_str()).as_str(), text);
+            assert_eq!(Text::from(text.clone()), Text::from(Cow::Owned(text.clone())));
+            assert_eq!(format!("{:?}", Text::from(text.as_str())), format!("{text:?}"));
+        }
+        assert!(matches!(Text::from("a".repeat(Text::INLINE)), Text::Inline { .. }));
+        assert!(matches!(Text::from("a".repeat(Text::INLINE + 1)), Text::Heap(_)));
     }
 }

@@ -57,7 +57,7 @@ pub(crate) fn parse(text: &str) -> Option<Node> {
             Event::Scalar(value, style, 0, None) if root.is_none() => {
                 let in_key = matches!(stack.last(), Some(Open::Map(_, _, None)));
                 let value = if in_key { key(value, style)? } else { scalar(value, style, &mut numbers)? };
-                Node { value, span }
+                Node::new(value, span)
             }
             Event::SequenceStart(_, 0, None) | Event::MappingStart(_, 0, None) if root.is_none() => {
                 // A collection as a key, and depths near the budget, are left to serde-saphyr.
@@ -71,11 +71,13 @@ pub(crate) fn parse(text: &str) -> Option<Node> {
                 continue;
             }
             Event::SequenceEnd => match stack.pop()? {
-                Open::Seq(span, items) => Node { value: Value::Seq(items), span },
+                Open::Seq(span, items) => Node::new(Value::Seq(items.into_boxed_slice()), span),
                 Open::Map(..) => return None,
             },
             Event::MappingEnd => match stack.pop()? {
-                Open::Map(span, entries, None) if unique_keys(&entries) => Node { value: Value::Map(entries), span },
+                Open::Map(span, entries, None) if unique_keys(&entries) => {
+                    Node::new(Value::Map(entries.into_boxed_slice()), span)
+                }
                 _ => return None,
             },
             _ => return None,
@@ -107,14 +109,14 @@ fn span_of(marks: &Marks) -> Option<Span> {
 pub(crate) fn key(value: Cow<'_, str>, style: ScalarStyle) -> Option<Value> {
     match style {
         ScalarStyle::Plain if value == "<<" || !plain_text(&value) => None,
-        _ => Some(Value::Str(value.into_owned())),
+        _ => Some(Value::Str(value.into())),
     }
 }
 
 /// A scalar value, resolved as serde-saphyr resolves an untyped scalar.
 pub(crate) fn scalar(value: Cow<'_, str>, style: ScalarStyle, numbers: &mut HashMap<String, Value>) -> Option<Value> {
     if style != ScalarStyle::Plain {
-        return Some(Value::Str(value.into_owned()));
+        return Some(Value::Str(value.into()));
     }
     if matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
         return Some(Value::Null);
@@ -123,7 +125,7 @@ pub(crate) fn scalar(value: Cow<'_, str>, style: ScalarStyle, numbers: &mut Hash
         return Some(Value::Bool(b));
     }
     if plain_text(&value) {
-        return Some(Value::Str(value.into_owned()));
+        return Some(Value::Str(value.into()));
     }
     if let Some(n) = simple_integer(&value) {
         return Some(Value::Int(n));

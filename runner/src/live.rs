@@ -90,12 +90,26 @@ fn details(event: &Event) -> String {
 
 /// `text` on one line (runs of whitespace become one space), at most `max` characters.
 pub fn preview(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return format!("{flat:?}");
+    // Only the start is read: a preview of a large output costs what its first line does.
+    let mut flat = String::new();
+    let mut chars = 0;
+    let mut more = false;
+    'words: for word in text.split_whitespace() {
+        for c in (!flat.is_empty()).then_some(' ').into_iter().chain(word.chars()) {
+            if chars == max {
+                more = true;
+                break 'words;
+            }
+            flat.push(c);
+            chars += 1;
+        }
     }
-    let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-    format!("{:?}", format!("{cut}…"))
+    if more {
+        let cut = flat.char_indices().nth(max.saturating_sub(1)).map_or(flat.len(), |(at, _)| at);
+        flat.truncate(cut);
+        flat.push('…');
+    }
+    format!("{flat:?}")
 }
 
 /// Writes a line to stdout; a closed pipe is not worth a panic.
@@ -425,6 +439,18 @@ mod tests {
         view.redraw();
         assert!(view.waiting().is_empty());
         assert_eq!(view.bar.as_ref().map(ProgressBar::position), Some(1));
+    }
+
+    #[test]
+    fn a_preview_is_one_line_cut_at_its_limit() {
+        assert_eq!(preview("  two\n\twords  ", 80), "\"two words\"");
+        assert_eq!(preview("abc def", 7), "\"abc def\"");
+        assert_eq!(preview("abc def", 6), "\"abc d…\"");
+        assert_eq!(preview("ééé ééé", 4), "\"ééé…\"");
+        assert_eq!(preview("say \"hi\"", 0), "\"…\"");
+        assert_eq!(preview("", 0), "\"\"");
+        let large = "word ".repeat(1_000_000);
+        assert_eq!(preview(&large, 10), "\"word word…\"");
     }
 
     #[test]

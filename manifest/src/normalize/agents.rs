@@ -72,7 +72,7 @@ pub(super) fn read_tool(reader: &mut Reader, node: &Node, path: &NodePath, name:
         tool.command = reader.argv(entry, path, "command").unwrap_or_default();
     }
     if let Some((entry, path)) = fields.get("input_schema") {
-        tool.input_schema = Some(At::new(reader.json(entry.value), Loc::new(entry.value.span, path)));
+        tool.input_schema = Some(At::new(reader.json(entry.value), Loc::new(entry.value.span(), path)));
     }
     tool.timeout = reader.duration_of(&fields, "timeout");
     tool.destructive = reader.boolean_of(&fields, "destructive").unwrap_or(false);
@@ -86,7 +86,7 @@ pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &NodePath, name
     if reader.form == Form::Bare
         && let Value::Str(prompt) = &node.value
     {
-        agent.system_prompt = Some(prompt.clone());
+        agent.system_prompt = Some(prompt.to_string());
         return Some(agent);
     }
     let fields = reader.fields(node, path, &context, AGENT.fields, &[])?.owned_by(&name.loc);
@@ -102,7 +102,7 @@ pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &NodePath, name
             reader.push(
                 Diagnostic::error(
                     Problem::UnknownField { field: field.name.into(), context: format!("a `{runtime}` agent") },
-                    Loc::new(entry.key.span, path),
+                    Loc::new(entry.key.span(), path),
                 )
                 .label(format!("only `{owner}` agents have this"))
                 .help(format!("remove it, or set `runtime: {}`", owners[0])),

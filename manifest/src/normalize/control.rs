@@ -74,7 +74,7 @@ fn read_gate(reader: &mut Reader, item: &Node, path: &NodePath) -> Option<SeedGa
             .unwrap_or_default(),
         agent: reader.text_of(&gate, "agent"),
         max_output_tokens: reader.count_of(&gate, "max_output_tokens"),
-        loc: Loc::new(item.span, path),
+        loc: Loc::new(item.span(), path),
     })
 }
 

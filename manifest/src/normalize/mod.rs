@@ -40,11 +40,17 @@ pub(crate) fn form_of(root: &Node) -> Form {
 /// Normalises a document; the plan is returned even when diagnostics hold errors, so that
 /// validation can report everything in one pass.
 pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<Plan> {
-    let mut plan = Plan { form: reader.form, ..Plan::default() };
     let top = NodePath::root();
+    let plan = read_plan(root, stem, reader, &top);
+    top.shrink_table();
+    plan
+}
+
+fn read_plan(root: &Node, stem: &str, reader: &mut Reader, top: &NodePath) -> Option<Plan> {
+    let mut plan = Plan { form: reader.form, ..Plan::default() };
     let spec = match reader.form {
         Form::Enveloped => {
-            let top = reader.fields(root, &top, "the manifest", ENVELOPE.fields, &[])?;
+            let top = reader.fields(root, top, "the manifest", ENVELOPE.fields, &[])?;
             check_envelope(reader, &top);
             if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
                 read_metadata(reader, metadata, path, &mut plan);
@@ -55,10 +61,10 @@ pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<
         Form::Bare => {
             plan.name = stem.to_owned();
             if !matches!(root.value, Value::Map(_)) {
-                reader.wrong_type(root, &top, "a plan", "a mapping with a workflow");
+                reader.wrong_type(root, top, "a plan", "a mapping with a workflow");
                 return None;
             }
-            reader.fields(root, &top, "the plan", SPEC.fields, &[])?
+            reader.fields(root, top, "the plan", SPEC.fields, &[])?
         }
     };
     read_spec(reader, &spec, &mut plan);
@@ -81,7 +87,7 @@ fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
 
 fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &NodePath, plan: &mut Plan) {
     let Some(meta) = reader.fields(entry.value, path, "metadata", METADATA.fields, &[]) else { return };
-    let meta = meta.owned_by(&Loc::new(entry.key.span, path));
+    let meta = meta.owned_by(&Loc::new(entry.key.span(), path));
     if let Some((entry, path)) = reader.require(&meta, "name", "metadata")
         && let Some(name) = reader.string(entry, path, "metadata.name")
     {
@@ -201,6 +207,7 @@ pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
         let previous = tasks[i - 1].id.value.clone();
         if !tasks[i].depends_on.iter().any(|d| d.value == previous) {
             let loc = tasks[i].id.loc.clone();
+            tasks[i].depends_on.reserve_exact(1);
             tasks[i].depends_on.push(At::new(previous.clone(), loc));
             tasks[i].chained_after = Some(previous);
         }

@@ -257,7 +257,12 @@ fn read_event(reader: &mut Reader, node: &Node, path: &NodePath, may_be_absent: 
     if absent && !may_be_absent {
         reader.invalid(node, path, "event", "`absent` applies under `events`, not under `order`");
     }
-    Some(EventMatch { kind: kind.value, task: reader.text_of(&fields, "task"), absent, loc: Loc::new(node.span, path) })
+    Some(EventMatch {
+        kind: kind.value,
+        task: reader.text_of(&fields, "task"),
+        absent,
+        loc: Loc::new(node.span(), path),
+    })
 }
 
 /// A field's word from a fixed list, with its location.
@@ -265,11 +270,11 @@ fn word_of(reader: &mut Reader, fields: &Fields<'_>, name: &str, words: &[&'stat
     let (entry, path) = fields.get(name)?;
     let table: Vec<(&str, &str)> = words.iter().map(|w| (*w, *w)).collect();
     let word = reader.word(entry, path, name, &table, &[])?;
-    Some(At::new(word.to_owned(), Loc::new(entry.value.span, path)))
+    Some(At::new(word.to_owned(), Loc::new(entry.value.span(), path)))
 }
 
 /// A value read from a field, with the field's location.
 fn at_of<T>(fields: &Fields<'_>, name: &str, value: Option<T>) -> Option<At<T>> {
     let (entry, path) = fields.get(name)?;
-    value.map(|value| At::new(value, Loc::new(entry.value.span, path)))
+    value.map(|value| At::new(value, Loc::new(entry.value.span(), path)))
 }
