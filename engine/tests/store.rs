@@ -611,3 +611,46 @@ async fn a_log_whose_plan_wrote_every_field_resumes_and_a_new_one_leaves_the_def
     let dispatched_a = records.iter().filter(|r| matches!(&r.event, Event::TaskDispatched { task, .. } if task == "a"));
     assert_eq!(dispatched_a.count(), 1, "a finished before the crash and does not run again");
 }
+
+/// A JSONL store the test keeps a handle on, to read its fsync count after the run.
+struct Shared(Arc<JsonlStore>);
+
+impl EventStore for Shared {
+    fn append(&self, records: Vec<Record>) -> engine::store::Durable {
+        self.0.append(records)
+    }
+}
+
+#[tokio::test]
+async fn a_run_syncs_once_a_batch_and_a_batch_takes_all_the_ready_work() {
+    // Three layers of four tasks, each task needing two of the layer before, and a chain of
+    // three: a layer's results and the next layer's dispatches share one batch and one fsync.
+    let mut layered = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: l}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  workflow:\n",
+    );
+    for layer in 0..3 {
+        for n in 0..4 {
+            let deps = if layer == 0 {
+                String::new()
+            } else {
+                format!(", depends_on: [t{}_{n}, t{}_{}]", layer - 1, layer - 1, (n + 1) % 4)
+            };
+            layered.push_str(&format!("    - {{id: t{layer}_{n}, agent: m, input: x{deps}}}\n"));
+        }
+    }
+    let chain = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: c}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  \
+                 workflow:\n    - {id: a, agent: m, input: x}\n    - {id: b, agent: m, input: x, depends_on: [a]}\n    \
+                 - {id: c, agent: m, input: x, depends_on: [b]}\n";
+    for (name, text, depth) in [("layered", layered.as_str(), 3), ("chain", chain, 3)] {
+        let dir = TempDir::new(name);
+        let plan = manifest::load_str("p.yaml", "p", text, &|_| true).plan.expect("the plan loads");
+        let store = Arc::new(JsonlStore::create(&dir.log()).expect("created"));
+        let driver = engine::driver::Driver::new("r1".into(), Shared(Arc::clone(&store)), &[], dir.0.clone());
+        let start = engine::Command::Start(engine::Start::plan(Arc::new(plan)));
+        let state = driver.run(start, tokio_util::sync::CancellationToken::new()).await.expect("the run is driven");
+        assert_eq!(state.status, engine::RunStatus::Finished(Outcome::Succeeded), "{name}");
+        // The first batch dispatches the first layer, each next one takes a layer's results
+        // and dispatches the next, the last one takes the last results and ends the run.
+        assert_eq!(store.syncs(), depth + 1, "{name}: one fsync a batch, one batch a layer");
+    }
+}
