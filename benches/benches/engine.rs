@@ -8,7 +8,7 @@
 //! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
 //! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k;
 //! `RUNNER_BENCH_PROFILE=shape/store/runs` (say `layered/memory/8`) only drives one 100k plan
-//! that many times and prints its time per task, for `perf record` and `perf stat`.
+//! that many times and prints its time and fsyncs per task, for `perf record` and `perf stat`.
 //!
 //! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
 //! task per plan task, results through a channel) runs the same shapes and sizes in the same
@@ -506,9 +506,19 @@ fn profile(spec: &str) {
     let (rt, folder) = (runtime(), log_folder());
     let plan = Configured { shape, tasks: 100_000, prepared: OnceCell::new() };
     plan.prepared();
-    let spent: Duration = (0..runs).map(|n| run_once(&rt, &plan, store, &folder, n).0).sum();
+    let (mut spent, mut syncs) = (Duration::ZERO, 0);
+    for n in 0..runs {
+        let (time, fsyncs) = run_once(&rt, &plan, store, &folder, n);
+        spent += time;
+        syncs += fsyncs;
+    }
     let _ = std::fs::remove_dir_all(&folder);
-    eprintln!("{spec}: {:.2} us per task", spent.as_secs_f64() * 1e6 / (runs * 100_000) as f64);
+    let tasks = (runs * 100_000) as f64;
+    eprintln!(
+        "{spec}: {:.2} us per task, {:.4} fsyncs per task",
+        spent.as_secs_f64() * 1e6 / tasks,
+        syncs as f64 / tasks
+    );
 }
 
 fn main() {

@@ -1,5 +1,5 @@
 //! The driver: runs the state machine on tokio. One coordinator owns the state; attempts run
-//! in a `JoinSet` and report back through a channel.
+//! in a `JoinSet` and report back through a channel (a reply known at once, without one).
 //!
 //! Each turn, the coordinator processes every command that has arrived, appends the events
 //! they caused in one batch and waits until the batch is durable; only then does it start the
@@ -181,15 +181,20 @@ impl<S: EventStore> Driver<S> {
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
+        let mut replies = Vec::new();
         self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
                 let _ = self.take(command, &mut batch);
             }
+            for (i, command) in replies.drain(..) {
+                let _ = self.take_at(i, command, &mut batch);
+            }
             if !batch.is_empty() {
                 let events = std::mem::take(&mut batch);
-                let mut work = Work { sender: &sender, set: &mut attempts, stop: &stop_attempts };
+                let mut work =
+                    Work { sender: &sender, set: &mut attempts, stop: &stop_attempts, replies: &mut replies };
                 self.commit(events, &mut work).await?;
             }
             // Finished attempts are reaped as the run goes, so they do not pile up until its end.
@@ -197,7 +202,7 @@ impl<S: EventStore> Driver<S> {
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
-            if !inbox.is_empty() && !self.halt.is_cancelled() && !cancel.is_cancelled() {
+            if (!inbox.is_empty() || !replies.is_empty()) && !self.halt.is_cancelled() && !cancel.is_cancelled() {
                 // Commands are waiting already (attempts done at once): take them without a
                 // select, which would register with both tokens and deregister again.
                 continue;
@@ -225,7 +230,14 @@ impl<S: EventStore> Driver<S> {
     /// Processes a command: its events join `batch`, the attempts it dispatched the next
     /// commit's starts.
     fn take(&mut self, command: Command, batch: &mut Vec<Event>) -> Result<(), crate::EngineError> {
-        batch.extend(self.state.process(command)?);
+        self.state.process_into(command, batch)?;
+        self.dispatched.extend_from_slice(self.state.last_dispatched());
+        Ok(())
+    }
+
+    /// [`Self::take`] for the result of an attempt of task `i` that the driver started itself.
+    fn take_at(&mut self, i: usize, command: Command, batch: &mut Vec<Event>) -> Result<(), crate::EngineError> {
+        self.state.process_at(i, command, batch)?;
         self.dispatched.extend_from_slice(self.state.last_dispatched());
         Ok(())
     }
@@ -389,7 +401,8 @@ impl<S: EventStore> Driver<S> {
     /// Starts a dispatched attempt of task `i`, unless the state has moved past it (a task
     /// that failed to render is dispatched and failed in the same batch). A reply the agent
     /// knows at once (see [`crate::runtime::AgentRuntime::reply_now`]) is reported straight
-    /// away when nothing follows the agent: no task, cancel token or mark is made for it.
+    /// away when nothing follows the agent: no task, cancel token or mark is made for it, and
+    /// the result is taken with its task's index rather than through the channel.
     fn start_attempt(&self, agents: &Agents, i: usize, attempt: u32, work: &mut Work<'_>) {
         let state = &self.state.tasks[i];
         if state.status != TaskStatus::Running || state.attempts != attempt {
@@ -407,7 +420,7 @@ impl<S: EventStore> Driver<S> {
             // A reply known at once took no time worth a clock read (two a task, at 100k).
             let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
             crate::spans::attempt_ended(&crate::spans::attempt(&parent, &spec.id.value, attempt), &command);
-            let _ = work.sender.send(command);
+            work.replies.push((i, command));
             return;
         }
         let request = Attempt {
@@ -484,11 +497,13 @@ struct Followups {
 }
 
 /// Where the coordinator's background work runs and reports: every attempt, replan, timer and
-/// the summarizer send their commands to `sender`, run in `set` and stop with `stop`.
+/// the summarizer send their commands to `sender`, run in `set` and stop with `stop`; a reply
+/// known at once goes to `replies` with its task's index, taken after the commands waiting.
 struct Work<'a> {
     sender: &'a mpsc::UnboundedSender<Command>,
     set: &'a mut JoinSet<()>,
     stop: &'a CancellationToken,
+    replies: &'a mut Vec<(usize, Command)>,
 }
 
 impl Work<'_> {

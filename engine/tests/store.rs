@@ -511,9 +511,11 @@ async fn a_version_1_log_loads_and_folds_with_the_new_fields_defaulted() {
     let dir = TempDir::new("version-1");
     let mut created = serde_json::to_value(created()).expect("encodes");
     created["schema"] = 1.into();
-    // Version-1 plans had no `retry_on`.
+    // Version-1 plans wrote every policy in full, without `retry_on`.
     for task in created["plan"]["tasks"].as_array_mut().expect("tasks") {
-        task["on_failure"].as_object_mut().expect("a policy").remove("retry_on");
+        task["on_failure"] = serde_json::json!(
+            {"action": "fail", "max_attempts": 1, "backoff": "1s", "factor": 2, "max_backoff": "1m", "then": "fail"}
+        );
     }
     let at = "2026-11-22T12:45:03.456Z";
     let events = [
@@ -556,4 +558,101 @@ async fn a_version_1_log_loads_and_folds_with_the_new_fields_defaulted() {
     assert_eq!(state.tasks[0].attempts, 2);
     assert_eq!(state.tasks[0].dispatched_seq, Some(6), "counted from the events, so old logs link too");
     assert_eq!(state.seq, 8);
+}
+
+/// The first records of a crashed run as runner wrote them before a task's fields at their
+/// defaults were left out of its plan: every field written, `null`s and empty lists included.
+const FULL_PLAN_LOG: &str = concat!(
+    r#"{"seq":1,"at":"2026-11-24T13:47:50.678Z","run_id":"old","type":"RunCreated","schema":2,"plan":{"name":"old-log","description":null,"labels":{},"form":"enveloped","mission":null,"mission_analysis":null,"providers":{},"tools":{},"agents":{"echo":{"runtime":{"runtime":"mock","latency":null,"default":"ok","responses":{}},"system_prompt":null,"reliability_weight":null,"timeout":null}},"tasks":[{"id":"a","kind":"task","agent":"echo","input":"first","prompt":null,"depends_on":[],"inputs":[],"chained_after":null,"parallel_group":null,"verification":null,"on_failure":{"action":"fail","max_attempts":1,"backoff":"1s","factor":2,"max_backoff":"1m","then":"fail","retry_on":"any"},"critical":false,"timeout":null,"attachments":[],"max_output_tokens":null},{"id":"b","kind":"task","agent":"echo","input":"after {{ tasks.a.output }}","prompt":null,"depends_on":["a"],"inputs":[],"chained_after":null,"parallel_group":null,"verification":null,"on_failure":{"action":"retry","max_attempts":3,"backoff":"1s","factor":2,"max_backoff":"1m","then":"fail","retry_on":"any"},"critical":false,"timeout":"30s","attachments":[],"max_output_tokens":null},{"id":"c","kind":"task","agent":"echo","input":"last","prompt":null,"depends_on":["b"],"inputs":[],"chained_after":null,"parallel_group":"g","verification":null,"on_failure":{"action":"fail","max_attempts":1,"backoff":"1s","factor":2,"max_backoff":"1m","then":"fail","retry_on":"any"},"critical":true,"timeout":null,"attachments":[],"max_output_tokens":null}],"control":{"strategy":"eager","max_concurrency":null,"parallel_groups":{},"max_turns_per_phase":null,"replan_on_empty_result":false,"max_replans":2,"planner":null,"compactor":null,"token_budget":null,"context_budget":null,"summary_budget":null,"error_char_limit":2000,"allow_clarification":true}},"plan_sha256":"12303e9b651b2553f63eeddeb7331b084242ea39c2c5a60ddc02b16f05d3abc2","vars":{},"strategy":"eager"}"#,
+    "\n",
+    r#"{"seq":2,"at":"2026-11-24T13:47:50.678Z","run_id":"old","type":"TaskDispatched","task":"a","attempt":1,"input":"first"}"#,
+    "\n",
+    r#"{"seq":3,"at":"2026-11-24T13:47:50.680Z","run_id":"old","type":"TaskSucceeded","task":"a","attempt":1,"dispatched_seq":2,"output":"ok","duration_ms":0}"#,
+    "\n",
+);
+
+/// The plan of [`FULL_PLAN_LOG`], as a manifest.
+const FULL_PLAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: old-log}\nspec:\n  \
+                         agent_definitions:\n    echo: {runtime: mock, default: ok}\n  workflow:\n    \
+                         - {id: a, agent: echo, input: first}\n    \
+                         - {id: b, agent: echo, input: \"after {{ tasks.a.output }}\", depends_on: [a], on_failure: retry, timeout: 30s}\n    \
+                         - {id: c, agent: echo, input: last, depends_on: [b], critical: true, parallel_group: g}\n";
+
+#[tokio::test]
+async fn a_log_whose_plan_wrote_every_field_resumes_and_a_new_one_leaves_the_defaults_out() {
+    let dir = TempDir::new("full-plan");
+    std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
+    std::fs::write(dir.log(), FULL_PLAN_LOG).expect("writes");
+    let (store, loaded) = JsonlStore::open(&dir.log()).expect("a log with the plan in full opens");
+    let Event::RunCreated { plan: old, .. } = &loaded.records[0].event else {
+        panic!("the log starts with RunCreated")
+    };
+    let fresh = manifest::load_str("plan.yaml", "plan", FULL_PLAN, &|_| true).plan.expect("the plan loads");
+    assert_eq!(
+        serde_json::to_value(&**old).expect("encodes"),
+        serde_json::to_value(&fresh).expect("encodes"),
+        "the plan read back in full is the plan a new run records"
+    );
+
+    // Left out now: what each task has at its default (task `a` has nothing else).
+    let encoded = serde_json::to_value(&fresh).expect("encodes");
+    assert_eq!(encoded["tasks"][0], serde_json::json!({"id": "a", "agent": "echo", "input": "first"}));
+    let b = encoded["tasks"][1].as_object().expect("a task");
+    assert_eq!(b.get("on_failure").map(|p| p["max_attempts"].clone()), Some(3.into()));
+    assert_eq!(b.get("timeout"), Some(&serde_json::json!("30s")));
+    let decoded: manifest::Plan = serde_json::from_value(encoded).expect("decodes");
+    assert_eq!(serde_json::to_value(&decoded).expect("encodes"), serde_json::to_value(&**old).expect("encodes"));
+    assert!(decoded.tasks[2].critical && decoded.tasks[2].parallel_group.is_some());
+
+    let driver = engine::driver::Driver::new("old".into(), store, &loaded.records, dir.0.clone());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let state = driver.run(engine::Command::Continue, cancel).await.expect("the old run resumes");
+    assert_eq!(state.status, engine::RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(state.tasks[1].input.as_deref(), Some("after ok"), "b read a's output from before the crash");
+    let records = JsonlStore::load(&dir.log()).expect("the log reads").records;
+    let dispatched_a = records.iter().filter(|r| matches!(&r.event, Event::TaskDispatched { task, .. } if task == "a"));
+    assert_eq!(dispatched_a.count(), 1, "a finished before the crash and does not run again");
+}
+
+/// A JSONL store the test keeps a handle on, to read its fsync count after the run.
+struct Shared(Arc<JsonlStore>);
+
+impl EventStore for Shared {
+    fn append(&self, records: Vec<Record>) -> engine::store::Durable {
+        self.0.append(records)
+    }
+}
+
+#[tokio::test]
+async fn a_run_syncs_once_a_batch_and_a_batch_takes_all_the_ready_work() {
+    // Three layers of four tasks, each task needing two of the layer before, and a chain of
+    // three: a layer's results and the next layer's dispatches share one batch and one fsync.
+    let mut layered = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: l}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  workflow:\n",
+    );
+    for layer in 0..3 {
+        for n in 0..4 {
+            let deps = if layer == 0 {
+                String::new()
+            } else {
+                format!(", depends_on: [t{}_{n}, t{}_{}]", layer - 1, layer - 1, (n + 1) % 4)
+            };
+            layered.push_str(&format!("    - {{id: t{layer}_{n}, agent: m, input: x{deps}}}\n"));
+        }
+    }
+    let chain = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: c}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  \
+                 workflow:\n    - {id: a, agent: m, input: x}\n    - {id: b, agent: m, input: x, depends_on: [a]}\n    \
+                 - {id: c, agent: m, input: x, depends_on: [b]}\n";
+    for (name, text, depth) in [("layered", layered.as_str(), 3), ("chain", chain, 3)] {
+        let dir = TempDir::new(name);
+        let plan = manifest::load_str("p.yaml", "p", text, &|_| true).plan.expect("the plan loads");
+        let store = Arc::new(JsonlStore::create(&dir.log()).expect("created"));
+        let driver = engine::driver::Driver::new("r1".into(), Shared(Arc::clone(&store)), &[], dir.0.clone());
+        let start = engine::Command::Start(engine::Start::plan(Arc::new(plan)));
+        let state = driver.run(start, tokio_util::sync::CancellationToken::new()).await.expect("the run is driven");
+        assert_eq!(state.status, engine::RunStatus::Finished(Outcome::Succeeded), "{name}");
+        // The first batch dispatches the first layer, each next one takes a layer's results
+        // and dispatches the next, the last one takes the last results and ends the run.
+        assert_eq!(store.syncs(), depth + 1, "{name}: one fsync a batch, one batch a layer");
+    }
 }

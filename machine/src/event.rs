@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::plan_hash::PlanHash;
 
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
-/// `TaskDispatched`, classes failures and records the jittered retry delay.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `TaskDispatched`, classes failures and records the jittered retry delay; version 3 leaves
+/// a task's fields at their defaults out of the recorded plan.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

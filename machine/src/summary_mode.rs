@@ -12,9 +12,10 @@ pub fn wanted(plan: &Plan) -> bool {
     plan.tasks.iter().any(manifest::plan::Task::reads_context_summary)
 }
 
-/// Whether the plan has a compactor agent keep its context summary.
+/// Whether the plan has a compactor agent keep its context summary. The compactor is asked
+/// first: without one (most plans) no task's input is read.
 pub fn by_agent(plan: &Plan) -> bool {
-    wanted(plan) && plan.control.compactor.is_some()
+    plan.control.compactor.is_some() && wanted(plan)
 }
 
 /// How a run keeps its context summary.

@@ -2,8 +2,8 @@
 //! ([`TaskState`]).
 //!
 //! Invariants kept by the state machine: `in_flight` only while `Running`; `queued` only
-//! while `Pending`, with `blocked_by == 0` and no retry timer running (`waiting_timer`);
-//! `blocked_by` counts the dependencies that are neither succeeded nor skipped.
+//! while `Pending`, with no dependency left to wait for (the run's `blocked` count, in
+//! `state/queue.rs`) and no retry timer running (`waiting_timer`).
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -72,13 +72,11 @@ pub struct TaskState {
     pub(crate) waiting_timer: bool,
     /// Whether it sits in the ready queue.
     pub(crate) queued: bool,
-    /// Dependencies not yet final.
-    pub(crate) blocked_by: u32,
 }
 
 impl TaskState {
-    /// A task not started yet, waiting for `blocked_by` dependencies.
-    pub(crate) fn new(blocked_by: u32) -> Self {
+    /// A task not started yet.
+    pub(crate) fn new() -> Self {
         TaskState {
             status: TaskStatus::Pending,
             attempts: 0,
@@ -93,7 +91,6 @@ impl TaskState {
             in_flight: false,
             waiting_timer: false,
             queued: false,
-            blocked_by,
         }
     }
 }

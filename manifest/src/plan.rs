@@ -334,39 +334,54 @@ impl TaskKind {
     }
 }
 
-/// One step of the workflow.
+/// One step of the workflow. A field at its default is left out of the plan's JSON (a run's
+/// `RunCreated` holds every task) and read back as the default.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     /// The unique id.
     pub id: At<String>,
     /// What kind of step it is.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub kind: TaskKind,
     /// The agent that does it; `None` for human reviews and agent-less gates.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub agent: Option<At<String>>,
     /// The input template.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub input: Option<At<String>>,
     /// The question shown to the reviewer (`human_review`).
+    #[serde(default, skip_serializing_if = "is_default")]
     pub prompt: Option<At<String>>,
     /// Tasks that must finish first (gate inputs included).
+    #[serde(default, skip_serializing_if = "is_default")]
     pub depends_on: Vec<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
+    #[serde(default, skip_serializing_if = "is_default")]
     pub inputs: Vec<At<String>>,
     /// The previous task in list order, when `strategy: sequential` added that dependency
     /// and the author did not write it.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub chained_after: Option<String>,
     /// The parallel group it belongs to.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub parallel_group: Option<At<String>>,
     /// How its output is checked.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub verification: Option<Verification>,
     /// What happens when it fails.
+    #[serde(default, skip_serializing_if = "is_default_policy")]
     pub on_failure: At<FailurePolicy>,
     /// Whether the run fails when this task does not succeed.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub critical: bool,
     /// How long one attempt may take.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub timeout: Option<Duration>,
     /// Links and files given to the agent.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub attachments: Vec<At<Attachment>>,
     /// A gate's output cap in tokens.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub max_output_tokens: Option<u32>,
     /// The upstream outputs its templates read, each at the place it is read; filled in by the
     /// loader's validation.
@@ -375,6 +390,16 @@ pub struct Task {
     /// Where the task was written (its mapping).
     #[serde(skip)]
     pub loc: Loc,
+}
+
+/// Whether a task field holds its type's default, so its JSON leaves it out.
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// Whether a task's failure policy is the default one (its location aside).
+fn is_default_policy(policy: &At<FailurePolicy>) -> bool {
+    policy.value == FailurePolicy::default()
 }
 
 impl Task {

@@ -205,12 +205,21 @@ impl Chunked<'_> {
 }
 
 impl Write for Chunked<'_> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    /// The encoder writes a few bytes at a time: taken here without the default loop over
+    /// `write`, which cost more than copying them.
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= Self::CHUNK {
             self.flush()?;
         }
-        Ok(bytes.len())
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -80,7 +80,7 @@ impl<C: TokenCounter> RunState<C> {
         // The strategy first: it sets the priorities the ready queue is built with.
         self.strategy = strategy;
         self.vars = vars.clone();
-        let tasks = vec![TaskState::new(0); plan.tasks.len()];
+        let tasks = vec![TaskState::new(); plan.tasks.len()];
         self.rebuild(Arc::clone(plan), graph, tasks);
         self.status = RunStatus::Running;
     }

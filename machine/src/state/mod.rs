@@ -83,6 +83,9 @@ pub struct RunState<C> {
     /// The attempts the latest `process` dispatched: task index and attempt number, in the
     /// order of their `TaskDispatched` events (derived, left out of equality).
     dispatched: Vec<(usize, u32)>,
+    /// The index a caller of `process_at` gave for its command's task, tried before the index
+    /// by id (and only while that command is processed).
+    hint: Option<usize>,
     renderer: Renderer,
     counter: C,
 }
@@ -137,6 +140,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             queue: Queue::default(),
             prebuilt: None,
             dispatched: Vec::new(),
+            hint: None,
             renderer: Renderer::default(),
             counter: C::default(),
         }
@@ -187,8 +191,13 @@ impl<C: TokenCounter> RunState<C> {
         self.tally.finished
     }
 
-    /// The index of task `id`, or why there is none.
+    /// The index of task `id`, or why there is none. A hint that holds `id` spares the look-up
+    /// by id: the driver has just read that task to start its attempt, while the index's entry
+    /// for it is a cache miss on a large plan.
     fn task_index(&self, id: &str) -> Result<usize, EngineError> {
+        if let Some(i) = self.hint.filter(|&i| self.plan.tasks.get(i).is_some_and(|t| t.id.value == id)) {
+            return Ok(i);
+        }
         self.index_of(id).ok_or_else(|| EngineError::UnknownTask { task: id.to_owned() })
     }
 

@@ -54,11 +54,35 @@ impl<C: TokenCounter> RunState<C> {
     /// Decides what `command` means: the events it causes, already applied.
     pub(super) fn process_command(&mut self, command: Command) -> Result<Vec<Event>, EngineError> {
         let mut out = Vec::new();
-        self.dispatched.clear();
-        if self.dispatch(command, &mut out)? == Next::Schedule {
-            self.schedule(&mut out);
-        }
+        self.process_into(command, &mut out)?;
         Ok(out)
+    }
+
+    /// [`crate::Handler::process`], appending the events to `out` instead of returning a new
+    /// vector: a driver that gathers a batch from many commands spares one vector each. A
+    /// refused command appends nothing.
+    pub fn process_into(&mut self, command: Command, out: &mut Vec<Event>) -> Result<(), EngineError> {
+        self.dispatched.clear();
+        let before = out.len();
+        match self.dispatch(command, out) {
+            Ok(Next::Schedule) => self.schedule(out),
+            Ok(Next::Stop) => {}
+            Err(error) => {
+                out.truncate(before);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::process_into`] for a command about task `i`, as [`Self::last_dispatched`]
+    /// reported it: the task is found at `i` when it has the command's id there, and by its id
+    /// otherwise (after a replan renumbered the tasks, say), so a wrong `i` changes nothing.
+    pub fn process_at(&mut self, i: usize, command: Command, out: &mut Vec<Event>) -> Result<(), EngineError> {
+        self.hint = Some(i);
+        let result = self.process_into(command, out);
+        self.hint = None;
+        result
     }
 
     /// Hands `command` to its function.

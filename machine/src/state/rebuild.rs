@@ -20,7 +20,7 @@ impl<C: TokenCounter> RunState<C> {
         let Ok(graph) = TaskGraph::build(&plan) else { return };
         let mut old: HashMap<String, TaskState> =
             self.plan.tasks.iter().map(|t| t.id.value.clone()).zip(std::mem::take(&mut self.tasks)).collect();
-        let tasks = plan.tasks.iter().map(|t| old.remove(&t.id.value).unwrap_or_else(|| TaskState::new(0))).collect();
+        let tasks = plan.tasks.iter().map(|t| old.remove(&t.id.value).unwrap_or_else(TaskState::new)).collect();
         self.rebuild(plan, Arc::new(graph), tasks);
     }
 
@@ -29,13 +29,13 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn rebuild(&mut self, plan: Arc<Plan>, graph: Arc<TaskGraph>, mut tasks: Vec<TaskState>) {
         let mut tally = Tally::new(graph.phases().len());
         // Tasks held for the summary stay held: they are released when it is merged.
-        let mut queue = Queue { held: std::mem::take(&mut self.queue.held), ..Queue::default() };
         let settled: Vec<bool> =
             tasks.iter().map(|t| matches!(t.status, TaskStatus::Succeeded | TaskStatus::Skipped)).collect();
+        let blocked = (0..tasks.len()).map(|i| graph.parents(i).filter(|&p| !settled[p]).count() as u32).collect();
+        let mut queue = Queue { blocked, held: std::mem::take(&mut self.queue.held), ..Queue::default() };
         for (i, state) in tasks.iter_mut().enumerate() {
             let level = graph.level(i);
             state.queued = false;
-            state.blocked_by = graph.parents(i).filter(|&p| !settled[p]).count() as u32;
             tally.turns[level] += state.attempts;
             if !state.status.is_final() {
                 tally.phase_left[level] += 1;
@@ -69,8 +69,8 @@ impl<C: TokenCounter> RunState<C> {
         self.graph = graph;
         for i in 0..self.tasks.len() {
             let state = &self.tasks[i];
-            if state.status == TaskStatus::Pending && state.blocked_by == 0 && !state.waiting_timer && !state.in_flight
-            {
+            let free = self.queue.blocked[i] == 0;
+            if state.status == TaskStatus::Pending && free && !state.waiting_timer && !state.in_flight {
                 self.enqueue(i);
             }
         }

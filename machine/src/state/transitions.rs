@@ -1,4 +1,4 @@
-//! Where a task's scheduling flags (`queued`, `waiting_timer`, `in_flight`, `blocked_by`)
+//! Where a task's scheduling flags (`queued`, `waiting_timer`, `in_flight`, its `blocked` count)
 //! and status change during a run, each moving the tally and the queue with it, so that their
 //! invariants (see `tally.rs` and `queue.rs`) hold after every event. (`rebuild.rs` derives
 //! them all afresh when a plan is installed.)
@@ -17,9 +17,10 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn release_dependents(&mut self, i: usize) {
         let graph = Arc::clone(&self.graph);
         for child in graph.children(i) {
-            let state = &mut self.tasks[child];
-            state.blocked_by = state.blocked_by.saturating_sub(1);
-            if state.blocked_by == 0 && state.status == TaskStatus::Pending && !state.waiting_timer {
+            let blocked = &mut self.queue.blocked[child];
+            *blocked = blocked.saturating_sub(1);
+            let state = &self.tasks[child];
+            if *blocked == 0 && state.status == TaskStatus::Pending && !state.waiting_timer {
                 self.enqueue(child);
             }
         }
