@@ -32,7 +32,7 @@ pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
     }
     // A damaged log is refused before following it, as every other command does.
     run.load()?;
-    let mut tail = Tail { offset: 0, partial: Vec::new(), line: 0 };
+    let mut tail = Tail::default();
     let mut state = RunState::new();
     let mut last_chance = false;
     loop {
@@ -73,18 +73,27 @@ pub fn events(run_id: &str) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Reads the complete lines appended to a log since the last read.
-struct Tail {
+/// Reads the complete lines appended to a log since the last read; a torn last line waits
+/// until its end is written.
+#[derive(Debug, Default)]
+pub struct Tail {
     offset: u64,
     partial: Vec<u8>,
     line: usize,
 }
 
 impl Tail {
-    fn read(&mut self, run: &RunDir) -> anyhow::Result<Vec<Record>> {
+    /// The records whose lines were completed since the last call.
+    pub fn read(&mut self, run: &RunDir) -> anyhow::Result<Vec<Record>> {
         let path = run.log();
         let mut file =
             std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        let length = file.metadata().map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?.len();
+        if length < self.offset {
+            // The next process to open the log cut its torn last line: read it again from there.
+            self.offset = self.offset.saturating_sub(self.partial.len() as u64).min(length);
+            self.partial.clear();
+        }
         file.seek(SeekFrom::Start(self.offset))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
