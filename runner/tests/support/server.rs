@@ -1,5 +1,7 @@
 //! `runner serve` started for a test on a free loopback port, and a small HTTP client for it.
 
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
