@@ -144,7 +144,7 @@ function columns(graph) {
 }
 
 function drawTasks(box, graph, onPick) {
-  const W = 160, H = 34, GAP_X = 60, GAP_Y = 10, PAD = 16, TOP = 28;
+  const W = 140, H = 34, GAP_X = 40, GAP_Y = 10, PAD = 16, TOP = 28;
   const critical = new Set(graph.critical);
   const criticalEdges = new Set(graph.critical.slice(1).map((t, k) => graph.critical[k] + ">" + t));
   const place = [];
@@ -191,12 +191,12 @@ function drawTasks(box, graph, onPick) {
       "data-task": task.id, "data-status": "pending",
       onclick: () => onPick(task.id),
     }, shape, title,
-      svg("text", { x: x + 8, y: y + 14 }, clip(task.id, 22)),
-      svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(detail, 24)));
+      svg("text", { x: x + 8, y: y + 14 }, clip(task.id, 19)),
+      svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(detail, 21)));
     nodes.set(task.id, { node, shape });
     nodesLayer.append(node);
   });
-  const width = PAD * 2 + graph.phases * (W + GAP_X);
+  const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
   box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, groupsLayer, edgesLayer, nodesLayer));
   let selected = null;
   return {
@@ -265,7 +265,7 @@ function drawBlocks(box, graph, onPick) {
       svg("text", { x: block.x + 8, y: block.y + 29, class: "grouplabel" }, block.tasks.length + " tasks"),
       bars));
   }
-  const width = PAD * 2 + graph.phases * (W + GAP_X);
+  const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
   box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, edgesLayer, nodesLayer));
   return {
     paint(statusOf) {
@@ -302,7 +302,8 @@ function drawTimeline(box, events, upto, onPick) {
   let first = null, last = null;
   for (let k = 0; k < upto; k++) {
     const e = events[k];
-    const t = Date.parse(e.at);
+    if (e.time === undefined) e.time = Date.parse(e.at);
+    const t = e.time;
     if (first === null) first = t;
     last = t;
     if (e.type === "TaskDispatched") {
@@ -504,12 +505,14 @@ async function runPage(id) {
   };
 
   let frame = null;
+  let taskChanged = false;
   const schedulePaint = () => {
     if (frame) return;
     frame = requestAnimationFrame(() => {
       frame = null;
       paint();
-      if (picked) showTask();
+      if (taskChanged) showTask();
+      taskChanged = false;
     });
   };
   paint();
@@ -526,6 +529,7 @@ async function runPage(id) {
     const following = position === events.length;
     for (const e of update.events) events.push(e);
     for (const [task, status] of Object.entries(update.tasks)) live.set(task, status);
+    taskChanged = taskChanged || (picked !== null && picked in update.tasks);
     const changed = liveState.status !== update.status;
     liveState = Object.assign({}, liveState, { status: update.status, tokens: update.tokens });
     slider.max = events.length;
