@@ -174,7 +174,7 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     };
     let env = Env::new();
     let agents = format!(
-        "    slow: {{runtime: mock, latency: 1500ms, default: {MARKUP:?}}}\n    quick: {{runtime: mock, latency: 300ms}}"
+        "    slow: {{runtime: mock, latency: 2500ms, default: {MARKUP:?}}}\n    quick: {{runtime: mock, latency: 300ms}}"
     );
     let workflow = r#"    - {id: draft, agent: slow, input: "write"}
     - {id: approve, type: human_review, depends_on: [draft], prompt: "Publish it?"}

@@ -168,7 +168,9 @@ fn the_stream_follows_the_log_as_another_process_writes_it_and_waits_out_a_torn_
             .filter_map(|e| e["seq"].as_u64())
             .collect();
         if !appended && seqs == [1, 2] {
-            std::fs::write(&log, &whole).expect("the rest is written");
+            // As the store writes: appending, never rewriting.
+            let mut file = std::fs::OpenOptions::new().append(true).open(&log).expect("the log opens");
+            std::io::Write::write_all(&mut file, &whole.as_bytes()[head.len()..]).expect("the rest is written");
             appended = true;
         }
         seqs.len() >= total
