@@ -10,12 +10,13 @@ use axum::body::Body;
 use axum::extract::{Path, Query};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use engine::{Event, Handler, RunState};
+use engine::{Event, Handler, Record, RunState};
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, DuplexStream};
 
 use super::error::ApiError;
 use super::runs::{EventView, LOG_CAP, existing};
+use crate::home::RunDir;
 use crate::logs::Tail;
 
 /// How often the log is looked at.
@@ -53,77 +54,82 @@ pub async fn stream(Path(id): Path<String>, Query(from): Query<From>) -> Result<
     }
     // A duplex pipe, not a simplex one: when the page goes away and the body is dropped, the
     // next write fails and the task ends.
-    let (reader, mut writer) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let mut tail = Some(Tail::default());
-        let mut state = RunState::new();
-        let after = from.after.unwrap_or(0);
-        let mut quiet = Duration::ZERO;
-        loop {
-            let Some(mut reading) = tail.take() else { return };
-            let read = {
-                let run = run.clone();
-                tokio::task::spawn_blocking(move || {
-                    let records = reading.read(&run);
-                    (reading, records)
-                })
-                .await
-            };
-            let Ok((reading, records)) = read else { return };
-            tail = Some(reading);
-            let message = match records {
-                Ok(records) => {
-                    let mut messages = Vec::new();
-                    for chunk in records.chunks(BATCH) {
-                        let mut touched = Vec::new();
-                        let mut events = Vec::new();
-                        let mut replanned = false;
-                        for record in chunk {
-                            state.apply(&record.event);
-                            if record.seq <= after {
-                                continue;
-                            }
-                            replanned |= matches!(record.event, Event::Replanned { .. });
-                            touched.extend(record.event.task().map(str::to_owned));
-                            events.push(EventView::new(record));
-                        }
-                        if events.is_empty() {
-                            continue;
-                        }
-                        let tasks = touched
-                            .into_iter()
-                            .filter_map(|task| {
-                                let index = state.index_of(&task)?;
-                                Some((task, state.tasks[index].status.as_str()))
-                            })
-                            .collect();
-                        let update =
-                            Update { events, status: state.status.as_str(), tokens: state.tokens, tasks, replanned };
-                        messages.push(format!("data: {}\n\n", serde_json::to_string(&update).unwrap_or_default()));
-                    }
-                    messages.concat()
-                }
-                Err(error) => {
-                    let text = serde_json::to_string(&format!("{error:#}")).unwrap_or_default();
-                    let _ = writer.write_all(format!("event: failure\ndata: {text}\n\n").as_bytes()).await;
-                    return;
-                }
-            };
-            let message = if message.is_empty() && quiet >= KEEP_ALIVE {
-                quiet = Duration::ZERO;
-                ": still here\n\n".to_owned()
-            } else {
-                message
-            };
-            if message.is_empty() {
-                quiet += POLL;
-            } else if writer.write_all(message.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+    let (reader, writer) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(follow(run, from.after.unwrap_or(0), writer));
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
+    Ok(([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response())
+}
+
+/// Writes the messages of a run's log to `writer` as it grows, until the page goes away or the
+/// log cannot be read.
+async fn follow(run: RunDir, after: u64, mut writer: DuplexStream) {
+    let mut tail = Tail::default();
+    let mut state = RunState::new();
+    let mut quiet = Duration::ZERO;
+    loop {
+        let reading = {
+            let run = run.clone();
+            tokio::task::spawn_blocking(move || {
+                let records = tail.read(&run);
+                (tail, records)
+            })
+            .await
+        };
+        let Ok((read, records)) = reading else { return };
+        tail = read;
+        let mut text = match records {
+            Ok(records) => messages(&mut state, &records, after),
+            Err(error) => {
+                let error = serde_json::to_string(&format!("{error:#}")).unwrap_or_default();
+                let _ = writer.write_all(format!("event: failure\ndata: {error}\n\n").as_bytes()).await;
+                return;
+            }
+        };
+        if text.is_empty() {
+            quiet += POLL;
+            if quiet >= KEEP_ALIVE {
+                text = ": still here\n\n".to_owned();
+            }
+        }
+        if !text.is_empty() {
+            quiet = Duration::ZERO;
+            if writer.write_all(text.as_bytes()).await.is_err() || writer.flush().await.is_err() {
                 // The page went away.
                 return;
             }
-            tokio::time::sleep(POLL).await;
         }
-    });
-    let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
-    Ok(([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response())
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Folds new records into `state` and turns those after `after` into data messages.
+fn messages(state: &mut RunState, records: &[Record], after: u64) -> String {
+    let mut out = String::new();
+    for chunk in records.chunks(BATCH) {
+        let mut touched = Vec::new();
+        let mut events = Vec::new();
+        let mut replanned = false;
+        for record in chunk {
+            state.apply(&record.event);
+            if record.seq <= after {
+                continue;
+            }
+            replanned |= matches!(record.event, Event::Replanned { .. });
+            touched.extend(record.event.task().map(str::to_owned));
+            events.push(EventView::new(record));
+        }
+        if events.is_empty() {
+            continue;
+        }
+        let tasks = touched
+            .into_iter()
+            .filter_map(|task| {
+                let index = state.index_of(&task)?;
+                Some((task, state.tasks[index].status.as_str()))
+            })
+            .collect();
+        let update = Update { events, status: state.status.as_str(), tokens: state.tokens, tasks, replanned };
+        out.push_str(&format!("data: {}\n\n", serde_json::to_string(&update).unwrap_or_default()));
+    }
+    out
 }
