@@ -14,6 +14,7 @@ Needs chromium and chromedriver on the PATH (apt-get install chromium chromium-d
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,6 +92,7 @@ class Driver:
             self.call("DELETE", "")
         finally:
             self.process.kill()
+            shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def load_time(driver, url):
@@ -146,6 +148,7 @@ def main():
     finally:
         driver.close()
         server.kill()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
