@@ -15,12 +15,17 @@ const WAIT: Duration = Duration::from_secs(5);
 
 /// Cancels a run.
 pub fn run(run_id: &str) -> anyhow::Result<u8> {
+    say(&cancel(run_id)?);
+    Ok(0)
+}
+
+/// Cancels a run and says what happened, in one line.
+pub fn cancel(run_id: &str) -> anyhow::Result<String> {
     let run = RunDir::existing(run_id)?;
     let (records, _) = run.load()?;
     let state = fold(&records);
     if state.status.is_final() {
-        say(&format!("run `{run_id}` has already ended: {}; nothing to cancel", state.status.as_str()));
-        return Ok(0);
+        return Ok(format!("run `{run_id}` has already ended: {}; nothing to cancel", state.status.as_str()));
     }
     if let Some(pid) = run.driver_pid() {
         std::fs::write(run.cancel_path(), format!("{}\n", std::process::id()))
@@ -30,12 +35,13 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
             std::thread::sleep(Duration::from_millis(100));
             let (records, _) = run.load()?;
             if records.iter().any(|r| matches!(r.event, Event::RunCancelled { .. })) {
-                say(&format!("run `{run_id}` cancelled (process {pid} stopped it)"));
-                return Ok(0);
+                return Ok(format!("run `{run_id}` cancelled (process {pid} stopped it)"));
             }
             if fold(&records).status.is_final() {
-                say(&format!("run `{run_id}` ended before it could be cancelled: {}", fold(&records).status.as_str()));
-                return Ok(0);
+                return Ok(format!(
+                    "run `{run_id}` ended before it could be cancelled: {}",
+                    fold(&records).status.as_str()
+                ));
             }
         }
         anyhow::bail!(
@@ -47,6 +53,5 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
     crate::survivors::end(&run)?;
     let command = Command::Cancel { reason: "cancelled by runner cancel".to_owned() };
     record(&run, command)?;
-    say(&format!("run `{run_id}` cancelled"));
-    Ok(0)
+    Ok(format!("run `{run_id}` cancelled"))
 }

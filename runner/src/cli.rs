@@ -116,6 +116,8 @@ enum Command {
         #[arg(long)]
         run_id: Option<String>,
     },
+    /// Serve a live web view of the runs, with replay, plan previews and actions.
+    Serve(crate::serve::ServeArgs),
     /// Answer the question a task of a paused run asks.
     Answer {
         /// The run id.
@@ -167,6 +169,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Resume { run } => crate::resume::run(&run),
         Command::Cancel { run } => crate::cancel::run(&run),
         Command::Retry { run, from, run_id } => crate::retry::run(&run, from.as_deref(), run_id.as_deref()),
+        Command::Serve(args) => crate::serve::run(&args),
         Command::Answer { run, task, text } => crate::decide::answer(&run, &task, &text),
         Command::Approve { run, task, comment } => crate::decide::decide(&run, &task, true, comment),
         Command::Reject { run, task, comment } => crate::decide::decide(&run, &task, false, comment),

@@ -1,7 +1,7 @@
 //! `runner answer`, `runner approve`, `runner reject`: record a person's answer or decision in
 //! a paused run's log; `runner resume` then continues it.
 
-use engine::{Command, RunState};
+use engine::{Command, Record, RunState};
 
 use crate::home::{RunDir, record};
 use crate::live::{line, say};
@@ -19,17 +19,23 @@ pub fn decide(run_id: &str, task: &str, approved: bool, comment: Option<String>)
 }
 
 fn recorded(run_id: &str, command: Command) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
-    if let Some(pid) = run.driver_pid() {
-        anyhow::bail!("run `{run_id}` is being driven by process {pid}: answer at its prompt, or cancel it first");
-    }
-    let (state, records) = record(&run, command)?;
+    let (state, records) = record_decision(run_id, command)?;
     say("recorded:");
     for record in &records {
         say(&format!("  {}", line(record)));
     }
     next_step(run_id, &state);
     Ok(0)
+}
+
+/// Records an answer or a decision in a run that no process drives, as `runner answer`,
+/// `approve` and `reject` do; returns the state after it and the new records.
+pub fn record_decision(run_id: &str, command: Command) -> anyhow::Result<(RunState, Vec<Record>)> {
+    let run = RunDir::existing(run_id)?;
+    if let Some(pid) = run.driver_pid() {
+        anyhow::bail!("run `{run_id}` is being driven by process {pid}: answer at its prompt, or cancel it first");
+    }
+    record(&run, command)
 }
 
 fn next_step(run_id: &str, state: &RunState) {

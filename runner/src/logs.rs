@@ -32,7 +32,7 @@ pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
     }
     // A damaged log is refused before following it, as every other command does.
     run.load()?;
-    let mut tail = Tail { offset: 0, partial: Vec::new(), line: 0 };
+    let mut tail = Tail::default();
     let mut state = RunState::new();
     let mut last_chance = false;
     loop {
@@ -73,31 +73,69 @@ pub fn events(run_id: &str) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Reads the complete lines appended to a log since the last read.
-struct Tail {
+/// Reads the complete lines appended to a log since the last read. A torn last line is left
+/// in the file and read again next time: it is taken once its end is written, and if the next
+/// process to open the log cuts it and writes another line in its place, that line is read.
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// Where the last complete line read ends.
     offset: u64,
-    partial: Vec<u8>,
     line: usize,
 }
 
 impl Tail {
-    fn read(&mut self, run: &RunDir) -> anyhow::Result<Vec<Record>> {
+    /// The records whose lines were completed since the last call.
+    pub fn read(&mut self, run: &RunDir) -> anyhow::Result<Vec<Record>> {
         let path = run.log();
         let mut file =
             std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
         file.seek(SeekFrom::Start(self.offset))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        self.offset += bytes.len() as u64;
-        self.partial.extend_from_slice(&bytes);
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
         let mut records = Vec::new();
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let text: Vec<u8> = self.partial.drain(..=end).collect();
+        for text in bytes[..complete].split_inclusive(|&b| b == b'\n') {
             self.line += 1;
-            let record = serde_json::from_slice::<Record>(&text)
+            let record = serde_json::from_slice::<Record>(text)
                 .map_err(|e| anyhow::anyhow!("{}:{}: not an event record ({e})", path.display(), self.line))?;
             records.push(record);
         }
+        self.offset += complete as u64;
         Ok(records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn line(seq: u64) -> String {
+        let event = engine::Event::RetryDue { task: format!("t{seq}") };
+        let record = Record { seq, at: "2026-11-22T12:45:03.123Z".into(), run_id: "r".into(), event };
+        format!("{}\n", serde_json::to_string(&record).expect("a record serialises"))
+    }
+
+    fn seqs(tail: &mut Tail, run: &RunDir) -> Vec<u64> {
+        tail.read(run).expect("the log reads").iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn a_torn_line_waits_for_its_end_and_is_read_again_after_the_next_writer_cuts_it() {
+        let folder = tempfile::tempdir().expect("a folder");
+        let run = RunDir { id: "r".to_owned(), dir: folder.path().to_path_buf() };
+        let (first, second) = (line(1), line(2));
+        std::fs::write(run.log(), format!("{first}{}", &second[..10])).expect("written");
+        let mut tail = Tail::default();
+        assert_eq!(seqs(&mut tail, &run), [1], "the torn line is not read");
+        assert_eq!(seqs(&mut tail, &run), Vec::<u64>::new());
+
+        // The next process to open the log cuts the torn line, then writes whole ones; the
+        // line it writes in its place differs from the torn one.
+        let file = std::fs::OpenOptions::new().append(true).open(run.log()).expect("opens");
+        file.set_len(first.len() as u64).expect("cut");
+        (&file).write_all(format!("{}{}", line(7), line(8)).as_bytes()).expect("appended");
+        assert_eq!(seqs(&mut tail, &run), [7, 8], "each record once, none from the cut bytes");
     }
 }

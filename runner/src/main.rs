@@ -25,6 +25,7 @@ mod retry;
 mod runs;
 mod sarif;
 mod schema;
+mod serve;
 mod status;
 mod survivors;
 mod telemetry;

@@ -1,0 +1,149 @@
+//! The actions of the command line, taken from the page (POST with a JSON body only): answer,
+//! approve, reject and cancel go through the same functions as `runner answer`, `approve`,
+//! `reject` and `cancel` and record the same events; resume and retry drive a run, so they
+//! start this program (`runner resume ID`, `runner retry ID`) as the command line would, with
+//! the run's lock working as it always does.
+
+use std::process::{Command, Stdio};
+
+use axum::Json;
+use axum::extract::Path;
+use engine::TaskStatus;
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::runs::existing;
+use crate::home::{Created, fold};
+
+/// What an action did.
+#[derive(Debug, Serialize)]
+pub struct Done {
+    message: String,
+    /// The run the action concerns: a retry's is a new one.
+    run: String,
+}
+
+/// An answer to a task's question.
+#[derive(Debug, Deserialize)]
+pub struct Answer {
+    task: String,
+    text: String,
+    /// Resume the run once nothing else waits for a person.
+    #[serde(default)]
+    resume: bool,
+}
+
+/// A review decision.
+#[derive(Debug, Deserialize)]
+pub struct Decision {
+    task: String,
+    comment: Option<String>,
+    /// Resume the run once nothing else waits for a person.
+    #[serde(default)]
+    resume: bool,
+}
+
+/// A retry, of every task that did not succeed or from one task on.
+#[derive(Debug, Deserialize)]
+pub struct Retry {
+    from: Option<String>,
+}
+
+/// `POST /api/runs/{id}/answer`.
+pub async fn answer(Path(id): Path<String>, Json(answer): Json<Answer>) -> Result<Json<Done>, ApiError> {
+    let command = engine::Command::Answer { task: answer.task, text: answer.text };
+    decided(id, command, answer.resume).await
+}
+
+/// `POST /api/runs/{id}/approve`.
+pub async fn approve(Path(id): Path<String>, Json(decision): Json<Decision>) -> Result<Json<Done>, ApiError> {
+    let command = engine::Command::Decide { task: decision.task, approved: true, comment: decision.comment };
+    decided(id, command, decision.resume).await
+}
+
+/// `POST /api/runs/{id}/reject`.
+pub async fn reject(Path(id): Path<String>, Json(decision): Json<Decision>) -> Result<Json<Done>, ApiError> {
+    let command = engine::Command::Decide { task: decision.task, approved: false, comment: decision.comment };
+    decided(id, command, decision.resume).await
+}
+
+async fn decided(id: String, command: engine::Command, resume: bool) -> Result<Json<Done>, ApiError> {
+    let done = tokio::task::spawn_blocking(move || {
+        existing(&id)?;
+        let (state, records) = crate::decide::record_decision(&id, command).map_err(|e| ApiError::refused(&e))?;
+        let mut message = format!("recorded {}", records.iter().map(|r| r.event.name()).collect::<Vec<_>>().join(", "));
+        let waits = state.tasks.iter().any(|t| t.status == TaskStatus::Paused);
+        if resume && !state.status.is_final() && !waits {
+            message.push_str("; ");
+            message.push_str(&start(&["resume", &id])?);
+        }
+        Ok::<_, ApiError>(Done { message, run: id })
+    })
+    .await??;
+    Ok(Json(done))
+}
+
+/// `POST /api/runs/{id}/cancel` (an empty JSON object).
+pub async fn cancel(Path(id): Path<String>, Json(_): Json<serde_json::Value>) -> Result<Json<Done>, ApiError> {
+    let done = tokio::task::spawn_blocking(move || {
+        existing(&id)?;
+        let message = crate::cancel::cancel(&id).map_err(|e| ApiError::refused(&e))?;
+        Ok::<_, ApiError>(Done { message, run: id })
+    })
+    .await??;
+    Ok(Json(done))
+}
+
+/// `POST /api/runs/{id}/resume` (an empty JSON object).
+pub async fn resume(Path(id): Path<String>, Json(_): Json<serde_json::Value>) -> Result<Json<Done>, ApiError> {
+    let done = tokio::task::spawn_blocking(move || {
+        let run = existing(&id)?;
+        if let Some(pid) = run.driver_pid() {
+            return Err(ApiError::Refused(format!("run `{id}` is being driven by process {pid}")));
+        }
+        let message = start(&["resume", &id])?;
+        Ok(Done { message, run: id })
+    })
+    .await??;
+    Ok(Json(done))
+}
+
+/// `POST /api/runs/{id}/retry` with `{"from": TASK}` or `{}`: a new run, whose id is returned.
+pub async fn retry(Path(id): Path<String>, Json(retry): Json<Retry>) -> Result<Json<Done>, ApiError> {
+    let done = tokio::task::spawn_blocking(move || {
+        let run = existing(&id)?;
+        let records = super::runs::load(&run)?;
+        let created = Created::of(&records)
+            .ok_or_else(|| ApiError::Refused(format!("run `{id}` never started: there is nothing to retry")))?;
+        if let Some(from) = &retry.from
+            && fold(&records).index_of(from).is_none()
+        {
+            return Err(ApiError::NotFound(format!("run `{id}` has no task `{from}`")));
+        }
+        let new_id = crate::home::new_run_id(&created.plan.name);
+        let mut args = vec!["retry", id.as_str(), "--run-id", new_id.as_str()];
+        if let Some(from) = &retry.from {
+            args.extend(["--from", from.as_str()]);
+        }
+        let message = start(&args)?;
+        Ok(Done { message, run: new_id })
+    })
+    .await??;
+    Ok(Json(done))
+}
+
+/// Starts this program with `args` (an argument vector, never a shell line), detached from
+/// the request; a thread reaps it when it ends.
+fn start(args: &[&str]) -> Result<String, ApiError> {
+    let program = std::env::current_exe().map_err(|e| ApiError::Internal(format!("cannot find this program: {e}")))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| ApiError::Internal(format!("cannot start `runner {}`: {e}", args.join(" "))))?;
+    let pid = child.id();
+    std::thread::spawn(move || child.wait());
+    Ok(format!("started `runner {}` (process {pid})", args.join(" ")))
+}

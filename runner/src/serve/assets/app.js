@@ -1,0 +1,646 @@
+// runner serve: the page. Everything that comes from a plan, an output or a model is put in
+// the page as text (textContent, attribute values), never parsed as markup.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const STATUSES = ["pending", "running", "succeeded", "failed", "skipped", "paused"];
+// Above this many tasks a graph is drawn as its phases and parallel groups.
+const DETAIL_LIMIT = 400;
+// At most this many rows in the timeline.
+const TIMELINE_ROWS = 300;
+// At most this many events listed.
+const EVENT_ROWS = 300;
+
+// An element with attributes (`on*` functions become listeners) and children (strings
+// become text nodes).
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  setAttrs(node, attrs);
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+  }
+  return node;
+}
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  setAttrs(node, attrs);
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+function setAttrs(node, attrs) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, String(value));
+  }
+}
+
+function notice(text, error) {
+  const box = document.getElementById("notice");
+  box.textContent = text || "";
+  box.className = error ? "error" : "";
+}
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => ({ message: response.statusText }));
+  if (!response.ok) throw new Error(body.message || response.statusText);
+  return body;
+}
+
+function post(path, body) {
+  return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+}
+
+function show(...children) {
+  const main = document.getElementById("main");
+  main.replaceChildren(...children);
+}
+
+function duration(from, to) {
+  const ms = Date.parse(to) - Date.parse(from);
+  if (!(ms >= 0)) return "";
+  if (ms < 1000) return ms + " ms";
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(1) + " s";
+  const m = Math.floor(s / 60);
+  return m + " min " + Math.round(s - m * 60) + " s";
+}
+
+function badge(status) {
+  return el("span", { class: "badge " + status }, status);
+}
+
+// ---- the runs -------------------------------------------------------------------------
+
+let stop = () => {};
+
+async function runsPage() {
+  const status = el("select", { id: "filter-status" }, el("option", { value: "" }, "any status"),
+    ["running", "paused", "completed", "failed", "cancelled", "interrupted"].map((s) => el("option", { value: s }, s)));
+  const text = el("input", { id: "filter-text", placeholder: "filter by run or plan" });
+  const body = el("tbody");
+  const table = el("table", {},
+    el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "plan"), el("th", {}, "status"),
+      el("th", { class: "num" }, "tasks"), el("th", {}, "started"), el("th", { class: "num" }, "duration"),
+      el("th", { class: "num" }, "tokens"))),
+    body);
+  let rows = [];
+  const draw = () => {
+    const wanted = text.value.toLowerCase();
+    body.replaceChildren(...rows
+      .filter((r) => !status.value || r.status === status.value)
+      .filter((r) => !wanted || r.id.toLowerCase().includes(wanted) || r.plan.toLowerCase().includes(wanted))
+      .map((r) => el("tr", {},
+        el("td", {}, el("a", { href: "#/run/" + encodeURIComponent(r.id) }, r.id)),
+        el("td", {}, r.plan), el("td", {}, badge(r.status)),
+        el("td", { class: "num" }, r.succeeded + "/" + r.tasks),
+        el("td", {}, r.started.replace("T", " ").replace("Z", "")),
+        el("td", { class: "num" }, duration(r.started, r.updated)),
+        el("td", { class: "num" }, String(r.tokens.prompt + r.tokens.completion)))));
+    if (!body.children.length) body.append(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no runs")));
+  };
+  status.addEventListener("change", draw);
+  text.addEventListener("input", draw);
+  show(el("h1", {}, "Runs"), el("div", { class: "filters" }, status, text), table);
+  const load = async () => {
+    try {
+      rows = await api("/api/runs");
+      draw();
+      notice("");
+    } catch (error) {
+      notice(error.message, true);
+    }
+  };
+  await load();
+  const timer = setInterval(load, 3000);
+  stop = () => clearInterval(timer);
+}
+
+// ---- graphs ---------------------------------------------------------------------------
+
+// Draws a graph into `box`; returns { paint(statusOf), select(id) }. `onPick(id)` is called
+// with a task id when a task is clicked, and with a list of ids when a block is.
+function drawGraph(box, graph, onPick) {
+  return graph.tasks.length > DETAIL_LIMIT ? drawBlocks(box, graph, onPick) : drawTasks(box, graph, onPick);
+}
+
+// Tasks of each phase, grouped by parallel group (ungrouped first), in plan order.
+function columns(graph) {
+  const phases = Array.from({ length: graph.phases }, () => new Map());
+  graph.tasks.forEach((task, i) => {
+    const groups = phases[task.phase];
+    const key = task.group === null || task.group === undefined ? "" : task.group;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(i);
+  });
+  return phases.map((groups) => [...groups.entries()].sort((a, b) => (a[0] === "" ? -1 : b[0] === "" ? 1 : 0)));
+}
+
+function drawTasks(box, graph, onPick) {
+  const W = 140, H = 34, GAP_X = 40, GAP_Y = 10, PAD = 16, TOP = 28;
+  const critical = new Set(graph.critical);
+  const criticalEdges = new Set(graph.critical.slice(1).map((t, k) => graph.critical[k] + ">" + t));
+  const place = [];
+  let height = 0;
+  const groupsLayer = svg("g"), edgesLayer = svg("g"), nodesLayer = svg("g"), labels = svg("g");
+  columns(graph).forEach((groups, p) => {
+    const x = PAD + p * (W + GAP_X);
+    labels.append(svg("text", { x, y: 16, class: "phaselabel" }, "phase " + (p + 1)));
+    let y = TOP;
+    for (const [group, tasks] of groups) {
+      const grouped = group !== "";
+      if (grouped) y += 14;
+      const top = y;
+      for (const i of tasks) {
+        place[i] = { x, y };
+        y += H + GAP_Y;
+      }
+      if (grouped) {
+        groupsLayer.append(svg("rect", { class: "group", x: x - 6, y: top - 16, width: W + 12, height: y - top + 10, rx: 6 }));
+        groupsLayer.append(svg("text", { class: "grouplabel", x: x - 2, y: top - 4 }, "parallel: " + group));
+        y += 10;
+      }
+    }
+    height = Math.max(height, y);
+  });
+  const nodes = new Map();
+  graph.tasks.forEach((task, i) => {
+    const { x, y } = place[i];
+    for (const d of task.deps) {
+      const from = place[d];
+      const x1 = from.x + W, y1 = from.y + H / 2, x2 = x, y2 = y + H / 2, mid = (x1 + x2) / 2;
+      edgesLayer.append(svg("path", {
+        class: "edge" + (criticalEdges.has(d + ">" + i) ? " critical" : ""),
+        d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+      }));
+    }
+    const shape = task.kind === "gate"
+      ? svg("polygon", { points: `${x + 10},${y} ${x + W - 10},${y} ${x + W},${y + H / 2} ${x + W - 10},${y + H} ${x + 10},${y + H} ${x},${y + H / 2}`, class: "s-pending" })
+      : svg("rect", { x, y, width: W, height: H, rx: task.kind === "review" ? 0 : 6, class: "s-pending" });
+    const title = svg("title", {}, task.id + (task.agent ? " (" + task.agent + ")" : "") + " — " + task.kind);
+    const detail = task.kind === "review" ? "human review" : task.kind === "gate" ? "gate" + (task.agent ? ": " + task.agent : "") : (task.agent || "");
+    const node = svg("g", {
+      class: "node " + task.kind + (critical.has(i) ? " critical" : ""),
+      "data-task": task.id, "data-status": "pending",
+      onclick: () => onPick(task.id),
+    }, shape, title,
+      svg("text", { x: x + 8, y: y + 14 }, clip(task.id, 19)),
+      svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(detail, 21)));
+    nodes.set(task.id, { node, shape });
+    nodesLayer.append(node);
+  });
+  const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
+  box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, groupsLayer, edgesLayer, nodesLayer));
+  let selected = null;
+  return {
+    paint(statusOf) {
+      for (const [id, { node, shape }] of nodes) {
+        const status = statusOf.get(id) || "pending";
+        if (node.getAttribute("data-status") !== status) {
+          node.setAttribute("data-status", status);
+          shape.setAttribute("class", "s-" + status);
+        }
+      }
+    },
+    select(id) {
+      if (selected) selected.classList.remove("selected");
+      selected = nodes.has(id) ? nodes.get(id).node : null;
+      if (selected) selected.classList.add("selected");
+    },
+  };
+}
+
+function clip(text, n) {
+  return text.length > n ? text.slice(0, n - 1) + "…" : text;
+}
+
+// A large graph: one block per phase and parallel group, with a bar of its tasks' statuses.
+function drawBlocks(box, graph, onPick) {
+  const W = 220, H = 52, GAP_X = 70, GAP_Y = 12, PAD = 16, TOP = 28;
+  const blocks = [];
+  const blockOf = new Int32Array(graph.tasks.length);
+  const labels = svg("g"), edgesLayer = svg("g"), nodesLayer = svg("g");
+  let height = 0;
+  columns(graph).forEach((groups, p) => {
+    const x = PAD + p * (W + GAP_X);
+    labels.append(svg("text", { x, y: 16, class: "phaselabel" }, "phase " + (p + 1)));
+    let y = TOP;
+    for (const [group, tasks] of groups) {
+      const b = blocks.length;
+      for (const i of tasks) blockOf[i] = b;
+      blocks.push({ x, y, group, phase: p, tasks, bars: null });
+      y += H + GAP_Y;
+    }
+    height = Math.max(height, y);
+  });
+  const seen = new Set();
+  graph.tasks.forEach((task, i) => {
+    for (const d of task.deps) {
+      const key = blockOf[d] + ">" + blockOf[i];
+      if (blockOf[d] === blockOf[i] || seen.has(key)) continue;
+      seen.add(key);
+      const a = blocks[blockOf[d]], b = blocks[blockOf[i]];
+      const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mid = (x1 + x2) / 2;
+      edgesLayer.append(svg("path", { class: "edge", d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}` }));
+    }
+  });
+  for (const block of blocks) {
+    const name = (block.group === "" ? "ungrouped" : "parallel: " + block.group);
+    const bars = svg("g");
+    block.bars = bars;
+    nodesLayer.append(svg("g", {
+      class: "node block", "data-block": block.phase + ":" + block.group,
+      onclick: () => onPick(block.tasks.map((i) => graph.tasks[i].id)),
+    },
+      svg("rect", { class: "frame", x: block.x, y: block.y, width: W, height: H, rx: 6 }),
+      svg("title", {}, name + " — " + block.tasks.length + " tasks"),
+      svg("text", { x: block.x + 8, y: block.y + 15 }, clip(name, 30)),
+      svg("text", { x: block.x + 8, y: block.y + 29, class: "grouplabel" }, block.tasks.length + " tasks"),
+      bars));
+  }
+  const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
+  box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, edgesLayer, nodesLayer));
+  return {
+    paint(statusOf) {
+      for (const block of blocks) {
+        const counts = new Map();
+        for (const i of block.tasks) {
+          const s = statusOf.get(graph.tasks[i].id) || "pending";
+          counts.set(s, (counts.get(s) || 0) + 1);
+        }
+        let x = block.x + 8;
+        const parts = [];
+        for (const s of STATUSES) {
+          const n = counts.get(s) || 0;
+          if (!n) continue;
+          const w = (W - 16) * n / block.tasks.length;
+          parts.push(svg("rect", { x, y: block.y + 36, width: Math.max(w, 0.5), height: 9, class: "s-" + s },
+            svg("title", {}, s + ": " + n)));
+          x += w;
+        }
+        block.bars.replaceChildren(...parts);
+      }
+    },
+    select() {},
+  };
+}
+
+// ---- the timeline ---------------------------------------------------------------------
+
+// The attempts of the first `upto` events: a bar from each dispatch to its result.
+function drawTimeline(box, events, upto, onPick) {
+  const attempts = [];
+  const open = new Map();
+  const rows = new Map();
+  let first = null, last = null;
+  for (let k = 0; k < upto; k++) {
+    const e = events[k];
+    if (e.time === undefined) e.time = Date.parse(e.at);
+    const t = e.time;
+    if (first === null) first = t;
+    last = t;
+    if (e.type === "TaskDispatched") {
+      if (!rows.has(e.task)) rows.set(e.task, rows.size);
+      const attempt = { task: e.task, attempt: e.attempt, start: t, end: null, result: "running" };
+      open.set(e.task + "#" + e.attempt, attempt);
+      attempts.push(attempt);
+    } else if (e.type === "TaskSucceeded" || e.type === "TaskFailed") {
+      const attempt = open.get(e.task + "#" + e.attempt);
+      if (attempt) {
+        attempt.end = t;
+        attempt.result = e.type === "TaskSucceeded" ? "succeeded" : "failed";
+      }
+    }
+  }
+  if (!attempts.length) {
+    box.replaceChildren(el("p", { class: "muted" }, "no attempts yet"));
+    return;
+  }
+  const LEFT = 170, WIDTH = 700, ROW = 16;
+  const span = Math.max(last - first, 1);
+  const shown = Math.min(rows.size, TIMELINE_ROWS);
+  const parts = [];
+  for (const [task, row] of rows) {
+    if (row >= shown) break;
+    parts.push(svg("text", { x: 4, y: row * ROW + 12 }, clip(task, 24)));
+  }
+  for (const a of attempts) {
+    const row = rows.get(a.task);
+    if (row >= shown) continue;
+    const x = LEFT + (a.start - first) / span * WIDTH;
+    const w = Math.max(((a.end === null ? last : a.end) - a.start) / span * WIDTH, 2);
+    parts.push(svg("rect", {
+      x, y: row * ROW + 2, width: w, height: ROW - 4, rx: 2, class: "s-" + a.result,
+      "data-task": a.task, onclick: () => onPick(a.task),
+    }, svg("title", {}, a.task + " attempt " + a.attempt + ": " + a.result + " (" + duration(new Date(a.start).toISOString(), new Date(a.end === null ? last : a.end).toISOString()) + ")")));
+  }
+  const note = rows.size > shown ? el("p", { class: "muted" }, "the first " + shown + " of " + rows.size + " tasks dispatched") : null;
+  box.replaceChildren(svg("svg", { width: LEFT + WIDTH + 10, height: shown * ROW + 4 }, parts), note || "");
+}
+
+// ---- one run --------------------------------------------------------------------------
+
+async function runPage(id) {
+  let view;
+  try {
+    view = await api("/api/runs/" + encodeURIComponent(id));
+  } catch (error) {
+    show(el("h1", {}, "Run " + id), el("p", { class: "error" }, error.message));
+    return;
+  }
+  const events = view.events;
+  const live = new Map(Object.entries(view.state.tasks));
+  let liveState = view.state;
+  let position = events.length;
+  let picked = null;
+  let source = null;
+
+  const statusBadge = el("span", { id: "run-status" });
+  const tokens = el("span", { class: "muted" });
+  const waitingBox = el("div", { id: "waiting" });
+  const graphBox = el("div", { class: "panel graph", id: "graph" });
+  const timelineBox = el("div", { class: "panel timeline", id: "timeline" });
+  const side = el("div", { class: "panel side", id: "task-panel" }, el("p", { class: "muted" }, "click a task"));
+  const eventsBox = el("div", { class: "panel events", id: "events" });
+  const slider = el("input", { type: "range", id: "replay", min: 0, max: events.length, value: events.length, step: 1 });
+  const where = el("span", { id: "replay-position" });
+  const retryFrom = el("button", { id: "retry-from", disabled: true }, "Retry from task");
+
+  const act = async (action, body) => {
+    try {
+      const done = await post("/api/runs/" + encodeURIComponent(id) + "/" + action, body);
+      notice(done.message);
+      if (done.run !== id) location.hash = "#/run/" + encodeURIComponent(done.run);
+    } catch (error) {
+      notice(error.message, true);
+    }
+  };
+  retryFrom.addEventListener("click", () => picked && act("retry", { from: picked }));
+
+  show(
+    el("div", { class: "runhead" },
+      el("h1", {}, "Run " + id), statusBadge, el("span", {}, "plan ", el("b", {}, view.graph.name)), tokens),
+    el("div", { class: "actions" },
+      el("button", { id: "cancel", onclick: () => act("cancel", {}) }, "Cancel"),
+      el("button", { id: "resume", onclick: () => act("resume", {}) }, "Resume"),
+      el("button", { id: "retry", onclick: () => act("retry", {}) }, "Retry failed"),
+      retryFrom),
+    waitingBox,
+    el("div", { class: "replay" }, el("label", { for: "replay" }, "Replay"), slider, where),
+    el("div", { class: "layout" },
+      el("div", {}, graphBox, legendBar(), el("h2", {}, "Timeline"), timelineBox, el("h2", {}, "Events"), eventsBox),
+      side));
+
+  const pick = (what) => {
+    if (Array.isArray(what)) return showBlock(what);
+    picked = what;
+    retryFrom.disabled = false;
+    retryFrom.textContent = "Retry from " + clip(what, 20);
+    graph.select(what);
+    showTask();
+  };
+  const showBlock = (ids) => {
+    const filter = el("input", { placeholder: "filter tasks" });
+    const list = el("div");
+    const draw = () => {
+      const wanted = filter.value.toLowerCase();
+      const statusOf = currentStatuses();
+      list.replaceChildren(...ids.filter((t) => t.toLowerCase().includes(wanted)).slice(0, 200).map((t) =>
+        el("div", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); pick(t); } }, t), " ", badge(statusOf.get(t) || "pending"))));
+    };
+    filter.addEventListener("input", draw);
+    side.replaceChildren(el("h2", {}, ids.length + " tasks"), filter, list);
+    draw();
+  };
+  let graph = drawGraph(graphBox, view.graph, pick);
+  let replayed = null;
+
+  const currentStatuses = () => (position === events.length || !replayed ? live : replayed);
+
+  const showTask = async () => {
+    if (!picked) return;
+    const task = picked;
+    const at = position === events.length ? "" : "?at=" + position;
+    try {
+      const t = await api("/api/runs/" + encodeURIComponent(id) + "/tasks/" + encodeURIComponent(task) + at);
+      if (picked !== task) return;
+      side.replaceChildren(taskPanel(t));
+    } catch (error) {
+      side.replaceChildren(el("h2", {}, task), el("p", { class: "muted" }, error.message));
+    }
+  };
+
+  const paint = () => {
+    const upto = position;
+    const state = upto === events.length ? liveState : null;
+    graph.paint(currentStatuses());
+    statusBadge.replaceChildren(badge(state ? state.status : "replay"));
+    if (state) tokens.textContent = (state.tokens.prompt + state.tokens.completion) + " tokens";
+    where.textContent = upto === events.length ? "live · " + upto + " events" : "after event " + upto + " of " + events.length;
+    drawTimeline(timelineBox, events, upto, pick);
+    const from = Math.max(0, upto - EVENT_ROWS);
+    eventsBox.replaceChildren(...events.slice(from, upto).map((e) => el("div", {}, e.line)));
+    eventsBox.scrollTop = eventsBox.scrollHeight;
+    drawWaiting(state);
+  };
+
+  const drawWaiting = (state) => {
+    if (!state || !state.waiting.length) {
+      waitingBox.replaceChildren();
+      return;
+    }
+    waitingBox.replaceChildren(...state.waiting.map((w) => {
+      const comment = el("input", { placeholder: w.question ? "your answer" : "comment (optional)", "data-task": w.task });
+      const buttons = w.question
+        ? [el("button", { class: "primary", "data-action": "answer", "data-task": w.task, onclick: () => act("answer", { task: w.task, text: comment.value, resume: true }) }, "Answer and resume")]
+        : [el("button", { class: "primary", "data-action": "approve", "data-task": w.task, onclick: () => act("approve", { task: w.task, comment: comment.value || null, resume: true }) }, "Approve"),
+           el("button", { "data-action": "reject", "data-task": w.task, onclick: () => act("reject", { task: w.task, comment: comment.value || null, resume: true }) }, "Reject")];
+      return el("div", { class: "waiting" },
+        el("b", {}, w.task), w.question ? " asks:" : " waits for a review decision",
+        w.question ? el("div", { class: "question" }, w.question) : null,
+        el("div", { class: "actions" }, comment, buttons));
+    }));
+  };
+
+  let pending = null;
+  slider.addEventListener("input", () => {
+    position = Number(slider.value);
+    if (position === events.length) {
+      replayed = null;
+      paint();
+      showTask();
+      return;
+    }
+    clearTimeout(pending);
+    pending = setTimeout(async () => {
+      const at = position;
+      try {
+        const state = await api("/api/runs/" + encodeURIComponent(id) + "/state?at=" + at);
+        if (at !== position) return;
+        replayed = new Map(Object.entries(state.tasks));
+        paint();
+        statusBadge.replaceChildren(badge(state.status), el("span", { class: "muted" }, " (replay)"));
+        showTask();
+      } catch (error) {
+        notice(error.message, true);
+      }
+    }, 60);
+  });
+
+  const refreshState = async () => {
+    try {
+      liveState = await api("/api/runs/" + encodeURIComponent(id) + "/state");
+      for (const [task, status] of Object.entries(liveState.tasks)) live.set(task, status);
+      if (position === events.length) paint();
+    } catch (error) {
+      notice(error.message, true);
+    }
+  };
+
+  let frame = null;
+  let taskChanged = false;
+  const schedulePaint = () => {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = null;
+      paint();
+      if (taskChanged) showTask();
+      taskChanged = false;
+    });
+  };
+  paint();
+
+  const last = () => (events.length ? events[events.length - 1].seq : 0);
+  source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream?after=" + last());
+  source.onmessage = (message) => {
+    const update = JSON.parse(message.data);
+    if (update.replanned) {
+      source.close();
+      runPage(id);
+      return;
+    }
+    const following = position === events.length;
+    for (const e of update.events) events.push(e);
+    for (const [task, status] of Object.entries(update.tasks)) live.set(task, status);
+    taskChanged = taskChanged || (picked !== null && picked in update.tasks);
+    const changed = liveState.status !== update.status;
+    liveState = Object.assign({}, liveState, { status: update.status, tokens: update.tokens });
+    slider.max = events.length;
+    if (following) {
+      position = events.length;
+      slider.value = position;
+      schedulePaint();
+    } else {
+      where.textContent = "after event " + position + " of " + events.length;
+    }
+    if (changed || update.status === "paused") refreshState();
+  };
+  source.addEventListener("failure", (message) => notice(JSON.parse(message.data), true));
+  stop = () => source.close();
+}
+
+function legendBar() {
+  return el("div", { class: "legend" }, STATUSES.map((s) => el("span", {}, svgSwatch(s), s)));
+}
+
+function svgSwatch(status) {
+  return svg("svg", { width: 12, height: 12 }, svg("rect", { width: 12, height: 12, rx: 2, class: "s-" + status }));
+}
+
+function field(title, text) {
+  if (text === null || text === undefined || text === "") return null;
+  return [el("h2", {}, title), el("pre", {}, text)];
+}
+
+function taskPanel(t) {
+  return el("div", {},
+    el("h2", {}, t.id, " ", badge(t.status)),
+    el("div", { class: "muted" }, t.kind + (t.agent ? " · " + t.agent : "") + (t.depends_on.length ? " · after " + t.depends_on.join(", ") : "")),
+    el("div", {}, "attempts: " + t.attempts + " · failures: " + t.failures + " · tokens: " + t.tokens.prompt + " prompt, " + t.tokens.completion + " completion"),
+    field("Input", t.input),
+    field("Output", t.output),
+    field("Error", t.error),
+    field("Question", t.question),
+    t.answers.length ? field("Answers", t.answers.join("\n---\n")) : null,
+    field("Review feedback", t.feedback),
+    t.verification.length ? field("Verification failures", t.verification.join("\n---\n")) : null,
+    el("h2", {}, "Events"),
+    el("div", { class: "events" }, t.events.map((e) => el("div", {}, e.seq + " " + e.at.slice(11, 23) + " " + e.type + (e.attempt ? " #" + e.attempt : "")))));
+}
+
+// ---- a plan before it runs ------------------------------------------------------------
+
+function planPage() {
+  const path = el("input", { id: "plan-path", placeholder: "path under the served folder, e.g. examples/offline.yaml", size: 50 });
+  const text = el("textarea", { id: "plan-text", placeholder: "or paste a manifest here" });
+  const out = el("div", { id: "plan-report" });
+  const open = async (request) => {
+    try {
+      out.replaceChildren(planReport(await request()));
+      notice("");
+    } catch (error) {
+      out.replaceChildren(el("p", { class: "error" }, error.message));
+    }
+  };
+  const byPath = () => open(() => api("/api/plan?path=" + encodeURIComponent(path.value)));
+  path.addEventListener("keydown", (e) => e.key === "Enter" && byPath());
+  show(el("h1", {}, "Plan preview"),
+    el("div", { class: "filters" }, path, el("button", { id: "open-path", onclick: byPath }, "Open")),
+    text, el("div", {}, el("button", { id: "open-text", onclick: () => open(() => post("/api/plan", { text: text.value })) }, "Preview pasted plan")),
+    out);
+  const wanted = new URLSearchParams(location.hash.split("?")[1] || "").get("path");
+  if (wanted) {
+    path.value = wanted;
+    byPath();
+  }
+}
+
+function planReport(report) {
+  const lines = report.text.split("\n");
+  const items = lines.map((line) => el("li", {}, line || " "));
+  const flag = (line) => {
+    items.forEach((item) => item.classList.remove("flag"));
+    const item = items[line - 1];
+    if (item) {
+      item.classList.add("flag");
+      item.scrollIntoView({ block: "center" });
+    }
+  };
+  const problem = (kind, code, message, line, help) => el("li", { class: kind, onclick: () => flag(line) },
+    "line " + line + ": ", el("b", {}, kind), " [" + code + "] " + message, help ? el("div", { class: "muted" }, "help: " + help) : null);
+  const graphBox = el("div", { class: "panel graph" });
+  const parts = [
+    el("h2", {}, report.name, " ", badge(report.valid ? "succeeded" : "failed"), " ", report.valid ? "score " + report.score.toFixed(1) + "/10" : "has errors and cannot run"),
+    el("ul", { class: "problems", id: "problems" },
+      report.diagnostics.map((d) => problem(d.severity, d.code, d.message, d.line, d.help)),
+      report.findings.map((f) => problem(f.severity, f.code, f.message, f.line, f.help))),
+    graphBox,
+    el("h2", {}, "Manifest"),
+    el("ol", { class: "source panel" }, items),
+  ];
+  if (report.graph) drawGraph(graphBox, report.graph, () => {}).paint(new Map());
+  else graphBox.append(el("p", { class: "muted" }, "no graph: the plan has errors"));
+  return el("div", {}, parts);
+}
+
+// ---- routing --------------------------------------------------------------------------
+
+function route() {
+  stop();
+  stop = () => {};
+  notice("");
+  const hash = location.hash || "#/";
+  if (hash.startsWith("#/run/")) runPage(decodeURIComponent(hash.slice(6)));
+  else if (hash.startsWith("#/plan")) planPage();
+  else runsPage();
+}
+
+window.addEventListener("hashchange", route);
+route();

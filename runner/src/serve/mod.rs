@@ -1,0 +1,85 @@
+//! `runner serve`: a web view of the runs under `RUNNER_HOME`, served from this process with
+//! its page embedded: the runs, a run's graph and timeline updated live, a replay of its
+//! events, plan previews and the actions of the command line.
+
+mod actions;
+mod auth;
+mod error;
+mod graph_view;
+mod plan_view;
+mod routes;
+mod runs;
+mod stream;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+pub use error::ServeError;
+
+/// The arguments of `runner serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on; any address but loopback needs a token.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// The token every request must carry (default: `$RUNNER_SERVE_TOKEN`).
+    #[arg(long)]
+    token: Option<String>,
+}
+
+/// What every request handler shares: the served folder and the token.
+#[derive(Debug)]
+pub struct Served {
+    /// The folder manifests are opened from (the current directory), canonical.
+    root: PathBuf,
+    /// The token requests must carry, when one is set.
+    token: Option<String>,
+}
+
+/// Serves until interrupted; refuses a non-loopback address without a token.
+pub fn run(args: &ServeArgs) -> anyhow::Result<u8> {
+    let token =
+        args.token.clone().or_else(|| std::env::var("RUNNER_SERVE_TOKEN").ok()).filter(|token| !token.is_empty());
+    if !args.addr.ip().is_loopback() && token.is_none() {
+        return Err(ServeError::TokenRequired { addr: args.addr.to_string() }.into());
+    }
+    let root =
+        std::env::current_dir().and_then(|dir| dir.canonicalize()).context("cannot read the current directory")?;
+    let served = Arc::new(Served { root, token });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    runtime.block_on(serve(args.addr, served))?;
+    Ok(0)
+}
+
+async fn serve(addr: SocketAddr, served: Arc<Served>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr: addr.to_string(), source })?;
+    let bound = listener.local_addr().context("read the bound address")?;
+    let query = served.token.as_ref().map(|token| format!("?token={token}")).unwrap_or_default();
+    {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "runner serve: http://{bound}/{query}");
+        let _ = writeln!(
+            stdout,
+            "  runs in {}; plans opened from {}",
+            crate::home::runs_dir().display(),
+            served.root.display()
+        );
+        let _ = stdout.flush();
+    }
+    axum::serve(listener, routes::router(served))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("serve")
+}

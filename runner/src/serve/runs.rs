@@ -1,0 +1,287 @@
+//! The JSON views of runs: the list, one run (its graph from the start, its events and its
+//! state), the state after any event (for the replay), and one task. Every state is the
+//! engine's fold of the log, up to the event asked for.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, Query};
+use engine::{Event, Record, RunState, TaskStatus, Tokens};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::graph_view::{GraphView, kind_name};
+use crate::home::{Created, RunDir, fold, runs_dir};
+
+/// The largest log the server reads.
+pub const LOG_CAP: u64 = 1 << 30;
+
+/// One run in the list.
+#[derive(Debug, Serialize)]
+pub struct RunRow {
+    id: String,
+    plan: String,
+    status: String,
+    started: String,
+    /// When its last event was recorded; the page shows the duration between the two.
+    updated: String,
+    tokens: Tokens,
+    tasks: usize,
+    succeeded: usize,
+}
+
+/// `GET /api/runs`: every run, newest first.
+pub async fn list() -> Result<Json<Vec<RunRow>>, ApiError> {
+    Ok(Json(tokio::task::spawn_blocking(rows).await??))
+}
+
+fn rows() -> Result<Vec<RunRow>, ApiError> {
+    let folder = runs_dir();
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(ApiError::Internal(format!("cannot list {}: {error}", folder.display()))),
+    };
+    let mut rows: Vec<RunRow> = entries
+        .flatten()
+        .filter_map(|entry| RunDir::existing(&entry.file_name().to_string_lossy()).ok())
+        .filter_map(|run| {
+            let records = load(&run).ok()?;
+            let created = Created::of(&records)?;
+            let state = fold(&records);
+            Some(RunRow {
+                id: run.id.clone(),
+                plan: created.plan.name,
+                status: crate::status::shown_status(&state, &run).to_owned(),
+                started: created.at,
+                updated: records.last().map(|r| r.at.to_string()).unwrap_or_default(),
+                tokens: state.tokens,
+                tasks: state.tasks.len(),
+                succeeded: state.tasks.iter().filter(|t| t.status == TaskStatus::Succeeded).count(),
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.id.cmp(&a.id)));
+    Ok(rows)
+}
+
+/// A run's records, refusing a log over [`LOG_CAP`].
+pub fn load(run: &RunDir) -> Result<Vec<Record>, ApiError> {
+    let size = std::fs::metadata(run.log()).map(|m| m.len()).unwrap_or(0);
+    if size > LOG_CAP {
+        return Err(ApiError::TooLarge { what: format!("the log of run `{}`", run.id), cap: LOG_CAP });
+    }
+    run.load().map(|(records, _)| records).map_err(|e| ApiError::Internal(format!("{e:#}")))
+}
+
+/// An existing run, or 404.
+pub fn existing(id: &str) -> Result<RunDir, ApiError> {
+    RunDir::existing(id).map_err(|e| ApiError::NotFound(format!("{e:#}")))
+}
+
+/// One event as the page lists it and the timeline places it.
+#[derive(Debug, Serialize)]
+pub struct EventView {
+    seq: u64,
+    at: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    task: Option<String>,
+    attempt: Option<u32>,
+    /// The event in one readable line, as `runner logs` prints it.
+    line: String,
+}
+
+impl EventView {
+    /// The view of a record.
+    pub fn new(record: &Record) -> Self {
+        let attempt = match &record.event {
+            Event::TaskDispatched { attempt, .. }
+            | Event::TaskSucceeded { attempt, .. }
+            | Event::TaskFailed { attempt, .. } => Some(*attempt),
+            _ => None,
+        };
+        EventView {
+            seq: record.seq,
+            at: record.at.to_string(),
+            kind: record.event.name(),
+            task: record.event.task().map(str::to_owned),
+            attempt,
+            line: crate::live::line(record),
+        }
+    }
+}
+
+/// Where a run stands after some event: its status and every task that is not pending.
+#[derive(Debug, Serialize)]
+pub struct StateView {
+    seq: u64,
+    status: &'static str,
+    tokens: Tokens,
+    /// The status of each task that has left `pending`.
+    tasks: BTreeMap<String, &'static str>,
+    /// The tasks that wait for a person: a question, or a review decision when it is `None`.
+    waiting: Vec<Waiting>,
+}
+
+/// A task that waits for a person.
+#[derive(Debug, Serialize)]
+struct Waiting {
+    task: String,
+    question: Option<String>,
+}
+
+impl StateView {
+    /// The view of a state; `status` is the run's status as shown (a run nobody drives any
+    /// more is `interrupted`).
+    pub fn new(state: &RunState, status: &'static str) -> Self {
+        let id = |i: usize| state.plan.tasks[i].id.value.clone();
+        let tasks = state
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.status != TaskStatus::Pending)
+            .map(|(i, t)| (id(i), t.status.as_str()))
+            .collect();
+        let waiting = state
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.status == TaskStatus::Paused)
+            .map(|(i, t)| Waiting { task: id(i), question: t.question.clone() })
+            .collect();
+        StateView { seq: state.seq, status, tokens: state.tokens, tasks, waiting }
+    }
+}
+
+/// One run: its plan's graph (every task, pending ones included), its events and its state.
+#[derive(Debug, Serialize)]
+pub struct RunView {
+    id: String,
+    source: Option<String>,
+    graph: GraphView,
+    events: Vec<EventView>,
+    state: StateView,
+}
+
+/// `GET /api/runs/{id}`.
+pub async fn run(Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
+    let view = tokio::task::spawn_blocking(move || {
+        let run = existing(&id)?;
+        let records = load(&run)?;
+        let created = Created::of(&records)
+            .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no RunCreated event: it never started")))?;
+        let state = fold(&records);
+        Ok::<_, ApiError>(RunView {
+            id,
+            source: created.source,
+            graph: GraphView::new(&state.plan, &state.graph),
+            events: records.iter().map(EventView::new).collect(),
+            state: StateView::new(&state, crate::status::shown_status(&state, &run)),
+        })
+    })
+    .await??;
+    Ok(Json(view))
+}
+
+/// Which point of a run's history a request asks about.
+#[derive(Debug, Deserialize)]
+pub struct At {
+    /// The number of events folded (default: all).
+    at: Option<usize>,
+}
+
+/// The records of a run up to an event, folded.
+fn state_at(id: &str, at: Option<usize>) -> Result<(RunDir, Vec<Record>, RunState), ApiError> {
+    let run = existing(id)?;
+    let mut records = load(&run)?;
+    if let Some(at) = at {
+        records.truncate(at);
+    }
+    let state = fold(&records);
+    Ok((run, records, state))
+}
+
+/// `GET /api/runs/{id}/state?at=N`: the state after the first N events.
+pub async fn state(Path(id): Path<String>, Query(at): Query<At>) -> Result<Json<StateView>, ApiError> {
+    let view = tokio::task::spawn_blocking(move || {
+        let (run, _, state) = state_at(&id, at.at)?;
+        let status = if at.at.is_some() { state.status.as_str() } else { crate::status::shown_status(&state, &run) };
+        Ok::<_, ApiError>(StateView::new(&state, status))
+    })
+    .await??;
+    Ok(Json(view))
+}
+
+/// One task after some event: what it was given and gave, and its events.
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    id: String,
+    kind: &'static str,
+    agent: Option<String>,
+    depends_on: Vec<String>,
+    status: &'static str,
+    attempts: u32,
+    failures: u32,
+    input: Option<String>,
+    output: Option<String>,
+    error: Option<String>,
+    question: Option<String>,
+    answers: Vec<String>,
+    feedback: Option<String>,
+    /// Tokens its attempts and checks used.
+    tokens: Tokens,
+    /// Why its outputs failed their checks, one per failed check.
+    verification: Vec<String>,
+    /// Its events, whole, as recorded.
+    events: Vec<Record>,
+}
+
+/// `GET /api/runs/{id}/tasks/{task}?at=N`.
+pub async fn task(Path((id, task)): Path<(String, String)>, Query(at): Query<At>) -> Result<Json<TaskView>, ApiError> {
+    let view = tokio::task::spawn_blocking(move || {
+        let (_, records, state) = state_at(&id, at.at)?;
+        let index = state
+            .index_of(&task)
+            .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no task `{task}` at this point")))?;
+        let spec = &state.plan.tasks[index];
+        let current = &state.tasks[index];
+        let events: Vec<Record> = records.into_iter().filter(|r| r.event.task() == Some(task.as_str())).collect();
+        let mut tokens = Tokens::default();
+        let mut verification = Vec::new();
+        for record in &events {
+            let used = match &record.event {
+                Event::TaskSucceeded { tokens, .. } | Event::TaskFailed { tokens, .. } => *tokens,
+                Event::VerificationFailed { tokens, reason, .. } => {
+                    verification.push(reason.clone());
+                    *tokens
+                }
+                _ => None,
+            };
+            if let Some(used) = used {
+                tokens.prompt += used.prompt;
+                tokens.completion += used.completion;
+            }
+        }
+        Ok::<_, ApiError>(TaskView {
+            id: task,
+            kind: kind_name(spec.kind),
+            agent: state.plan.agent_of(spec).map(str::to_owned),
+            depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.clone()).collect(),
+            status: current.status.as_str(),
+            attempts: current.attempts,
+            failures: current.failures,
+            input: current.input.clone(),
+            output: current.output.clone(),
+            error: current.error.clone(),
+            question: current.question.clone(),
+            answers: current.answers.clone(),
+            feedback: current.feedback.clone(),
+            tokens,
+            verification,
+            events,
+        })
+    })
+    .await??;
+    Ok(Json(view))
+}

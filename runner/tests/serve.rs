@@ -1,0 +1,392 @@
+//! `runner serve`: the real binary on a free loopback port, talked to over HTTP: the JSON
+//! views of runs, the live stream, plan previews, the actions and every safety rule.
+
+#[path = "support/server.rs"]
+mod server;
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use server::Server;
+use support::{Env, plan};
+
+const ECHO: &str = "    echo: {runtime: mock, latency: 10ms}";
+const WAIT: Duration = Duration::from_secs(30);
+
+fn three_tasks() -> String {
+    plan(
+        "three",
+        ECHO,
+        r#"    - {id: a, agent: echo, input: "hello"}
+    - {id: b, agent: echo, input: "b reads {{ tasks.a.output }}", depends_on: [a]}
+    - {id: c, agent: echo, input: "{{ tasks.a.output }} + {{ tasks.b.output }}", depends_on: [a, b]}"#,
+    )
+}
+
+fn review_plan() -> String {
+    plan(
+        "review",
+        ECHO,
+        r#"    - {id: draft, agent: echo, input: "the draft"}
+    - {id: approve, type: human_review, depends_on: [draft], prompt: "Publish {{ tasks.draft.output }}?"}
+    - {id: publish, agent: echo, input: "published {{ tasks.draft.output }}", depends_on: [approve]}"#,
+    )
+}
+
+/// Applies a plan written into the test folder as run `run`; returns the exit code.
+fn apply(env: &Env, name: &str, text: &str, run: &str) -> Option<i32> {
+    env.write(name, text);
+    env.runner().args(["apply", name, "--yes", "--run-id", run]).output().expect("runner runs").status.code()
+}
+
+fn types(events: &Value) -> Vec<String> {
+    events.as_array().expect("a list").iter().map(|e| e["type"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[test]
+fn the_runs_and_a_run_are_served_as_json_from_the_log() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    let server = Server::start(&env, &[]);
+
+    let runs = server.get("/api/runs").json();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    let row = &runs[0];
+    assert_eq!(
+        (row["id"].as_str(), row["plan"].as_str(), row["status"].as_str()),
+        (Some("r1"), Some("three"), Some("succeeded"))
+    );
+    assert_eq!((row["tasks"].as_u64(), row["succeeded"].as_u64()), (Some(3), Some(3)));
+    assert!(
+        row["started"].as_str().is_some_and(|s| s.ends_with('Z')) && row["updated"].as_str() >= row["started"].as_str()
+    );
+
+    let run = server.get("/api/runs/r1").json();
+    let tasks = &run["graph"]["tasks"];
+    assert_eq!(tasks[2]["id"], "c");
+    assert_eq!(tasks[2]["deps"], json!([0, 1]), "c depends on a and b");
+    assert_eq!(
+        (tasks[0]["phase"].as_u64(), tasks[1]["phase"].as_u64(), tasks[2]["phase"].as_u64()),
+        (Some(0), Some(1), Some(2))
+    );
+    assert_eq!(run["graph"]["critical"], json!([0, 1, 2]));
+    assert_eq!(run["events"].as_array().map(Vec::len), Some(env.records("r1").len()), "every event of the log");
+    assert_eq!(run["state"]["status"], "succeeded");
+    assert_eq!(run["state"]["tasks"], json!({"a": "succeeded", "b": "succeeded", "c": "succeeded"}));
+
+    assert_eq!(server.get("/api/runs/nope").status, 404);
+    assert_eq!(server.get("/api/runs/..%2Fetc").status, 404, "a run id is a plain name");
+}
+
+#[test]
+fn a_paused_run_has_its_pending_tasks_and_its_review_marked() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3), "the review pauses the run");
+    let server = Server::start(&env, &[]);
+    let run = server.get("/api/runs/rv").json();
+    let kinds: Vec<&str> =
+        run["graph"]["tasks"].as_array().expect("tasks").iter().filter_map(|t| t["kind"].as_str()).collect();
+    assert_eq!(kinds, ["task", "review", "task"]);
+    assert_eq!(run["graph"]["tasks"][2]["id"], "publish", "a task that never ran is in the graph");
+    assert_eq!(run["state"]["status"], "paused");
+    assert_eq!(run["state"]["tasks"], json!({"draft": "succeeded", "approve": "paused"}));
+    assert_eq!(run["state"]["waiting"], json!([{"task": "approve", "question": null}]));
+}
+
+#[test]
+fn the_state_after_an_event_is_the_log_folded_up_to_it() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    let server = Server::start(&env, &[]);
+    let records = env.records("r1");
+    let first = server.get("/api/runs/r1/state?at=1").json();
+    assert_eq!((first["status"].as_str(), first["seq"].as_u64()), (Some("running"), Some(1)));
+    assert_eq!(first["tasks"], json!({}), "after RunCreated every task is pending");
+    let dispatched = records.iter().position(|r| r["type"] == "TaskDispatched").expect("a dispatch") + 1;
+    let after = server.get(&format!("/api/runs/r1/state?at={dispatched}")).json();
+    assert_eq!(after["tasks"], json!({"a": "running"}));
+    let task = server.get(&format!("/api/runs/r1/tasks/a?at={dispatched}")).json();
+    assert_eq!((task["status"].as_str(), task["output"].as_str()), (Some("running"), None));
+    assert_eq!(server.get("/api/runs/r1/state?at=99999").json()["status"], "succeeded");
+}
+
+#[test]
+fn a_task_has_its_input_output_attempts_and_events() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    let server = Server::start(&env, &[]);
+    let task = server.get("/api/runs/r1/tasks/b").json();
+    assert_eq!(task["input"], "b reads hello");
+    assert_eq!(task["output"], "b reads hello");
+    assert_eq!(
+        (task["kind"].as_str(), task["agent"].as_str(), task["attempts"].as_u64()),
+        (Some("task"), Some("echo"), Some(1))
+    );
+    assert_eq!(task["depends_on"], json!(["a"]));
+    assert_eq!(types(&task["events"]), ["TaskDispatched", "TaskSucceeded"]);
+    assert_eq!(server.get("/api/runs/r1/tasks/zzz").status, 404);
+}
+
+#[test]
+fn an_output_containing_markup_comes_back_as_text_and_the_page_never_parses_data_as_html() {
+    let env = Env::new();
+    let markup = "<script>alert(1)</script><img src=x onerror=alert(2)>";
+    let agents = format!("    evil: {{runtime: mock, default: {markup:?}}}");
+    let text = plan("evil", &agents, "    - {id: x, agent: evil, input: go}");
+    assert_eq!(apply(&env, "plan.yaml", &text, "ev"), Some(0));
+    let server = Server::start(&env, &[]);
+    let reply = server.get("/api/runs/ev/tasks/x");
+    assert!(reply.headers["content-type"].to_str().is_ok_and(|t| t.starts_with("application/json")));
+    assert_eq!(reply.json()["output"], markup, "the output is data, as written");
+    let page = server.get("/");
+    let policy = page.headers["content-security-policy"].to_str().expect("a policy");
+    assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "{policy}");
+    let script = server.get("/app.js").text;
+    for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("] {
+        assert!(!script.contains(sink), "app.js uses {sink}");
+    }
+}
+
+#[test]
+fn the_stream_follows_the_log_as_another_process_writes_it_and_waits_out_a_torn_line() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    let log = env.log("r1");
+    let whole = std::fs::read_to_string(&log).expect("the log");
+    let lines: Vec<&str> = whole.split_inclusive('\n').collect();
+    let total = lines.len();
+    // Two whole lines and half of the third, as a writer caught mid-line leaves it.
+    let head = format!("{}{}{}", lines[0], lines[1], &lines[2][..lines[2].len() / 2]);
+    std::fs::write(&log, &head).expect("the log is cut");
+    let server = Server::start(&env, &[]);
+    let mut appended = false;
+    let messages = server.stream("/api/runs/r1/stream", WAIT, |messages| {
+        let seqs: Vec<u64> = messages
+            .iter()
+            .flat_map(|m| m["events"].as_array().cloned().unwrap_or_default())
+            .filter_map(|e| e["seq"].as_u64())
+            .collect();
+        if !appended && seqs == [1, 2] {
+            // As the store writes: appending, never rewriting.
+            let mut file = std::fs::OpenOptions::new().append(true).open(&log).expect("the log opens");
+            std::io::Write::write_all(&mut file, &whole.as_bytes()[head.len()..]).expect("the rest is written");
+            appended = true;
+        }
+        seqs.len() >= total
+    });
+    let seqs: Vec<u64> = messages
+        .iter()
+        .flat_map(|m| m["events"].as_array().cloned().unwrap_or_default())
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=total as u64).collect::<Vec<_>>(),
+        "each event once, in order, none from the torn line early"
+    );
+    assert!(appended);
+    let last = messages.last().expect("a message");
+    assert_eq!(last["status"], "succeeded");
+    assert_eq!(last["tasks"]["c"], "succeeded", "the state of the tasks the events touched");
+
+    let after = server.stream(&format!("/api/runs/r1/stream?after={}", total - 1), WAIT, |m| !m.is_empty());
+    assert_eq!(after[0]["events"].as_array().map(Vec::len), Some(1), "only what the page lacks");
+}
+
+#[test]
+fn approve_then_resume_from_the_page_finishes_the_run_with_the_cli_events() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));
+    let server = Server::start(&env, &[]);
+    let approved =
+        server.post("/api/runs/rv/approve", json!({"task": "approve", "comment": "ship it", "resume": true}));
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    let state = server.wait_for("/api/runs/rv/state", WAIT, |s| s["status"] == "succeeded");
+    assert_eq!(state["tasks"]["publish"], "succeeded");
+    let decided: Vec<Value> = env.records("rv").into_iter().filter(|r| r["type"] == "ReviewDecided").collect();
+    assert_eq!(decided.len(), 1);
+    assert_eq!((decided[0]["approved"].as_bool(), decided[0]["comment"].as_str()), (Some(true), Some("ship it")));
+    assert!(env.types("rv").contains(&"RunResumed".to_owned()), "{:?}", env.types("rv"));
+
+    let again = server.post("/api/runs/rv/approve", json!({"task": "approve"}));
+    assert_eq!(again.status, 409, "the engine refuses a second decision: {}", again.text);
+    assert_eq!(again.json()["code"], "serve::refused");
+}
+
+#[test]
+fn answer_reject_cancel_and_retry_record_what_the_cli_records() {
+    let env = Env::new();
+    let asks = plan(
+        "asks",
+        "    m: {runtime: mock, latency: 10ms, responses: {a: [{clarify: \"Which fiscal year?\"}, {output: done}]}}",
+        "    - {id: a, agent: m, input: report}",
+    );
+    assert_eq!(apply(&env, "asks.yaml", &asks, "q"), Some(3));
+    let server = Server::start(&env, &[]);
+    assert_eq!(
+        server.get("/api/runs/q/state").json()["waiting"],
+        json!([{"task": "a", "question": "Which fiscal year?"}])
+    );
+    assert_eq!(server.post("/api/runs/q/answer", json!({"task": "a", "text": "2024", "resume": true})).status, 200);
+    let state = server.wait_for("/api/runs/q/state", WAIT, |s| s["status"] == "succeeded");
+    assert_eq!(state["tasks"]["a"], "succeeded");
+    assert!(
+        env.records("q").iter().any(|r| r["type"] == "ClarificationProvided" && r["answer"] == "2024"),
+        "{:?}",
+        env.records("q")
+    );
+
+    assert_eq!(apply(&env, "review.yaml", &review_plan(), "rj"), Some(3));
+    assert_eq!(server.post("/api/runs/rj/reject", json!({"task": "approve", "comment": "no"})).status, 200);
+    assert!(env.records("rj").iter().any(|r| r["type"] == "ReviewDecided" && r["approved"] == false));
+
+    assert_eq!(apply(&env, "review.yaml", &review_plan(), "cx"), Some(3));
+    assert_eq!(server.post("/api/runs/cx/cancel", json!({})).status, 200);
+    assert_eq!(env.types("cx").last().map(String::as_str), Some("RunCancelled"));
+
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    let retried = server.post("/api/runs/r1/retry", json!({"from": "b"}));
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    let new_run = retried.json()["run"].as_str().expect("the new run's id").to_owned();
+    assert_ne!(new_run, "r1");
+    server.wait_for(&format!("/api/runs/{new_run}/state"), WAIT, |s| s["status"] == "succeeded");
+    let reused: Vec<String> = env
+        .records(&new_run)
+        .iter()
+        .filter(|r| r["type"] == "TaskReused")
+        .filter_map(|r| r["task"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(reused, ["a"], "a retry from b reuses a only");
+    assert_eq!(server.post("/api/runs/r1/retry", json!({"from": "ghost"})).status, 404);
+}
+
+#[test]
+fn actions_are_post_only_with_a_json_body() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));
+    let server = Server::start(&env, &[]);
+    assert_eq!(server.get("/api/runs/rv/approve").status, 405);
+    assert_eq!(server.get("/api/runs/rv/cancel?task=approve").status, 405);
+    let form = server.send(|client, url| {
+        client.post(format!("{url}/api/runs/rv/cancel")).header("content-type", "text/plain").body("{}")
+    });
+    assert_eq!(form.status, 415, "a cross-site form cannot send JSON");
+    assert!(!env.types("rv").contains(&"RunCancelled".to_owned()));
+}
+
+#[test]
+fn a_plan_is_previewed_by_path_or_pasted_with_its_problems_at_their_lines() {
+    let env = Env::new();
+    env.write("good.yaml", &three_tasks());
+    let broken = plan(
+        "broken",
+        ECHO,
+        "    - {id: a, agent: echo, input: x}\n    - {id: b, agent: echo, input: go, depends_on: [serach]}",
+    );
+    env.write("broken.yaml", &broken);
+    let server = Server::start(&env, &[]);
+
+    let good = server.get("/api/plan?path=good.yaml").json();
+    assert_eq!((good["name"].as_str(), good["valid"].as_bool()), (Some("three"), Some(true)));
+    assert_eq!(good["graph"]["tasks"].as_array().map(Vec::len), Some(3));
+    assert!(good["findings"].as_array().expect("findings").iter().all(|f| f["line"].as_u64().is_some_and(|l| l >= 1)));
+
+    let bad = server.get("/api/plan?path=broken.yaml").json();
+    assert_eq!((bad["valid"].as_bool(), bad["graph"].is_null()), (Some(false), true));
+    let error = bad["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .find(|d| d["severity"] == "error")
+        .expect("an error")
+        .clone();
+    let line = broken.lines().position(|l| l.contains("serach")).expect("the line") + 1;
+    assert_eq!(error["line"].as_u64(), Some(line as u64), "{error}");
+    assert!(error["message"].as_str().is_some_and(|m| m.contains("serach")), "{error}");
+
+    let pasted = server.post("/api/plan", json!({"text": broken})).json();
+    let places = |report: &Value| -> Vec<(Value, Value)> {
+        report["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .map(|d| (d["code"].clone(), d["line"].clone()))
+            .collect()
+    };
+    assert_eq!(places(&pasted), places(&bad), "pasted text is read as the file is");
+    assert_eq!(pasted["name"], "broken");
+}
+
+#[test]
+fn paths_cannot_leave_the_served_folder_and_reads_are_capped() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().expect("a folder");
+    std::fs::write(outside.path().join("secret.yaml"), three_tasks()).expect("written");
+    std::os::unix::fs::symlink(outside.path().join("secret.yaml"), env.dir().join("link.yaml")).expect("a link");
+    std::fs::create_dir(env.dir().join("sub")).expect("a folder");
+    env.write("sub/inside.yaml", &three_tasks());
+    env.write("huge.yaml", &"#".repeat(5 << 20));
+    let server = Server::start(&env, &[]);
+
+    assert_eq!(server.get("/api/plan?path=sub/inside.yaml").status, 200);
+    let secret = outside.path().join("secret.yaml");
+    for path in ["../x.yaml", "sub/../../x.yaml", secret.to_str().expect("a UTF-8 path"), "link.yaml"] {
+        let reply = server.get(&format!("/api/plan?path={}", path.replace('/', "%2F")));
+        assert_eq!(reply.status, 403, "{path}: {}", reply.text);
+        assert_eq!(reply.json()["code"], "serve::outside");
+    }
+    assert_eq!(server.get("/api/plan?path=huge.yaml").status, 413);
+    let big = server.post("/api/plan", json!({"text": "#".repeat(5 << 20)}));
+    assert_eq!(big.status, 413, "a body over the cap is refused");
+}
+
+#[test]
+fn loopback_is_the_default_and_another_address_needs_a_token() {
+    let env = Env::new();
+    let help = env.runner().args(["serve", "--help"]).output().expect("runner runs");
+    assert!(String::from_utf8_lossy(&help.stdout).contains("[default: 127.0.0.1:8080]"));
+    let refused =
+        env.runner().args(["serve", "--addr", "0.0.0.0:0"]).env_remove("RUNNER_SERVE_TOKEN").output().expect("runs");
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("needs a token"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let empty =
+        env.runner().args(["serve", "--addr", "0.0.0.0:0"]).env("RUNNER_SERVE_TOKEN", "").output().expect("runs");
+    assert_ne!(empty.status.code(), Some(0), "an empty token is no token");
+}
+
+#[test]
+fn with_a_token_every_request_carries_it() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));
+    let mut command = env.runner_process();
+    command.args(["serve", "--addr", "127.0.0.1:0"]).env("RUNNER_SERVE_TOKEN", "s3cret");
+    let server = Server::spawn(command);
+    for path in ["/", "/app.js", "/api/runs", "/api/runs/rv/stream"] {
+        assert_eq!(server.get(path).status, 401, "{path}");
+    }
+    let action = server.post("/api/runs/rv/cancel", json!({}));
+    assert_eq!(action.status, 401);
+    assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth("wrong")).status, 401);
+    assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth("s3cret")).status, 200);
+    let first = server.get("/?token=s3cret");
+    assert_eq!(first.status, 200);
+    let cookie = first.headers["set-cookie"].to_str().expect("a cookie").to_owned();
+    assert!(cookie.starts_with("runner_token=s3cret;") && cookie.contains("HttpOnly"), "{cookie}");
+    let with_cookie = server.send(|c, url| c.get(format!("{url}/api/runs")).header("cookie", "runner_token=s3cret"));
+    assert_eq!(with_cookie.status, 200);
+    assert!(!env.types("rv").contains(&"RunCancelled".to_owned()), "the refused action did nothing");
+}
+
+#[test]
+fn a_request_naming_another_host_is_refused() {
+    let env = Env::new();
+    let server = Server::start(&env, &[]);
+    let reply = server.send(|c, url| c.get(format!("{url}/api/runs")).header("host", "attacker.example"));
+    assert_eq!(reply.status, 403);
+    assert_eq!(server.get("/api/runs").status, 200);
+}
