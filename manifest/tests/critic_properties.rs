@@ -285,6 +285,18 @@ proptest! {
         for ratio in [report.metrics.resilience_score, report.metrics.parallelism_ratio, report.metrics.prompt_precision, report.metrics.synthesis_coverage] {
             prop_assert!((0.0..=1.0).contains(&ratio), "ratio {ratio}");
         }
+        // The compact review tells each finding's code, severity, dimension, task and place
+        // without making it, and agrees with the finding made whole; findings are in source order.
+        let review = manifest::critic::review(plan, loaded.graph.as_ref().expect("a graph"));
+        prop_assert_eq!(review.len(), report.findings.len());
+        for (i, finding) in report.findings.iter().enumerate() {
+            prop_assert_eq!(review.code(i), finding.code());
+            prop_assert_eq!(review.severity(i), finding.severity);
+            prop_assert_eq!(review.dimension(i), finding.dimension());
+            prop_assert_eq!(review.task(i), finding.task.as_deref());
+            prop_assert_eq!(review.offset(i), finding.loc.span.offset);
+        }
+        prop_assert!(report.findings.windows(2).all(|pair| pair[0].loc.span.offset <= pair[1].loc.span.offset));
         // Deterministic: the same plan, critiqued again or loaded again, gives the same report.
         prop_assert_eq!(&critique(plan), &report);
         let again = manifest::load_str("random.yaml", "random", &text, &|_| true);

@@ -3,11 +3,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use manifest::critic::{Critique, Dimension, Finding, critique_graph};
+use std::borrow::Cow;
+
+use manifest::critic::{Dimension, Finding, Review};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, print_json, render_groups, render_human};
+use crate::diagnostics::{
+    JsonDiagnostic, JsonLocation, color_stdout, kind_of, print, print_json, render_groups, render_human,
+};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -17,30 +21,31 @@ pub const EXIT_LOW_SCORE: u8 = 1;
 /// and scores at least `min_score`, 1 when it scores lower, 2 when it has errors.
 pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
-    let critique = review(&loaded);
+    let review = review(&loaded);
     match format {
-        CriticFormat::Human => print(&human(&loaded, &critique, color_stdout()))?,
-        CriticFormat::Json => print_json(&JsonReport::new(&loaded, &critique))?,
-        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &critique))?,
-        CriticFormat::Markdown => print(&markdown(&loaded, &critique))?,
+        CriticFormat::Human => print(&human(&loaded, &review, color_stdout()))?,
+        CriticFormat::Json => print_json(&JsonReport::new(&loaded, &review))?,
+        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review))?,
+        CriticFormat::Markdown => print(&markdown(&loaded, &review))?,
     }
     let code = if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
-    } else if critique.scores.overall < min_score {
+    } else if review.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {
         0
     };
     // The process ends next: freeing a large plan's allocations one by one would only delay it.
-    std::mem::forget((loaded, critique));
+    std::mem::forget(review);
+    std::mem::forget(loaded);
     Ok(code)
 }
 
-/// The critique of a loaded plan; a plan with errors is unrunnable and scores 0.
-pub fn review(loaded: &Loaded) -> Critique {
+/// The critic's review of a loaded plan; a plan with errors is unrunnable and scores 0.
+pub fn review(loaded: &Loaded) -> Review<'_> {
     match loaded.valid() {
-        Some((plan, graph)) => critique_graph(plan, graph),
-        None => Critique::unrunnable(),
+        Some((plan, graph)) => manifest::critic::review(plan, graph),
+        None => Review::unrunnable(),
     }
 }
 
@@ -82,17 +87,21 @@ fn message<S: serde::Serializer>(finding: &&Finding, serializer: S) -> Result<S:
     serializer.collect_str(*finding)
 }
 
-/// Every finding of the JSON report, each converted as it is written, so a report of 100,000
-/// findings is never held twice in memory.
-#[derive(Debug)]
+/// Every finding of the JSON report, each made and converted as it is written, so a report of
+/// 100,000 findings holds one at a time.
 struct JsonFindings<'a> {
-    findings: &'a [Finding],
+    review: &'a Review<'a>,
     source: &'a Source,
 }
 
 impl Serialize for JsonFindings<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.findings.iter().map(|finding| JsonFinding::new(finding, self.source)))
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.review.len()))?;
+        for finding in self.review.findings() {
+            seq.serialize_element(&JsonFinding::new(&finding, self.source))?;
+        }
+        seq.end()
     }
 }
 
@@ -106,7 +115,7 @@ struct JsonDimensions {
 }
 
 /// The JSON report: the documented shape, in this key order.
-#[derive(Debug, Serialize)]
+#[derive(Serialize)]
 struct JsonReport<'a> {
     plan: String,
     score: f64,
@@ -117,11 +126,11 @@ struct JsonReport<'a> {
 }
 
 impl<'a> JsonReport<'a> {
-    fn new(loaded: &'a Loaded, critique: &'a Critique) -> Self {
-        let score = |d| critique.scores.of_dimension(d);
+    fn new(loaded: &'a Loaded, review: &'a Review<'a>) -> Self {
+        let score = |d| review.scores.of_dimension(d);
         JsonReport {
             plan: plan_name(loaded),
-            score: critique.scores.overall,
+            score: review.scores.overall,
             dimensions: JsonDimensions {
                 single_point_of_failure: score(Dimension::SinglePointOfFailure),
                 output_format_coupling: score(Dimension::OutputFormatCoupling),
@@ -130,59 +139,78 @@ impl<'a> JsonReport<'a> {
                 parallel_misses: score(Dimension::ParallelMisses),
             },
             errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
-            findings: JsonFindings { findings: &critique.findings, source: &loaded.source },
-            metrics: &critique.metrics,
+            findings: JsonFindings { review, source: &loaded.source },
+            metrics: &review.metrics,
         }
     }
 }
 
 /// Diagnostics and warnings with snippets, notes one per line, then scores and metrics; each
 /// kind grouped by code (see [`crate::grouping`]).
-pub fn human(loaded: &Loaded, critique: &Critique, color: bool) -> String {
-    human_review(loaded, critique, color).0
+pub fn human(loaded: &Loaded, review: &Review<'_>, color: bool) -> String {
+    human_review(loaded, review, color).0
 }
 
-/// The human report and how many findings it does not draw.
-pub fn human_review(loaded: &Loaded, critique: &Critique, color: bool) -> (String, usize) {
+/// The human report and how many findings it does not draw. Only the findings it draws are made
+/// whole; the others are counted and named by their place.
+pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (String, usize) {
     let source = &loaded.source;
     let mut out = render_human(&loaded.diagnostics, source, color);
     let handler = crate::diagnostics::handler(color);
-    let place =
-        |f: &Finding| f.task.clone().unwrap_or_else(|| format!("line {}", source.line_column(f.loc.span.offset).0));
-    let warnings: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Warning).collect();
-    let mut hidden = render_groups(&mut out, &warnings, Finding::code, place, |out, finding| {
+    let code = |i: usize| review.code(i);
+    let kind = |i: usize| kind_of(review.severity(i));
+    let place = |i: usize| match review.task(i) {
+        Some(task) => Cow::Borrowed(task),
+        None => Cow::Owned(format!("line {}", source.line_column(review.offset(i)).0)),
+    };
+    let warnings: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).collect();
+    let mut hidden = render_groups(&mut out, &warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
-        let _ = handler.render_report(out, &finding.with_source(source));
+        let _ = handler.render_report(out, &review.finding(i).with_source(source));
     });
-    let notes: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Info).collect();
+    let notes: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info).collect();
     if !notes.is_empty() {
         out.push_str("critic notes:\n");
-        hidden += render_groups(&mut out, &notes, Finding::code, place, |out, note| {
+        hidden += render_groups(&mut out, &notes, code, kind, place, |out, i| {
+            let note = review.finding(i);
             let (line, column) = source.line_column(note.loc.span.offset);
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
         });
     }
     out.push('\n');
-    out.push_str(&score_table(loaded, critique));
+    out.push_str(&score_table(loaded, review));
     (out, hidden)
 }
 
-fn score_table(loaded: &Loaded, critique: &Critique) -> String {
+/// How many findings each dimension has, in [`Dimension::ALL`] order, and how many are outside
+/// them.
+fn counts(review: &Review<'_>) -> ([usize; 5], usize) {
+    let mut dimensions = [0; 5];
+    let mut general = 0;
+    for i in 0..review.len() {
+        match review.dimension(i).and_then(|d| Dimension::ALL.iter().position(|a| *a == d)) {
+            Some(d) => dimensions[d] += 1,
+            None => general += 1,
+        }
+    }
+    (dimensions, general)
+}
+
+fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     let mut out = String::new();
     if !loaded.is_valid() {
         let _ = writeln!(out, "plan `{}` has errors and cannot run: score 0/10", plan_name(loaded));
         return out;
     }
-    let _ = writeln!(out, "plan `{}`: score {:.1}/10", plan_name(loaded), critique.scores.overall);
+    let _ = writeln!(out, "plan `{}`: score {:.1}/10", plan_name(loaded), review.scores.overall);
     let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "dimension", "score", "findings");
-    for dimension in Dimension::ALL {
-        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
+    let (counts, general) = counts(review);
+    for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
         let _ =
-            writeln!(out, "  {:<28} {:>5.1}  {:>8}", dimension.title(), critique.scores.of_dimension(dimension), count);
+            writeln!(out, "  {:<28} {:>5.1}  {:>8}", dimension.title(), review.scores.of_dimension(dimension), count);
     }
-    let general = critique.findings.iter().filter(|f| f.dimension().is_none()).count();
     let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "other checks", "", general);
-    let m = &critique.metrics;
+    let m = &review.metrics;
     let _ = writeln!(out, "metrics:");
     let _ = writeln!(out, "  resilience_score    {:.3}", m.resilience_score);
     let _ = writeln!(out, "  parallelism_ratio   {:.3}", m.parallelism_ratio);
@@ -196,7 +224,7 @@ fn score_table(loaded: &Loaded, critique: &Critique) -> String {
 }
 
 /// A review comment: summary, score table, findings grouped by dimension.
-pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
+pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
     let mut out = String::new();
     let name = plan_name(loaded);
     if !loaded.is_valid() {
@@ -207,24 +235,24 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
         }
         return out;
     }
-    let warnings = critique.findings.iter().filter(|f| f.severity == Severity::Warning).count();
-    let notes = critique.findings.len() - warnings;
-    let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", critique.scores.overall);
-    let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(critique));
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).count();
+    let notes = review.len() - warnings;
+    let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", review.scores.overall);
+    let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(review));
     out.push_str("| Dimension | Score | Findings |\n| --- | ---: | ---: |\n");
-    for dimension in Dimension::ALL {
-        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
-        let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), critique.scores.of_dimension(dimension));
+    let (counts, _) = counts(review);
+    for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
+        let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), review.scores.of_dimension(dimension));
     }
     let mut sections: Vec<(Option<Dimension>, &str)> = Dimension::ALL.iter().map(|d| (Some(*d), d.title())).collect();
     sections.push((None, "Other checks"));
     for (dimension, title) in sections {
-        let findings: Vec<&Finding> = critique.findings.iter().filter(|f| f.dimension() == dimension).collect();
-        if findings.is_empty() {
+        let mut findings = (0..review.len()).filter(|&i| review.dimension(i) == dimension).peekable();
+        if findings.peek().is_none() {
             continue;
         }
         let _ = writeln!(out, "\n### {title}\n");
-        for finding in findings {
+        for finding in findings.map(|i| review.finding(i)) {
             let (line, _) = loaded.source.line_column(finding.loc.span.offset);
             let _ = write!(
                 out,
@@ -241,7 +269,7 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
             }
         }
     }
-    let m = &critique.metrics;
+    let m = &review.metrics;
     let _ = writeln!(
         out,
         "\n<details><summary>Metrics</summary>\n\n| metric | value |\n| --- | ---: |\n| resilience_score | {:.3} |\n| parallelism_ratio | {:.3} |\n| prompt_precision | {:.3} |\n| spof_count | {} |\n| synthesis_coverage | {:.3} |\n| phases | {} |\n| estimated_tokens | {} |\n\n</details>",
@@ -256,8 +284,8 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
     out
 }
 
-fn critical_path(critique: &Critique) -> String {
-    critique.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
+fn critical_path(review: &Review<'_>) -> String {
+    review.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
 }
 
 /// Markdown-escapes text that is not in a code span: backticks stay (they mark ids), the

@@ -246,6 +246,34 @@ pub enum Lint {
 }
 
 impl Lint {
+    /// The stable code, such as `critic::redundant_edge`, without the allocation of
+    /// `miette::Diagnostic::code`: reports of many findings ask it of each.
+    pub fn code_str(&self) -> &'static str {
+        match self {
+            Lint::SinglePointOfFailure { .. } => "critic::single_point_of_failure",
+            Lint::OutputFormatCoupling { .. } => "critic::output_format_coupling",
+            Lint::ContextBudget { .. } => "critic::context_budget",
+            Lint::WideFanIn { .. } => "critic::wide_fan_in",
+            Lint::CriticalWithoutFallback { .. } => "critic::critical_without_fallback",
+            Lint::FailAbortsRun { .. } => "critic::fail_aborts_run",
+            Lint::UnreadDependency { .. } => "critic::unread_dependency",
+            Lint::RedundantEdge { .. } => "critic::redundant_edge",
+            Lint::ForcedChain { .. } => "critic::forced_chain",
+            Lint::UnlimitedGroup { .. } => "critic::unlimited_group",
+            Lint::ParallelExplosion { .. } => "critic::parallel_explosion",
+            Lint::UnusedAgent { .. } => "critic::unused_agent",
+            Lint::UnusedTool { .. } => "critic::unused_tool",
+            Lint::UnusedProvider { .. } => "critic::unused_provider",
+            Lint::UnreliableAgent { .. } => "critic::unreliable_agent",
+            Lint::LongUnverifiedChain { .. } => "critic::long_unverified_chain",
+            Lint::DestructiveWithoutReview { .. } => "critic::destructive_without_review",
+            Lint::OptimismBias { .. } => "critic::optimism_bias",
+            Lint::MissingMaxTurns { .. } => "critic::missing_max_turns",
+            Lint::PlainHttpSecret { .. } => "critic::plain_http_secret",
+            Lint::CriticalPathMismatch { .. } => "critic::critical_path_mismatch",
+        }
+    }
+
     /// The dimension a finding is scored in; `None` for the general checks.
     pub fn dimension(&self) -> Option<Dimension> {
         Some(match self {
@@ -309,7 +337,7 @@ impl Finding {
 
     /// The stable code, such as `critic::redundant_edge`.
     pub fn code(&self) -> String {
-        miette::Diagnostic::code(&self.lint).map(|c| c.to_string()).unwrap_or_default()
+        self.lint.code_str().to_owned()
     }
 
     /// The dimension it is scored in.
@@ -327,5 +355,44 @@ impl Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.lint.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_str_is_the_code_miette_shows() {
+        let s = String::new;
+        let lints = [
+            Lint::SinglePointOfFailure { task: s() },
+            Lint::OutputFormatCoupling { task: s(), producer: s(), field: s() },
+            Lint::ContextBudget { task: s(), estimate: 0, budget: 0 },
+            Lint::WideFanIn { task: s(), count: 0 },
+            Lint::CriticalWithoutFallback { task: s() },
+            Lint::FailAbortsRun { task: s() },
+            Lint::UnreadDependency { task: s(), dependency: s() },
+            Lint::RedundantEdge { task: s(), dependency: s(), via: s() },
+            Lint::ForcedChain { task: s(), previous: s() },
+            Lint::UnlimitedGroup { group: s(), size: 0 },
+            Lint::ParallelExplosion { phase: 0, size: 0 },
+            Lint::UnusedAgent { name: s() },
+            Lint::UnusedTool { name: s() },
+            Lint::UnusedProvider { name: s() },
+            Lint::UnreliableAgent { task: s(), agent: s(), weight: 0.0 },
+            Lint::LongUnverifiedChain { task: s(), length: 0 },
+            Lint::DestructiveWithoutReview { task: s(), tool: s() },
+            Lint::OptimismBias { task: s(), evidence: s() },
+            Lint::MissingMaxTurns { name: s() },
+            Lint::PlainHttpSecret { sender: s(), variable: s(), host: s() },
+            Lint::CriticalPathMismatch { declared: s(), computed: s() },
+        ];
+        for lint in &lints {
+            let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
+            assert_eq!(shown.as_deref(), Some(lint.code_str()), "{lint:?}");
+        }
+        let distinct: std::collections::HashSet<&str> = lints.iter().map(Lint::code_str).collect();
+        assert_eq!(distinct.len(), lints.len(), "one code per variant, every variant listed");
     }
 }

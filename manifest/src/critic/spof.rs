@@ -10,6 +10,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::graph::TaskGraph;
 use crate::plan::TaskKind;
 
+use super::found::{Found, index};
 use super::{Facts, Finding, Lint};
 
 /// For each task, whether it dominates the virtual sink.
@@ -43,16 +44,20 @@ pub(crate) fn dominators_of_every_sink(graph: &TaskGraph) -> Vec<bool> {
 }
 
 /// A task every result depends on, whose policy is a plain `fail`.
-pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
         if !facts.dominates_all[i] || task.kind == TaskKind::HumanReview || task.on_failure.value.has_fallback() {
             continue;
         }
-        let id = task.id.value.as_str();
-        findings.push(
-            Finding::warning(Lint::SinglePointOfFailure { task: id.into() }, Some(id), &task.id.loc)
-                .label("every result depends on this task")
-                .help("give it `on_failure: {action: retry, max_attempts: 3}` (or `replan`), or add a second path"),
-        );
+        found.push(Found::SinglePointOfFailure { task: index(i) });
     }
+}
+
+/// The finding on task `i`.
+pub(super) fn finding(facts: &Facts<'_>, i: usize) -> Finding {
+    let task = &facts.plan.tasks[i];
+    let id = task.id.value.as_str();
+    Finding::warning(Lint::SinglePointOfFailure { task: id.into() }, Some(id), &task.id.loc)
+        .label("every result depends on this task")
+        .help("give it `on_failure: {action: retry, max_attempts: 3}` (or `replan`), or add a second path")
 }
