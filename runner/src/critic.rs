@@ -1,17 +1,15 @@
 //! `runner critic`: the critic's findings, scores and metrics in four formats.
 
-use std::fmt::Write as _;
-use std::path::Path;
-
 use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
 
 use manifest::critic::{Dimension, Finding, Review};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{
-    JsonDiagnostic, JsonLocation, color_stdout, kind_of, print, print_json, render_groups, render_human,
-};
+use crate::diagnostics::{JsonDiagnostic, color_stdout, kind_of, print, print_json, render_groups, render_human};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -24,7 +22,7 @@ pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<
     let review = review(&loaded);
     match format {
         CriticFormat::Human => print(&human(&loaded, &review, color_stdout()))?,
-        CriticFormat::Json => print_json(&JsonReport::new(&loaded, &review))?,
+        CriticFormat::Json => print_json_report(&loaded, &review)?,
         CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review))?,
         CriticFormat::Markdown => print(&markdown(&loaded, &review))?,
     }
@@ -54,57 +52,6 @@ fn plan_name(loaded: &Loaded) -> String {
     loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
 }
 
-/// One finding in the JSON report, borrowed from the finding while it is written.
-#[derive(Debug, Serialize)]
-pub struct JsonFinding<'a> {
-    code: String,
-    dimension: Option<&'static str>,
-    severity: &'static str,
-    task: Option<&'a str>,
-    #[serde(serialize_with = "message")]
-    message: &'a Finding,
-    help: Option<&'a str>,
-    #[serde(flatten)]
-    at: JsonLocation,
-}
-
-impl<'a> JsonFinding<'a> {
-    fn new(finding: &'a Finding, source: &Source) -> Self {
-        JsonFinding {
-            code: finding.code(),
-            dimension: finding.dimension().map(Dimension::as_str),
-            severity: finding.severity.as_str(),
-            task: finding.task.as_deref(),
-            message: finding,
-            help: finding.help.as_deref(),
-            at: JsonLocation::new(&finding.loc, source),
-        }
-    }
-}
-
-/// A finding's message, escaped as it is formatted rather than built as a string first.
-fn message<S: serde::Serializer>(finding: &&Finding, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(*finding)
-}
-
-/// Every finding of the JSON report, each made and converted as it is written, so a report of
-/// 100,000 findings holds one at a time.
-struct JsonFindings<'a> {
-    review: &'a Review<'a>,
-    source: &'a Source,
-}
-
-impl Serialize for JsonFindings<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = serializer.serialize_seq(Some(self.review.len()))?;
-        for finding in self.review.findings() {
-            seq.serialize_element(&JsonFinding::new(&finding, self.source))?;
-        }
-        seq.end()
-    }
-}
-
 #[derive(Debug, Serialize)]
 struct JsonDimensions {
     single_point_of_failure: f64,
@@ -114,35 +61,98 @@ struct JsonDimensions {
     parallel_misses: f64,
 }
 
-/// The JSON report: the documented shape, in this key order.
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    plan: String,
-    score: f64,
-    dimensions: JsonDimensions,
-    errors: Vec<JsonDiagnostic>,
-    findings: JsonFindings<'a>,
-    metrics: &'a manifest::critic::Metrics,
+/// Prints the JSON report (see [`write_json`]) and a newline; a closed pipe is an error `main`
+/// ignores.
+fn print_json_report(loaded: &Loaded, review: &Review<'_>) -> anyhow::Result<()> {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    write_json(&mut stdout, loaded, review)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()?;
+    Ok(())
 }
 
-impl<'a> JsonReport<'a> {
-    fn new(loaded: &'a Loaded, review: &'a Review<'a>) -> Self {
-        let score = |d| review.scores.of_dimension(d);
-        JsonReport {
-            plan: plan_name(loaded),
-            score: review.scores.overall,
-            dimensions: JsonDimensions {
-                single_point_of_failure: score(Dimension::SinglePointOfFailure),
-                output_format_coupling: score(Dimension::OutputFormatCoupling),
-                context_budget: score(Dimension::ContextBudget),
-                missing_fallbacks: score(Dimension::MissingFallbacks),
-                parallel_misses: score(Dimension::ParallelMisses),
-            },
-            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
-            findings: JsonFindings { review, source: &loaded.source },
-            metrics: &review.metrics,
-        }
+/// Writes the JSON report: the documented shape, in this key order, laid out as `serde_json`'s
+/// pretty printer lays it out. The findings are written here, each made as it is reached and
+/// written straight out, so a report of 300,000 findings holds one at a time; the other parts
+/// are small and go through `serde_json`.
+fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std::io::Result<()> {
+    let score = |d| review.scores.of_dimension(d);
+    let dimensions = JsonDimensions {
+        single_point_of_failure: score(Dimension::SinglePointOfFailure),
+        output_format_coupling: score(Dimension::OutputFormatCoupling),
+        context_budget: score(Dimension::ContextBudget),
+        missing_fallbacks: score(Dimension::MissingFallbacks),
+        parallel_misses: score(Dimension::ParallelMisses),
+    };
+    let errors: Vec<JsonDiagnostic> = loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect();
+    out.write_all(b"{\n  \"plan\": ")?;
+    serde_json::to_writer(&mut *out, &plan_name(loaded))?;
+    out.write_all(b",\n  \"score\": ")?;
+    serde_json::to_writer(&mut *out, &review.scores.overall)?;
+    out.write_all(b",\n  \"dimensions\": ")?;
+    nested(out, &dimensions)?;
+    out.write_all(b",\n  \"errors\": ")?;
+    nested(out, &errors)?;
+    out.write_all(b",\n  \"findings\": [")?;
+    let file = serde_json::to_vec(&loaded.source.name)?;
+    let mut message = String::new();
+    for (i, finding) in review.findings().enumerate() {
+        out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
+        write_finding(out, &finding, &loaded.source, &file, &mut message)?;
     }
+    out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
+    nested(out, &review.metrics)?;
+    out.write_all(b"\n}")
+}
+
+/// Writes one finding of the JSON report's `findings`, at its depth; `file` is the source's name
+/// as a JSON string, and `message` a buffer to format the message in.
+fn write_finding(
+    out: &mut impl Write,
+    finding: &Finding,
+    source: &Source,
+    file: &[u8],
+    message: &mut String,
+) -> std::io::Result<()> {
+    out.write_all(b"    {\n      \"code\": ")?;
+    string(out, Some(finding.lint.code_str()))?;
+    out.write_all(b",\n      \"dimension\": ")?;
+    string(out, finding.dimension().map(Dimension::as_str))?;
+    out.write_all(b",\n      \"severity\": ")?;
+    string(out, Some(finding.severity.as_str()))?;
+    out.write_all(b",\n      \"task\": ")?;
+    string(out, finding.task.as_deref())?;
+    out.write_all(b",\n      \"message\": ")?;
+    message.clear();
+    // Writing into a String cannot fail.
+    let _ = write!(message, "{finding}");
+    string(out, Some(message))?;
+    out.write_all(b",\n      \"help\": ")?;
+    string(out, finding.help.as_deref())?;
+    out.write_all(b",\n      \"file\": ")?;
+    out.write_all(file)?;
+    let (line, column) = source.line_column(finding.loc.span.offset);
+    write!(out, ",\n      \"line\": {line},\n      \"column\": {column},\n      \"path\": ")?;
+    string(out, Some(&finding.loc.path.text()))?;
+    out.write_all(b"\n    }")
+}
+
+/// Writes a JSON string, escaped as `serde_json` escapes it, or `null`.
+fn string(out: &mut impl Write, text: Option<&str>) -> std::io::Result<()> {
+    Ok(serde_json::to_writer(out, &text)?)
+}
+
+/// Writes a value as `serde_json`'s pretty printer writes it one level down: each line after the
+/// first indented by two more spaces (JSON strings hold no raw line breaks).
+fn nested(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(value)?;
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.write_all(b"\n  ")?;
+        }
+        out.write_all(line)?;
+    }
+    Ok(())
 }
 
 /// Diagnostics and warnings with snippets, notes one per line, then scores and metrics; each
@@ -292,4 +302,106 @@ fn critical_path(review: &Review<'_>) -> String {
 /// characters that start markup elsewhere are escaped.
 fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON report as a derived `Serialize` document, laid out by `serde_json`'s pretty
+    /// printer: what [`write_json`] writes by hand, byte for byte.
+    #[derive(Serialize)]
+    struct Document<'a> {
+        plan: String,
+        score: f64,
+        dimensions: JsonDimensions,
+        errors: Vec<JsonDiagnostic>,
+        findings: Vec<DocumentFinding>,
+        metrics: &'a manifest::critic::Metrics,
+    }
+
+    #[derive(Serialize)]
+    struct DocumentFinding {
+        code: String,
+        dimension: Option<&'static str>,
+        severity: &'static str,
+        task: Option<String>,
+        message: String,
+        help: Option<String>,
+        file: String,
+        line: usize,
+        column: usize,
+        path: String,
+    }
+
+    fn document(loaded: &Loaded, review: &Review<'_>) -> String {
+        let score = |d| review.scores.of_dimension(d);
+        let findings = review
+            .findings()
+            .map(|f| {
+                let (line, column) = loaded.source.line_column(f.loc.span.offset);
+                DocumentFinding {
+                    code: f.code(),
+                    dimension: f.dimension().map(Dimension::as_str),
+                    severity: f.severity.as_str(),
+                    task: f.task.clone(),
+                    message: f.to_string(),
+                    help: f.help.clone(),
+                    file: loaded.source.name.clone(),
+                    line,
+                    column,
+                    path: f.loc.path.to_string(),
+                }
+            })
+            .collect();
+        let document = Document {
+            plan: plan_name(loaded),
+            score: review.scores.overall,
+            dimensions: JsonDimensions {
+                single_point_of_failure: score(Dimension::SinglePointOfFailure),
+                output_format_coupling: score(Dimension::OutputFormatCoupling),
+                context_budget: score(Dimension::ContextBudget),
+                missing_fallbacks: score(Dimension::MissingFallbacks),
+                parallel_misses: score(Dimension::ParallelMisses),
+            },
+            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
+            findings,
+            metrics: &review.metrics,
+        };
+        serde_json::to_string_pretty(&document).expect("a document of strings and numbers serialises")
+    }
+
+    const ODD: &str = r#"apiVersion: runner/v1
+kind: Plan
+metadata: {name: "naïve \"plan\""}
+spec:
+  agent_definitions:
+    noop: {runtime: mock, default: ok}
+    unused: {runtime: mock, default: ok}
+  workflow:
+    - {id: "é0", agent: noop, input: "x\ty"}
+    - {id: "t\"1", agent: noop, input: x, depends_on: ["é0"]}
+    - {id: t2, agent: noop, input: "ü {{ tasks['t\"1'].output }}", depends_on: ["é0", "t\"1"]}
+    - {id: t3, agent: noop, input: x, depends_on: [t2]}
+    - {id: t4, agent: noop, input: x, depends_on: [t3]}
+"#;
+
+    const CYCLE: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: loop}\nspec:\n  workflow:\n    - {id: a, input: x, depends_on: [b]}\n    - {id: b, input: x, depends_on: [a]}\n";
+
+    const CLEAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: one}\nspec:\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n    - {id: only, agent: noop, input: x, on_failure: {action: retry, max_attempts: 3}}\n";
+
+    #[test]
+    fn the_json_report_is_laid_out_as_serde_json_lays_out_the_document() {
+        for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN)] {
+            let loaded = manifest::load_str(name, "plan", text, &|_| true);
+            let review = review(&loaded);
+            let mut written = Vec::new();
+            write_json(&mut written, &loaded, &review).expect("writing to memory cannot fail");
+            assert_eq!(String::from_utf8(written).expect("UTF-8"), document(&loaded, &review), "{name}");
+        }
+        let odd = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
+        assert!(review(&odd).len() >= 5, "the odd plan has findings of several codes");
+        assert!(manifest::load_str("c.yaml", "c", CYCLE, &|_| true).errors().next().is_some(), "the cycle is an error");
+        assert!(review(&manifest::load_str("c.yaml", "c", CLEAN, &|_| true)).is_empty(), "the clean plan has none");
+    }
 }
