@@ -246,6 +246,23 @@ fn formula(report: &Critique) -> ([f64; 5], f64) {
     (dimensions, round1((mean - general).clamp(0.0, 10.0)))
 }
 
+/// Whether every path from a root to a sink goes through `task`: no other root reaches another
+/// sink without it. By search from the other roots, task by task.
+fn on_every_path(graph: &manifest::TaskGraph, task: usize) -> bool {
+    let mut seen = vec![false; graph.len()];
+    let mut stack: Vec<usize> = graph.roots().into_iter().filter(|&r| r != task).collect();
+    while let Some(at) = stack.pop() {
+        if std::mem::replace(&mut seen[at], true) {
+            continue;
+        }
+        if graph.children(at).next().is_none() {
+            return false;
+        }
+        stack.extend(graph.children(at).filter(|&c| c != task));
+    }
+    true
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -263,6 +280,28 @@ proptest! {
                 .collect();
             prop_assert_eq!(graph.implied_parents(task), pairwise, "task {}\n{}", task, text);
         }
+    }
+
+    #[test]
+    fn single_points_of_failure_are_the_tasks_every_root_to_sink_path_crosses(spec in plan_spec()) {
+        let text = render(&spec);
+        let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);
+        let (plan, graph) = loaded.valid().expect("the generator makes valid plans");
+        let expected: Vec<&str> = (0..graph.len())
+            .filter(|&t| on_every_path(graph, t))
+            .map(|t| &plan.tasks[t])
+            .filter(|task| !task.on_failure.value.has_fallback() && task.kind != manifest::plan::TaskKind::HumanReview)
+            .map(|task| task.id.value.as_str())
+            .collect();
+        let report = critique(plan);
+        let mut found: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.code() == "critic::single_point_of_failure")
+            .filter_map(|f| f.task.as_deref())
+            .collect();
+        found.sort_by_key(|id| plan.tasks.iter().position(|t| t.id.value == *id));
+        prop_assert_eq!(found, expected, "{}", text);
     }
 
     #[test]

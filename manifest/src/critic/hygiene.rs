@@ -22,17 +22,26 @@ const EXTERNAL: &[&str] =
     &["search", "fetch", "http", "api", "web", "request", "query", "external", "download", "scrape"];
 
 pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
-    unused(facts.plan, found);
+    unused(facts, found);
     unreliable(facts, found);
     unverified_chains(facts, found);
     destructive(facts, found);
     optimism(facts, found);
-    turn_limits(facts.plan, found);
+    turn_limits(facts, found);
     critical_path(facts, found);
 }
 
+/// The agents a task, a review, the planner or the compactor uses.
 pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
-    let mut used: HashSet<&str> = plan.tasks.iter().filter_map(|t| plan.agent_of(t)).collect();
+    let mut used = HashSet::new();
+    let mut last = None;
+    for name in plan.tasks.iter().filter_map(|t| plan.agent_of(t)) {
+        // Tasks in a row mostly share an agent: comparing with the last is cheaper than hashing.
+        if last != Some(name) {
+            used.insert(name);
+            last = Some(name);
+        }
+    }
     for task in &plan.tasks {
         if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
             used.insert(&agent.value);
@@ -42,8 +51,8 @@ pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
     used
 }
 
-fn unused(plan: &Plan, found: &mut Vec<Found>) {
-    let agents = used_agents(plan);
+fn unused(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    let (plan, agents) = (facts.plan, &facts.used_agents);
     let mut tools = HashSet::new();
     let mut providers = HashSet::new();
     for (name, agent) in &plan.agents {
@@ -210,9 +219,9 @@ fn optimism(facts: &Facts<'_>, found: &mut Vec<Found>) {
     }
 }
 
-fn turn_limits(plan: &Plan, found: &mut Vec<Found>) {
-    let used = used_agents(plan);
-    for (name, agent) in &plan.agents {
+fn turn_limits(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    let used = &facts.used_agents;
+    for (name, agent) in &facts.plan.agents {
         if let Runtime::Llm { max_turns: None, .. } = agent.runtime
             && used.contains(name.as_str())
         {

@@ -22,6 +22,8 @@ pub use metrics::Metrics;
 pub use review::{Review, review};
 pub use score::Scores;
 
+use std::collections::HashSet;
+
 use crate::graph::{TaskGraph, TaskIdx};
 use crate::plan::{Plan, Read};
 
@@ -70,6 +72,8 @@ pub(crate) struct Facts<'p> {
     pub dominates_all: Vec<bool>,
     /// The longest chain of tasks.
     pub critical_path: Vec<TaskIdx>,
+    /// The agents a task, a review, the planner or the compactor uses.
+    pub used_agents: HashSet<&'p str>,
 }
 
 impl<'p> Facts<'p> {
@@ -95,7 +99,15 @@ impl<'p> Facts<'p> {
             })
             .collect();
         let critical_path = graph.critical_path();
-        Facts { plan, graph, reads, reads_from, dominates_all: spof::dominators_of_every_sink(graph), critical_path }
+        Facts {
+            plan,
+            graph,
+            reads,
+            reads_from,
+            dominates_all: spof::dominators_of_every_sink(graph),
+            critical_path,
+            used_agents: hygiene::used_agents(plan),
+        }
     }
 
     /// The ids of a list of tasks, for messages.

@@ -7,7 +7,7 @@
 //! - `strategy: sequential` chaining a task after one it does not read;
 //! - a parallel group, or a phase, wider than the concurrency limit with nothing limiting it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::plan::TaskKind;
 
@@ -27,8 +27,8 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
 fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let graph = facts.graph;
     for (i, task) in facts.plan.tasks.iter().enumerate() {
-        let parents: Vec<usize> = graph.parents(i).collect();
-        let implied = graph.implied_parents(i);
+        // Only a task with two parents or more can have one implied by another.
+        let implied = if graph.parents(i).nth(1).is_some() { graph.implied_parents(i) } else { HashSet::new() };
         // `{{ context_summary }}` carries every output recorded before the task.
         let reads_summary = task.reads_context_summary();
         for (k, dep) in task.depends_on.iter().enumerate() {
@@ -36,8 +36,8 @@ fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
             if task.chained_after.as_deref() == Some(dep.value.as_str()) {
                 continue;
             }
-            let via = || parents.iter().find(|&&e| e != d && graph.is_ancestor(d, e));
-            if let Some(&via) = implied.contains(&d).then(via).flatten() {
+            let via = || graph.parents(i).find(|&e| e != d && graph.is_ancestor(d, e));
+            if let Some(via) = implied.contains(&d).then(via).flatten() {
                 found.push(Found::RedundantEdge { task: index(i), dependency: index(k), via: index(via) });
                 continue;
             }
