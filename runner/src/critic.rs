@@ -139,7 +139,16 @@ fn write_finding(
 
 /// Writes a JSON string, escaped as `serde_json` escapes it, or `null`.
 fn string(out: &mut impl Write, text: Option<&str>) -> std::io::Result<()> {
-    Ok(serde_json::to_writer(out, &text)?)
+    match text {
+        // Most text needs no escaping (`serde_json` escapes quotes, backslashes and control
+        // characters only): that is checked without a branch per byte, and the text written whole.
+        Some(text) if !text.bytes().fold(false, |escape, b| escape | (b < 0x20) | (b == b'"') | (b == b'\\')) => {
+            out.write_all(b"\"")?;
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\"")
+        }
+        _ => Ok(serde_json::to_writer(out, &text)?),
+    }
 }
 
 /// Writes a value as `serde_json`'s pretty printer writes it one level down: each line after the
@@ -346,7 +355,7 @@ mod tests {
                     severity: f.severity.as_str(),
                     task: f.task.clone(),
                     message: f.to_string(),
-                    help: f.help.clone(),
+                    help: f.help.as_deref().map(str::to_owned),
                     file: loaded.source.name.clone(),
                     line,
                     column,

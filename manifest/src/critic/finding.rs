@@ -1,5 +1,6 @@
 //! Critic findings: what is risky in a plan that can run, each with a stable code.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::diagnostic::Severity;
@@ -302,10 +303,11 @@ pub struct Finding {
     pub task: Option<String>,
     /// Where it is.
     pub loc: Loc,
-    /// The text under the label.
-    pub label: String,
+    /// The text under the label; most labels and helps are fixed text, borrowed rather than
+    /// copied into every finding.
+    pub label: Cow<'static, str>,
     /// How to fix it.
-    pub help: Option<String>,
+    pub help: Option<Cow<'static, str>>,
 }
 
 impl Finding {
@@ -320,17 +322,24 @@ impl Finding {
     }
 
     fn new(lint: Lint, severity: Severity, task: Option<&str>, loc: &Loc) -> Self {
-        Finding { lint, severity, task: task.map(str::to_owned), loc: loc.clone(), label: "here".into(), help: None }
+        Finding {
+            lint,
+            severity,
+            task: task.map(str::to_owned),
+            loc: loc.clone(),
+            label: Cow::Borrowed("here"),
+            help: None,
+        }
     }
 
     /// Sets the label.
-    pub fn label(mut self, label: impl Into<String>) -> Self {
+    pub fn label(mut self, label: impl Into<Cow<'static, str>>) -> Self {
         self.label = label.into();
         self
     }
 
     /// Sets the help line.
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub fn help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
         self.help = Some(help.into());
         self
     }
@@ -347,8 +356,9 @@ impl Finding {
 
     /// Attaches the source so miette can draw snippets.
     pub fn with_source(&self, source: &Source) -> Rendered {
-        Rendered::new(source, self.code(), self.severity, self.lint.to_string(), self.help.clone())
-            .label(self.loc.span, self.label.clone())
+        let help = self.help.as_deref().map(str::to_owned);
+        Rendered::new(source, self.code(), self.severity, self.lint.to_string(), help)
+            .label(self.loc.span, &*self.label)
     }
 }
 
