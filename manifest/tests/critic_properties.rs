@@ -305,6 +305,35 @@ proptest! {
     }
 
     #[test]
+    fn redundant_edges_are_the_dependencies_another_parent_descends_from(spec in plan_spec()) {
+        let text = render(&spec);
+        let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);
+        let (plan, graph) = loaded.valid().expect("the generator makes valid plans");
+        let mut expected = Vec::new();
+        for (i, task) in plan.tasks.iter().enumerate() {
+            for dep in &task.depends_on {
+                let Some(d) = graph.index_of(&dep.value) else { continue };
+                if task.chained_after.as_deref() != Some(dep.value.as_str())
+                    && graph.parents(i).any(|e| e != d && graph.is_ancestor(d, e))
+                {
+                    expected.push((task.id.value.clone(), dep.value.clone()));
+                }
+            }
+        }
+        let mut found: Vec<(String, String)> = critique(plan)
+            .findings
+            .into_iter()
+            .filter_map(|f| match f.lint {
+                manifest::critic::Lint::RedundantEdge { task, dependency, .. } => Some((task, dependency)),
+                _ => None,
+            })
+            .collect();
+        expected.sort();
+        found.sort();
+        prop_assert_eq!(found, expected, "{}", text);
+    }
+
+    #[test]
     fn critique_of_a_random_valid_plan_is_bounded_follows_the_formula_and_is_deterministic(spec in plan_spec()) {
         let text = render(&spec);
         let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);

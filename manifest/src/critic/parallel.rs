@@ -27,8 +27,14 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
 fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let graph = facts.graph;
     for (i, task) in facts.plan.tasks.iter().enumerate() {
-        // Only a task with two parents or more can have one implied by another.
-        let implied = if graph.parents(i).nth(1).is_some() { graph.implied_parents(i) } else { HashSet::new() };
+        // A parent is implied only through a parent in a later phase: parents all in one phase
+        // (one parent, a fan-in, a layer) imply none, and their search is skipped.
+        let (low, high) = graph
+            .parents(i)
+            .map(|p| graph.level(p))
+            .fold((usize::MAX, 0), |(low, high), level| (low.min(level), high.max(level)));
+        let spread = low < high;
+        let implied = if spread { graph.implied_parents(i) } else { HashSet::new() };
         // `{{ context_summary }}` carries every output recorded before the task.
         let reads_summary = task.reads_context_summary();
         for (k, dep) in task.depends_on.iter().enumerate() {
