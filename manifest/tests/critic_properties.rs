@@ -246,6 +246,23 @@ fn formula(report: &Critique) -> ([f64; 5], f64) {
     (dimensions, round1((mean - general).clamp(0.0, 10.0)))
 }
 
+/// Whether every path from a root to a sink goes through `task`: no other root reaches another
+/// sink without it. By search from the other roots, task by task.
+fn on_every_path(graph: &manifest::TaskGraph, task: usize) -> bool {
+    let mut seen = vec![false; graph.len()];
+    let mut stack: Vec<usize> = graph.roots().into_iter().filter(|&r| r != task).collect();
+    while let Some(at) = stack.pop() {
+        if std::mem::replace(&mut seen[at], true) {
+            continue;
+        }
+        if graph.children(at).next().is_none() {
+            return false;
+        }
+        stack.extend(graph.children(at).filter(|&c| c != task));
+    }
+    true
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -263,6 +280,57 @@ proptest! {
                 .collect();
             prop_assert_eq!(graph.implied_parents(task), pairwise, "task {}\n{}", task, text);
         }
+    }
+
+    #[test]
+    fn single_points_of_failure_are_the_tasks_every_root_to_sink_path_crosses(spec in plan_spec()) {
+        let text = render(&spec);
+        let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);
+        let (plan, graph) = loaded.valid().expect("the generator makes valid plans");
+        let expected: Vec<&str> = (0..graph.len())
+            .filter(|&t| on_every_path(graph, t))
+            .map(|t| &plan.tasks[t])
+            .filter(|task| !task.on_failure.value.has_fallback() && task.kind != manifest::plan::TaskKind::HumanReview)
+            .map(|task| task.id.value.as_str())
+            .collect();
+        let report = critique(plan);
+        let mut found: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.code() == "critic::single_point_of_failure")
+            .filter_map(|f| f.task.as_deref())
+            .collect();
+        found.sort_by_key(|id| plan.tasks.iter().position(|t| t.id.value == *id));
+        prop_assert_eq!(found, expected, "{}", text);
+    }
+
+    #[test]
+    fn redundant_edges_are_the_dependencies_another_parent_descends_from(spec in plan_spec()) {
+        let text = render(&spec);
+        let loaded = manifest::load_str("random.yaml", "random", &text, &|_| true);
+        let (plan, graph) = loaded.valid().expect("the generator makes valid plans");
+        let mut expected = Vec::new();
+        for (i, task) in plan.tasks.iter().enumerate() {
+            for dep in &task.depends_on {
+                let Some(d) = graph.index_of(&dep.value) else { continue };
+                if task.chained_after.as_deref() != Some(dep.value.as_str())
+                    && graph.parents(i).any(|e| e != d && graph.is_ancestor(d, e))
+                {
+                    expected.push((task.id.value.clone(), dep.value.clone()));
+                }
+            }
+        }
+        let mut found: Vec<(String, String)> = critique(plan)
+            .findings
+            .into_iter()
+            .filter_map(|f| match f.lint {
+                manifest::critic::Lint::RedundantEdge { task, dependency, .. } => Some((task, dependency)),
+                _ => None,
+            })
+            .collect();
+        expected.sort();
+        found.sort();
+        prop_assert_eq!(found, expected, "{}", text);
     }
 
     #[test]
@@ -285,6 +353,18 @@ proptest! {
         for ratio in [report.metrics.resilience_score, report.metrics.parallelism_ratio, report.metrics.prompt_precision, report.metrics.synthesis_coverage] {
             prop_assert!((0.0..=1.0).contains(&ratio), "ratio {ratio}");
         }
+        // The compact review tells each finding's code, severity, dimension, task and place
+        // without making it, and agrees with the finding made whole; findings are in source order.
+        let review = manifest::critic::review(plan, loaded.graph.as_ref().expect("a graph"));
+        prop_assert_eq!(review.len(), report.findings.len());
+        for (i, finding) in report.findings.iter().enumerate() {
+            prop_assert_eq!(review.code(i), finding.code());
+            prop_assert_eq!(review.severity(i), finding.severity);
+            prop_assert_eq!(review.dimension(i), finding.dimension());
+            prop_assert_eq!(review.task(i), finding.task.as_deref());
+            prop_assert_eq!(review.offset(i), finding.loc.span.offset);
+        }
+        prop_assert!(report.findings.windows(2).all(|pair| pair[0].loc.span.offset <= pair[1].loc.span.offset));
         // Deterministic: the same plan, critiqued again or loaded again, gives the same report.
         prop_assert_eq!(&critique(plan), &report);
         let again = manifest::load_str("random.yaml", "random", &text, &|_| true);

@@ -162,10 +162,10 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
 
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at
 /// when findings were left out.
-fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Critique, color: bool, path: &Path) -> String {
+fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Review<'_>, color: bool, path: &Path) -> String {
     let (mut text, hidden) = crate::critic::human_review(loaded, critique, color);
     if hidden > 0 {
-        let _ = writeln!(text, "`runner critic {}` lists all {} findings", path.display(), critique.findings.len());
+        let _ = writeln!(text, "`runner critic {}` lists all {} findings", path.display(), critique.len());
     }
     text
 }

@@ -1,13 +1,15 @@
 //! `runner critic`: the critic's findings, scores and metrics in four formats.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::io::Write;
 use std::path::Path;
 
-use manifest::critic::{Critique, Dimension, Finding, critique_graph};
+use manifest::critic::{Dimension, Finding, Review};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, JsonLocation, color_stdout, print, print_json, render_groups, render_human};
+use crate::diagnostics::{JsonDiagnostic, color_stdout, kind_of, print, print_json, render_groups, render_human};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -17,83 +19,37 @@ pub const EXIT_LOW_SCORE: u8 = 1;
 /// and scores at least `min_score`, 1 when it scores lower, 2 when it has errors.
 pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
-    let critique = review(&loaded);
+    let review = review(&loaded);
     match format {
-        CriticFormat::Human => print(&human(&loaded, &critique, color_stdout()))?,
-        CriticFormat::Json => print_json(&JsonReport::new(&loaded, &critique))?,
-        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &critique))?,
-        CriticFormat::Markdown => print(&markdown(&loaded, &critique))?,
+        CriticFormat::Human => print(&human(&loaded, &review, color_stdout()))?,
+        CriticFormat::Json => print_json_report(&loaded, &review)?,
+        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review))?,
+        CriticFormat::Markdown => print(&markdown(&loaded, &review))?,
     }
     let code = if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
-    } else if critique.scores.overall < min_score {
+    } else if review.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {
         0
     };
     // The process ends next: freeing a large plan's allocations one by one would only delay it.
-    std::mem::forget((loaded, critique));
+    std::mem::forget(review);
+    std::mem::forget(loaded);
     Ok(code)
 }
 
-/// The critique of a loaded plan; a plan with errors is unrunnable and scores 0.
-pub fn review(loaded: &Loaded) -> Critique {
+/// The critic's review of a loaded plan; a plan with errors is unrunnable and scores 0.
+pub fn review(loaded: &Loaded) -> Review<'_> {
     match loaded.valid() {
-        Some((plan, graph)) => critique_graph(plan, graph),
-        None => Critique::unrunnable(),
+        Some((plan, graph)) => manifest::critic::review(plan, graph),
+        None => Review::unrunnable(),
     }
 }
 
 /// The plan's name, or the file's when it could not be read.
 fn plan_name(loaded: &Loaded) -> String {
     loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
-}
-
-/// One finding in the JSON report, borrowed from the finding while it is written.
-#[derive(Debug, Serialize)]
-pub struct JsonFinding<'a> {
-    code: String,
-    dimension: Option<&'static str>,
-    severity: &'static str,
-    task: Option<&'a str>,
-    #[serde(serialize_with = "message")]
-    message: &'a Finding,
-    help: Option<&'a str>,
-    #[serde(flatten)]
-    at: JsonLocation,
-}
-
-impl<'a> JsonFinding<'a> {
-    fn new(finding: &'a Finding, source: &Source) -> Self {
-        JsonFinding {
-            code: finding.code(),
-            dimension: finding.dimension().map(Dimension::as_str),
-            severity: finding.severity.as_str(),
-            task: finding.task.as_deref(),
-            message: finding,
-            help: finding.help.as_deref(),
-            at: JsonLocation::new(&finding.loc, source),
-        }
-    }
-}
-
-/// A finding's message, escaped as it is formatted rather than built as a string first.
-fn message<S: serde::Serializer>(finding: &&Finding, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(*finding)
-}
-
-/// Every finding of the JSON report, each converted as it is written, so a report of 100,000
-/// findings is never held twice in memory.
-#[derive(Debug)]
-struct JsonFindings<'a> {
-    findings: &'a [Finding],
-    source: &'a Source,
-}
-
-impl Serialize for JsonFindings<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.findings.iter().map(|finding| JsonFinding::new(finding, self.source)))
-    }
 }
 
 #[derive(Debug, Serialize)]
@@ -105,84 +61,175 @@ struct JsonDimensions {
     parallel_misses: f64,
 }
 
-/// The JSON report: the documented shape, in this key order.
-#[derive(Debug, Serialize)]
-struct JsonReport<'a> {
-    plan: String,
-    score: f64,
-    dimensions: JsonDimensions,
-    errors: Vec<JsonDiagnostic>,
-    findings: JsonFindings<'a>,
-    metrics: &'a manifest::critic::Metrics,
+/// Prints the JSON report (see [`write_json`]) and a newline; a closed pipe is an error `main`
+/// ignores.
+fn print_json_report(loaded: &Loaded, review: &Review<'_>) -> anyhow::Result<()> {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    write_json(&mut stdout, loaded, review)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()?;
+    Ok(())
 }
 
-impl<'a> JsonReport<'a> {
-    fn new(loaded: &'a Loaded, critique: &'a Critique) -> Self {
-        let score = |d| critique.scores.of_dimension(d);
-        JsonReport {
-            plan: plan_name(loaded),
-            score: critique.scores.overall,
-            dimensions: JsonDimensions {
-                single_point_of_failure: score(Dimension::SinglePointOfFailure),
-                output_format_coupling: score(Dimension::OutputFormatCoupling),
-                context_budget: score(Dimension::ContextBudget),
-                missing_fallbacks: score(Dimension::MissingFallbacks),
-                parallel_misses: score(Dimension::ParallelMisses),
-            },
-            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
-            findings: JsonFindings { findings: &critique.findings, source: &loaded.source },
-            metrics: &critique.metrics,
-        }
+/// Writes the JSON report: the documented shape, in this key order, laid out as `serde_json`'s
+/// pretty printer lays it out. The findings are written here, each made as it is reached and
+/// written straight out, so a report of 300,000 findings holds one at a time; the other parts
+/// are small and go through `serde_json`.
+fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std::io::Result<()> {
+    let score = |d| review.scores.of_dimension(d);
+    let dimensions = JsonDimensions {
+        single_point_of_failure: score(Dimension::SinglePointOfFailure),
+        output_format_coupling: score(Dimension::OutputFormatCoupling),
+        context_budget: score(Dimension::ContextBudget),
+        missing_fallbacks: score(Dimension::MissingFallbacks),
+        parallel_misses: score(Dimension::ParallelMisses),
+    };
+    let errors: Vec<JsonDiagnostic> = loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect();
+    out.write_all(b"{\n  \"plan\": ")?;
+    serde_json::to_writer(&mut *out, &plan_name(loaded))?;
+    out.write_all(b",\n  \"score\": ")?;
+    serde_json::to_writer(&mut *out, &review.scores.overall)?;
+    out.write_all(b",\n  \"dimensions\": ")?;
+    nested(out, &dimensions)?;
+    out.write_all(b",\n  \"errors\": ")?;
+    nested(out, &errors)?;
+    out.write_all(b",\n  \"findings\": [")?;
+    let file = serde_json::to_vec(&loaded.source.name)?;
+    let mut message = String::new();
+    for (i, finding) in review.findings().enumerate() {
+        out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
+        write_finding(out, &finding, &loaded.source, &file, &mut message)?;
     }
+    out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
+    nested(out, &review.metrics)?;
+    out.write_all(b"\n}")
+}
+
+/// Writes one finding of the JSON report's `findings`, at its depth; `file` is the source's name
+/// as a JSON string, and `message` a buffer to format the message in.
+fn write_finding(
+    out: &mut impl Write,
+    finding: &Finding,
+    source: &Source,
+    file: &[u8],
+    message: &mut String,
+) -> std::io::Result<()> {
+    out.write_all(b"    {\n      \"code\": ")?;
+    string(out, Some(finding.lint.code_str()))?;
+    out.write_all(b",\n      \"dimension\": ")?;
+    string(out, finding.dimension().map(Dimension::as_str))?;
+    out.write_all(b",\n      \"severity\": ")?;
+    string(out, Some(finding.severity.as_str()))?;
+    out.write_all(b",\n      \"task\": ")?;
+    string(out, finding.task.as_deref())?;
+    out.write_all(b",\n      \"message\": ")?;
+    message.clear();
+    // Writing into a String cannot fail.
+    let _ = write!(message, "{finding}");
+    string(out, Some(message))?;
+    out.write_all(b",\n      \"help\": ")?;
+    string(out, finding.help.as_deref())?;
+    out.write_all(b",\n      \"file\": ")?;
+    out.write_all(file)?;
+    let (line, column) = source.line_column(finding.loc.span.offset);
+    write!(out, ",\n      \"line\": {line},\n      \"column\": {column},\n      \"path\": ")?;
+    string(out, Some(&finding.loc.path.text()))?;
+    out.write_all(b"\n    }")
+}
+
+/// Writes a JSON string, escaped as `serde_json` escapes it, or `null`.
+fn string(out: &mut impl Write, text: Option<&str>) -> std::io::Result<()> {
+    match text {
+        // Most text needs no escaping (`serde_json` escapes quotes, backslashes and control
+        // characters only): that is checked without a branch per byte, and the text written whole.
+        Some(text) if !text.bytes().fold(false, |escape, b| escape | (b < 0x20) | (b == b'"') | (b == b'\\')) => {
+            out.write_all(b"\"")?;
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\"")
+        }
+        _ => Ok(serde_json::to_writer(out, &text)?),
+    }
+}
+
+/// Writes a value as `serde_json`'s pretty printer writes it one level down: each line after the
+/// first indented by two more spaces (JSON strings hold no raw line breaks).
+fn nested(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(value)?;
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.write_all(b"\n  ")?;
+        }
+        out.write_all(line)?;
+    }
+    Ok(())
 }
 
 /// Diagnostics and warnings with snippets, notes one per line, then scores and metrics; each
 /// kind grouped by code (see [`crate::grouping`]).
-pub fn human(loaded: &Loaded, critique: &Critique, color: bool) -> String {
-    human_review(loaded, critique, color).0
+pub fn human(loaded: &Loaded, review: &Review<'_>, color: bool) -> String {
+    human_review(loaded, review, color).0
 }
 
-/// The human report and how many findings it does not draw.
-pub fn human_review(loaded: &Loaded, critique: &Critique, color: bool) -> (String, usize) {
+/// The human report and how many findings it does not draw. Only the findings it draws are made
+/// whole; the others are counted and named by their place.
+pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (String, usize) {
     let source = &loaded.source;
     let mut out = render_human(&loaded.diagnostics, source, color);
     let handler = crate::diagnostics::handler(color);
-    let place =
-        |f: &Finding| f.task.clone().unwrap_or_else(|| format!("line {}", source.line_column(f.loc.span.offset).0));
-    let warnings: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Warning).collect();
-    let mut hidden = render_groups(&mut out, &warnings, Finding::code, place, |out, finding| {
+    let code = |i: usize| review.code(i);
+    let kind = |i: usize| kind_of(review.severity(i));
+    let place = |i: usize| match review.task(i) {
+        Some(task) => Cow::Borrowed(task),
+        None => Cow::Owned(format!("line {}", source.line_column(review.offset(i)).0)),
+    };
+    let warnings: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).collect();
+    let mut hidden = render_groups(&mut out, &warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
-        let _ = handler.render_report(out, &finding.with_source(source));
+        let _ = handler.render_report(out, &review.finding(i).with_source(source));
     });
-    let notes: Vec<&Finding> = critique.findings.iter().filter(|f| f.severity == Severity::Info).collect();
+    let notes: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info).collect();
     if !notes.is_empty() {
         out.push_str("critic notes:\n");
-        hidden += render_groups(&mut out, &notes, Finding::code, place, |out, note| {
+        hidden += render_groups(&mut out, &notes, code, kind, place, |out, i| {
+            let note = review.finding(i);
             let (line, column) = source.line_column(note.loc.span.offset);
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
         });
     }
     out.push('\n');
-    out.push_str(&score_table(loaded, critique));
+    out.push_str(&score_table(loaded, review));
     (out, hidden)
 }
 
-fn score_table(loaded: &Loaded, critique: &Critique) -> String {
+/// How many findings each dimension has, in [`Dimension::ALL`] order, and how many are outside
+/// them.
+fn counts(review: &Review<'_>) -> ([usize; 5], usize) {
+    let mut dimensions = [0; 5];
+    let mut general = 0;
+    for i in 0..review.len() {
+        match review.dimension(i).and_then(|d| Dimension::ALL.iter().position(|a| *a == d)) {
+            Some(d) => dimensions[d] += 1,
+            None => general += 1,
+        }
+    }
+    (dimensions, general)
+}
+
+fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     let mut out = String::new();
     if !loaded.is_valid() {
         let _ = writeln!(out, "plan `{}` has errors and cannot run: score 0/10", plan_name(loaded));
         return out;
     }
-    let _ = writeln!(out, "plan `{}`: score {:.1}/10", plan_name(loaded), critique.scores.overall);
+    let _ = writeln!(out, "plan `{}`: score {:.1}/10", plan_name(loaded), review.scores.overall);
     let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "dimension", "score", "findings");
-    for dimension in Dimension::ALL {
-        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
+    let (counts, general) = counts(review);
+    for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
         let _ =
-            writeln!(out, "  {:<28} {:>5.1}  {:>8}", dimension.title(), critique.scores.of_dimension(dimension), count);
+            writeln!(out, "  {:<28} {:>5.1}  {:>8}", dimension.title(), review.scores.of_dimension(dimension), count);
     }
-    let general = critique.findings.iter().filter(|f| f.dimension().is_none()).count();
     let _ = writeln!(out, "  {:<28} {:>5}  {:>8}", "other checks", "", general);
-    let m = &critique.metrics;
+    let m = &review.metrics;
     let _ = writeln!(out, "metrics:");
     let _ = writeln!(out, "  resilience_score    {:.3}", m.resilience_score);
     let _ = writeln!(out, "  parallelism_ratio   {:.3}", m.parallelism_ratio);
@@ -196,7 +243,7 @@ fn score_table(loaded: &Loaded, critique: &Critique) -> String {
 }
 
 /// A review comment: summary, score table, findings grouped by dimension.
-pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
+pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
     let mut out = String::new();
     let name = plan_name(loaded);
     if !loaded.is_valid() {
@@ -207,24 +254,24 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
         }
         return out;
     }
-    let warnings = critique.findings.iter().filter(|f| f.severity == Severity::Warning).count();
-    let notes = critique.findings.len() - warnings;
-    let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", critique.scores.overall);
-    let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(critique));
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).count();
+    let notes = review.len() - warnings;
+    let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", review.scores.overall);
+    let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(review));
     out.push_str("| Dimension | Score | Findings |\n| --- | ---: | ---: |\n");
-    for dimension in Dimension::ALL {
-        let count = critique.findings.iter().filter(|f| f.dimension() == Some(dimension)).count();
-        let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), critique.scores.of_dimension(dimension));
+    let (counts, _) = counts(review);
+    for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
+        let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), review.scores.of_dimension(dimension));
     }
     let mut sections: Vec<(Option<Dimension>, &str)> = Dimension::ALL.iter().map(|d| (Some(*d), d.title())).collect();
     sections.push((None, "Other checks"));
     for (dimension, title) in sections {
-        let findings: Vec<&Finding> = critique.findings.iter().filter(|f| f.dimension() == dimension).collect();
-        if findings.is_empty() {
+        let mut findings = (0..review.len()).filter(|&i| review.dimension(i) == dimension).peekable();
+        if findings.peek().is_none() {
             continue;
         }
         let _ = writeln!(out, "\n### {title}\n");
-        for finding in findings {
+        for finding in findings.map(|i| review.finding(i)) {
             let (line, _) = loaded.source.line_column(finding.loc.span.offset);
             let _ = write!(
                 out,
@@ -241,7 +288,7 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
             }
         }
     }
-    let m = &critique.metrics;
+    let m = &review.metrics;
     let _ = writeln!(
         out,
         "\n<details><summary>Metrics</summary>\n\n| metric | value |\n| --- | ---: |\n| resilience_score | {:.3} |\n| parallelism_ratio | {:.3} |\n| prompt_precision | {:.3} |\n| spof_count | {} |\n| synthesis_coverage | {:.3} |\n| phases | {} |\n| estimated_tokens | {} |\n\n</details>",
@@ -256,12 +303,114 @@ pub fn markdown(loaded: &Loaded, critique: &Critique) -> String {
     out
 }
 
-fn critical_path(critique: &Critique) -> String {
-    critique.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
+fn critical_path(review: &Review<'_>) -> String {
+    review.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
 }
 
 /// Markdown-escapes text that is not in a code span: backticks stay (they mark ids), the
 /// characters that start markup elsewhere are escaped.
 fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON report as a derived `Serialize` document, laid out by `serde_json`'s pretty
+    /// printer: what [`write_json`] writes by hand, byte for byte.
+    #[derive(Serialize)]
+    struct Document<'a> {
+        plan: String,
+        score: f64,
+        dimensions: JsonDimensions,
+        errors: Vec<JsonDiagnostic>,
+        findings: Vec<DocumentFinding>,
+        metrics: &'a manifest::critic::Metrics,
+    }
+
+    #[derive(Serialize)]
+    struct DocumentFinding {
+        code: String,
+        dimension: Option<&'static str>,
+        severity: &'static str,
+        task: Option<String>,
+        message: String,
+        help: Option<String>,
+        file: String,
+        line: usize,
+        column: usize,
+        path: String,
+    }
+
+    fn document(loaded: &Loaded, review: &Review<'_>) -> String {
+        let score = |d| review.scores.of_dimension(d);
+        let findings = review
+            .findings()
+            .map(|f| {
+                let (line, column) = loaded.source.line_column(f.loc.span.offset);
+                DocumentFinding {
+                    code: f.code(),
+                    dimension: f.dimension().map(Dimension::as_str),
+                    severity: f.severity.as_str(),
+                    task: f.task.clone(),
+                    message: f.to_string(),
+                    help: f.help.as_deref().map(str::to_owned),
+                    file: loaded.source.name.clone(),
+                    line,
+                    column,
+                    path: f.loc.path.to_string(),
+                }
+            })
+            .collect();
+        let document = Document {
+            plan: plan_name(loaded),
+            score: review.scores.overall,
+            dimensions: JsonDimensions {
+                single_point_of_failure: score(Dimension::SinglePointOfFailure),
+                output_format_coupling: score(Dimension::OutputFormatCoupling),
+                context_budget: score(Dimension::ContextBudget),
+                missing_fallbacks: score(Dimension::MissingFallbacks),
+                parallel_misses: score(Dimension::ParallelMisses),
+            },
+            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
+            findings,
+            metrics: &review.metrics,
+        };
+        serde_json::to_string_pretty(&document).expect("a document of strings and numbers serialises")
+    }
+
+    const ODD: &str = r#"apiVersion: runner/v1
+kind: Plan
+metadata: {name: "naïve \"plan\""}
+spec:
+  agent_definitions:
+    noop: {runtime: mock, default: ok}
+    unused: {runtime: mock, default: ok}
+  workflow:
+    - {id: "é0", agent: noop, input: "x\ty"}
+    - {id: "t\"1", agent: noop, input: x, depends_on: ["é0"]}
+    - {id: t2, agent: noop, input: "ü {{ tasks['t\"1'].output }}", depends_on: ["é0", "t\"1"]}
+    - {id: t3, agent: noop, input: x, depends_on: [t2]}
+    - {id: t4, agent: noop, input: x, depends_on: [t3]}
+"#;
+
+    const CYCLE: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: loop}\nspec:\n  workflow:\n    - {id: a, input: x, depends_on: [b]}\n    - {id: b, input: x, depends_on: [a]}\n";
+
+    const CLEAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: one}\nspec:\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n    - {id: only, agent: noop, input: x, on_failure: {action: retry, max_attempts: 3}}\n";
+
+    #[test]
+    fn the_json_report_is_laid_out_as_serde_json_lays_out_the_document() {
+        for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN)] {
+            let loaded = manifest::load_str(name, "plan", text, &|_| true);
+            let review = review(&loaded);
+            let mut written = Vec::new();
+            write_json(&mut written, &loaded, &review).expect("writing to memory cannot fail");
+            assert_eq!(String::from_utf8(written).expect("UTF-8"), document(&loaded, &review), "{name}");
+        }
+        let odd = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
+        assert!(review(&odd).len() >= 5, "the odd plan has findings of several codes");
+        assert!(manifest::load_str("c.yaml", "c", CYCLE, &|_| true).errors().next().is_some(), "the cycle is an error");
+        assert!(review(&manifest::load_str("c.yaml", "c", CLEAN, &|_| true)).is_empty(), "the clean plan has none");
+    }
 }

@@ -1,5 +1,7 @@
 //! Printing diagnostics: miette snippets for people, the documented JSON shape for tools.
 
+use std::fmt::Display;
+use std::hash::Hash;
 use std::io::{IsTerminal, Write};
 
 use manifest::{Diagnostic, Severity, Source};
@@ -70,54 +72,46 @@ pub fn handler(color: bool) -> GraphicalReportHandler {
 pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) -> String {
     let handler = handler(color);
     let mut out = String::new();
-    let place = |d: &Diagnostic| format!("line {}", source.line_column(d.loc.span.offset).0);
-    let drawn: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.severity != Severity::Info).collect();
-    render_groups(
-        &mut out,
-        &drawn,
-        |d| d.code(),
-        place,
-        |out, d| {
-            // Writing into a String cannot fail.
-            let _ = handler.render_report(out, &d.with_source(source));
-        },
-    );
-    let notes: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.severity == Severity::Info).collect();
+    let codes: Vec<String> = diagnostics.iter().map(Diagnostic::code).collect();
+    let code = |i: usize| codes[i].as_str();
+    let kind = |i: usize| kind_of(diagnostics[i].severity);
+    let place = |i: usize| format!("line {}", source.line_column(diagnostics[i].loc.span.offset).0);
+    let drawn: Vec<usize> = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity != Severity::Info).collect();
+    render_groups(&mut out, &drawn, code, kind, place, |out, i| {
+        // Writing into a String cannot fail.
+        let _ = handler.render_report(out, &diagnostics[i].with_source(source));
+    });
+    let notes: Vec<usize> = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity == Severity::Info).collect();
     if !notes.is_empty() {
         out.push_str("notes:\n");
-        render_groups(
-            &mut out,
-            &notes,
-            |d| d.code(),
-            place,
-            |out, note| {
-                let (line, column) = source.line_column(note.loc.span.offset);
-                out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, note.code()));
-            },
-        );
+        render_groups(&mut out, &notes, code, kind, place, |out, i| {
+            let note = &diagnostics[i];
+            let (line, column) = source.line_column(note.loc.span.offset);
+            out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, codes[i]));
+        });
     }
     out
 }
 
-/// Draws reports in order, grouped by code: those [`Groups`] hides are replaced by one line
-/// after the last drawn report of their code, naming each by `place`. Returns how many were
-/// not drawn.
-pub fn render_groups<T: Reported>(
+/// Draws reports in order, grouped by code: of `items` (positions in a list of reports), those
+/// [`Groups`] hides are replaced by one line after the last drawn report of their code, naming
+/// each by `place`. Returns how many were not drawn.
+pub fn render_groups<'a, P: Hash + Eq + Display>(
     out: &mut String,
-    items: &[&T],
-    code: impl Fn(&T) -> String,
-    place: impl Fn(&T) -> String,
-    draw: impl Fn(&mut String, &T),
+    items: &[usize],
+    code: impl Fn(usize) -> &'a str,
+    kind: impl Fn(usize) -> &'static str,
+    place: impl Fn(usize) -> P,
+    mut draw: impl FnMut(&mut String, usize),
 ) -> usize {
-    let codes: Vec<String> = items.iter().map(|item| code(item)).collect();
-    let groups = Groups::new(codes.iter().map(String::as_str));
-    for (i, item) in items.iter().enumerate() {
-        if groups.is_shown(i) {
+    let groups = Groups::new(items.iter().map(|&i| code(i)));
+    for (k, &item) in items.iter().enumerate() {
+        if groups.is_shown(k) {
             draw(out, item);
         }
-        if let Some(rest) = groups.rest_after(i) {
-            let line = summary_line(rest.len(), &codes[i], item.kind(), rest.iter().map(|&j| place(items[j])));
-            match item.kind() {
+        if let Some(rest) = groups.rest_after(k) {
+            let line = summary_line(rest.len(), code(item), kind(item), rest.iter().map(|&j| place(items[j])));
+            match kind(item) {
                 "notes" => {
                     out.push_str("  ");
                     out.push_str(&line);
@@ -133,29 +127,12 @@ pub fn render_groups<T: Reported>(
     groups.hidden()
 }
 
-/// A report that can be grouped: its severity names what a summary line counts.
-pub trait Reported {
-    /// `errors`, `warnings` or `notes`.
-    fn kind(&self) -> &'static str;
-}
-
-fn kind_of(severity: Severity) -> &'static str {
+/// What a summary line counts of reports of this severity: `errors`, `warnings` or `notes`.
+pub fn kind_of(severity: Severity) -> &'static str {
     match severity {
         Severity::Error => "errors",
         Severity::Warning => "warnings",
         Severity::Info => "notes",
-    }
-}
-
-impl Reported for Diagnostic {
-    fn kind(&self) -> &'static str {
-        kind_of(self.severity)
-    }
-}
-
-impl Reported for manifest::critic::Finding {
-    fn kind(&self) -> &'static str {
-        kind_of(self.severity)
     }
 }
 

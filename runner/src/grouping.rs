@@ -4,7 +4,8 @@
 //! order and their look, so small plans read as before. Machine formats keep every report.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
+use std::hash::Hash;
 
 /// How many reports of one code are drawn in full.
 pub const SHOWN_PER_CODE: usize = 3;
@@ -58,16 +59,25 @@ impl Groups {
 
 /// The line that stands for reports not drawn, naming the first of their distinct places:
 /// `… and 3,997 more `code` warnings at t3, t4, … and 3,987 other places`.
-pub fn summary_line(count: usize, code: &str, kind: &str, places: impl Iterator<Item = String>) -> String {
+pub fn summary_line<P: Hash + Eq + Display>(
+    count: usize,
+    code: &str,
+    kind: &str,
+    places: impl Iterator<Item = P>,
+) -> String {
     let mut line = format!("… and {} more `{code}` {kind}", thousands(count));
-    // Borrowed from `all`, so each place is built once and not copied into the set.
-    let all: Vec<String> = places.collect();
-    let mut seen = HashSet::with_capacity(all.len());
-    let distinct: Vec<&str> = all.iter().map(String::as_str).filter(|place| seen.insert(*place)).collect();
-    if !distinct.is_empty() {
+    let mut seen = HashSet::new();
+    let mut named = Vec::new();
+    for place in places {
+        if named.len() < NAMED_PLACES && !seen.contains(&place) {
+            named.push(place.to_string());
+        }
+        seen.insert(place);
+    }
+    if !named.is_empty() {
         line.push_str(" at ");
-        line.push_str(&distinct[..distinct.len().min(NAMED_PLACES)].join(", "));
-        let others = distinct.len().saturating_sub(NAMED_PLACES);
+        line.push_str(&named.join(", "));
+        let others = seen.len() - named.len();
         if others > 0 {
             let noun = if others == 1 { "place" } else { "places" };
             let _ = write!(line, " and {} other {noun}", thousands(others));
@@ -120,7 +130,7 @@ mod tests {
             "… and 3,997 more `critic::unread_dependency` warnings at t3, t4, t5, t6, t7, t8, t9, t10, t11, t12 \
              and 1,988 other places"
         );
-        assert_eq!(summary_line(2, "x", "notes", std::iter::empty()), "… and 2 more `x` notes");
+        assert_eq!(summary_line(2, "x", "notes", std::iter::empty::<&str>()), "… and 2 more `x` notes");
     }
 
     #[test]

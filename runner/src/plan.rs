@@ -297,7 +297,7 @@ fn chosen(loaded: &Loaded) -> Chosen {
         errors: count(manifest::Severity::Error),
         warnings: count(manifest::Severity::Warning),
         score: critique.scores.overall,
-        findings: critique.findings.iter().take(5).map(|f| format!("{} [{}]", f.lint, f.code())).collect(),
+        findings: critique.findings().take(5).map(|f| format!("{} [{}]", f.lint, f.code())).collect(),
     }
 }
 
@@ -338,7 +338,7 @@ fn summary(loaded: &Loaded) -> String {
     }
     let critique = crate::critic::review(loaded);
     let _ = writeln!(out, "critic score {:.1}/10", critique.scores.overall);
-    for finding in critique.findings.iter().take(3) {
+    for finding in critique.findings().take(3) {
         let _ = writeln!(out, "  - {} [{}]", finding.lint, finding.code());
     }
     out

@@ -3,28 +3,23 @@
 
 use std::collections::BTreeMap;
 
-use manifest::critic::Critique;
+use manifest::critic::Review;
 use manifest::{Loaded, Severity};
 use serde_json::{Value, json};
 
 /// The SARIF log of a plan's errors and findings.
-pub fn report(loaded: &Loaded, critique: &Critique) -> Value {
+pub fn report(loaded: &Loaded, review: &Review<'_>) -> Value {
     let source = &loaded.source;
     let mut rules: BTreeMap<String, Value> = BTreeMap::new();
     let mut results = Vec::new();
-    let mut add = |code: String,
-                   severity: Severity,
-                   message: String,
-                   help: Option<&String>,
-                   offset: usize,
-                   len: usize| {
+    let mut add = |code: String, severity: Severity, message: String, help: Option<&str>, offset: usize, len: usize| {
         let level = match severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
             Severity::Info => "note",
         };
         rules.entry(code.clone()).or_insert_with(|| {
-            let help = help.map_or_else(|| message.clone(), Clone::clone);
+            let help = help.map_or_else(|| message.clone(), str::to_owned);
             json!({
                 "id": code,
                 "name": code.replace("::", "/"),
@@ -49,10 +44,11 @@ pub fn report(loaded: &Loaded, critique: &Critique) -> Value {
             }}],
         }));
     };
-    let errors = loaded.errors().map(|e| (e.code(), e.severity, e.to_string(), e.help.as_ref(), e.loc.span));
-    let findings = critique.findings.iter().map(|f| (f.code(), f.severity, f.to_string(), f.help.as_ref(), f.loc.span));
-    for (code, severity, message, help, span) in errors.chain(findings) {
-        add(code, severity, message, help, span.offset, span.len);
+    for e in loaded.errors() {
+        add(e.code(), e.severity, e.to_string(), e.help.as_deref(), e.loc.span.offset, e.loc.span.len);
+    }
+    for f in review.findings() {
+        add(f.code(), f.severity, f.to_string(), f.help.as_deref(), f.loc.span.offset, f.loc.span.len);
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

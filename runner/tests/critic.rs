@@ -474,3 +474,79 @@ fn apply_shows_the_grouped_review_and_points_at_critic_for_the_rest() {
     let pointer = format!("`runner critic {}` lists all {} findings", path.display(), findings(&report).len());
     assert!(stdout.contains(&pointer), "no `{pointer}` in:\n{stdout}");
 }
+
+/// The findings of the JSON report as the critic's whole findings (`manifest::critic::critique`)
+/// give them, built here without the report's code; `plan` is a path from the workspace root,
+/// as `runner` is given it.
+fn expected_findings(file: &str) -> Vec<Value> {
+    let loaded = manifest::load_file(&repo_root().join(file));
+    let (plan, _) = loaded.valid().expect("a valid plan");
+    let source = &loaded.source;
+    manifest::critic::critique(plan)
+        .findings
+        .iter()
+        .map(|f| {
+            let (line, column) = source.line_column(f.loc.span.offset);
+            serde_json::json!({
+                "code": f.code(),
+                "dimension": f.dimension().map(|d| d.as_str()),
+                "severity": f.severity.as_str(),
+                "task": f.task,
+                "message": f.to_string(),
+                "help": f.help,
+                "file": file,
+                "line": line,
+                "column": column,
+                "path": f.loc.path.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Layers of `width` tasks, each reading the outputs of three tasks of the layer before (one
+/// field of one of them), so that coupling, wide fan-in and unread dependencies repeat.
+fn layered_with_reads(layers: usize, width: usize) -> String {
+    let mut plan = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: layers}\nspec:\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n",
+    );
+    for layer in 0..layers {
+        for i in 0..width {
+            let id = format!("l{layer}_{i}");
+            if layer == 0 {
+                plan.push_str(&format!("    - {{id: {id}, agent: noop, input: x}}\n"));
+                continue;
+            }
+            let parent = |k: usize| format!("l{}_{}", layer - 1, (i + k) % width);
+            let input = format!(
+                "\"{{{{ tasks.{}.output.title }}}} {{{{ tasks.{}.output }}}} {{{{ tasks.{}.output }}}}\"",
+                parent(0),
+                parent(1),
+                parent(2)
+            );
+            let depends = [parent(0), parent(1), parent(2), parent(3)].join(", ");
+            plan.push_str(&format!("    - {{id: {id}, agent: noop, input: {input}, depends_on: [{depends}]}}\n"));
+        }
+    }
+    plan
+}
+
+#[test]
+fn the_json_report_carries_every_finding_of_the_critic_whole() {
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let mut plans = critic_examples();
+    for (name, text) in [("fan.yaml", fan_out(300)), ("layers.yaml", layered_with_reads(6, 20))] {
+        let path = scratch.path().join(name);
+        std::fs::write(&path, text).expect("write the plan");
+        plans.push(path.to_str().expect("a UTF-8 path").to_owned());
+    }
+    let mut codes_seen = BTreeSet::new();
+    for plan in &plans {
+        let (_, report) = critic_json(plan);
+        let expected = expected_findings(plan);
+        assert_eq!(findings(&report), &expected, "{plan}");
+        codes_seen.extend(codes(&report).into_iter().map(str::to_owned));
+    }
+    for code in ["unread_dependency", "redundant_edge", "fail_aborts_run", "output_format_coupling", "wide_fan_in"] {
+        assert!(codes_seen.contains(&format!("critic::{code}")), "no {code} among {codes_seen:?}");
+    }
+}

@@ -8,6 +8,7 @@
 
 use crate::plan::{Plan, Runtime, Task, TaskKind};
 
+use super::found::{Found, index, push_whole};
 use super::{Facts, Finding, Lint};
 
 /// The output budget assumed for a task with no `max_output_tokens`.
@@ -55,37 +56,39 @@ fn budget(plan: &Plan, task: &Task) -> Option<u64> {
     }
 }
 
-pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
         let id = task.id.value.as_str();
         if let Some(budget) = budget(facts.plan, task) {
             let estimate = estimate_input(facts, i);
             if estimate > budget {
                 let loc = task.input.as_ref().map_or(&task.id.loc, |input| &input.loc);
-                findings.push(
-                    Finding::warning(Lint::ContextBudget { task: id.into(), estimate, budget }, Some(id), loc)
-                        .label(format!("about {estimate} tokens with the outputs it reads"))
-                        .help("read a synthesis gate's condensed output instead of raw outputs, or cap upstream outputs with `max_output_tokens`"),
-                );
+                let finding = Finding::warning(Lint::ContextBudget { task: id.into(), estimate, budget }, Some(id), loc)
+                    .label(format!("about {estimate} tokens with the outputs it reads"))
+                    .help("read a synthesis gate's condensed output instead of raw outputs, or cap upstream outputs with `max_output_tokens`");
+                push_whole(found, finding);
             }
         }
-        if task.kind == TaskKind::SynthesisGate {
-            continue;
-        }
-        let raw: Vec<usize> = facts.reads_from[i]
-            .iter()
-            .copied()
-            .filter(|&j| facts.plan.tasks[j].kind != TaskKind::SynthesisGate)
-            .collect();
-        if raw.len() >= WIDE_FAN_IN {
-            let inputs = facts.ids(&raw).join(", ");
-            findings.push(
-                Finding::warning(Lint::WideFanIn { task: id.into(), count: raw.len() }, Some(id), &task.id.loc)
-                    .label(format!("reads {inputs}"))
-                    .help(format!(
-                        "add a task with `type: synthesis_gate`, `inputs: [{inputs}]` and `max_output_tokens`, and read its output here"
-                    )),
-            );
+        if task.kind != TaskKind::SynthesisGate && raw_reads(facts, i).count() >= WIDE_FAN_IN {
+            found.push(Found::WideFanIn { task: index(i) });
         }
     }
+}
+
+/// The tasks whose output task `i` reads that are not synthesis gates.
+fn raw_reads<'a>(facts: &'a Facts<'_>, i: usize) -> impl Iterator<Item = usize> + 'a {
+    facts.reads_from[i].iter().copied().filter(|&j| facts.plan.tasks[j].kind != TaskKind::SynthesisGate)
+}
+
+/// The wide fan-in finding on task `i`.
+pub(super) fn wide_fan_in(facts: &Facts<'_>, i: usize) -> Finding {
+    let task = &facts.plan.tasks[i];
+    let id = task.id.value.as_str();
+    let raw: Vec<usize> = raw_reads(facts, i).collect();
+    let inputs = facts.ids(&raw).join(", ");
+    Finding::warning(Lint::WideFanIn { task: id.into(), count: raw.len() }, Some(id), &task.id.loc)
+        .label(format!("reads {inputs}"))
+        .help(format!(
+            "add a task with `type: synthesis_gate`, `inputs: [{inputs}]` and `max_output_tokens`, and read its output here"
+        ))
 }

@@ -4,31 +4,38 @@
 
 use crate::plan::Verification;
 
+use super::found::{Found, index};
 use super::{Facts, Finding, Lint};
 
-pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
-    for (i, task) in facts.plan.tasks.iter().enumerate() {
-        for (producer, read) in &facts.reads[i] {
+pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    for (i, reads) in facts.reads.iter().enumerate() {
+        for (r, (producer, read)) in reads.iter().enumerate() {
             let Some(field) = &read.field else { continue };
-            let producer = &facts.plan.tasks[*producer];
-            if guarantees(producer.verification.as_ref(), field) {
+            if guarantees(facts.plan.tasks[*producer].verification.as_ref(), field) {
                 continue;
             }
-            let lint = Lint::OutputFormatCoupling {
-                task: task.id.value.clone(),
-                producer: producer.id.value.clone(),
-                field: field.clone(),
-            };
-            findings.push(
-                Finding::warning(lint, Some(&task.id.value), &read.loc)
-                    .label(format!("assumes `{}` outputs JSON with `{field}`", producer.id.value))
-                    .help(format!(
-                        "give `{}` `verification: {{type: schema_check, schema: {{type: object, required: [{field}], properties: {{{field}: {{}}}}}}}}`",
-                        producer.id.value
-                    )),
-            );
+            found.push(Found::OutputFormatCoupling { task: index(i), read: index(r) });
         }
     }
+}
+
+/// The finding on read `r` of task `i` (of [`Facts::reads`]).
+pub(super) fn finding(facts: &Facts<'_>, i: usize, r: usize) -> Finding {
+    let task = &facts.plan.tasks[i];
+    let (producer, read) = facts.reads[i][r];
+    let producer = &facts.plan.tasks[producer];
+    let field = read.field.as_deref().unwrap_or_default();
+    let lint = Lint::OutputFormatCoupling {
+        task: task.id.value.clone(),
+        producer: producer.id.value.clone(),
+        field: field.to_owned(),
+    };
+    Finding::warning(lint, Some(&task.id.value), &read.loc)
+        .label(format!("assumes `{}` outputs JSON with `{field}`", producer.id.value))
+        .help(format!(
+            "give `{}` `verification: {{type: schema_check, schema: {{type: object, required: [{field}], properties: {{{field}: {{}}}}}}}}`",
+            producer.id.value
+        ))
 }
 
 /// Whether a verification's schema declares `field` and requires it.

@@ -1,5 +1,6 @@
 //! Critic findings: what is risky in a plan that can run, each with a stable code.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::diagnostic::Severity;
@@ -246,6 +247,34 @@ pub enum Lint {
 }
 
 impl Lint {
+    /// The stable code, such as `critic::redundant_edge`, without the allocation of
+    /// `miette::Diagnostic::code`: reports of many findings ask it of each.
+    pub fn code_str(&self) -> &'static str {
+        match self {
+            Lint::SinglePointOfFailure { .. } => "critic::single_point_of_failure",
+            Lint::OutputFormatCoupling { .. } => "critic::output_format_coupling",
+            Lint::ContextBudget { .. } => "critic::context_budget",
+            Lint::WideFanIn { .. } => "critic::wide_fan_in",
+            Lint::CriticalWithoutFallback { .. } => "critic::critical_without_fallback",
+            Lint::FailAbortsRun { .. } => "critic::fail_aborts_run",
+            Lint::UnreadDependency { .. } => "critic::unread_dependency",
+            Lint::RedundantEdge { .. } => "critic::redundant_edge",
+            Lint::ForcedChain { .. } => "critic::forced_chain",
+            Lint::UnlimitedGroup { .. } => "critic::unlimited_group",
+            Lint::ParallelExplosion { .. } => "critic::parallel_explosion",
+            Lint::UnusedAgent { .. } => "critic::unused_agent",
+            Lint::UnusedTool { .. } => "critic::unused_tool",
+            Lint::UnusedProvider { .. } => "critic::unused_provider",
+            Lint::UnreliableAgent { .. } => "critic::unreliable_agent",
+            Lint::LongUnverifiedChain { .. } => "critic::long_unverified_chain",
+            Lint::DestructiveWithoutReview { .. } => "critic::destructive_without_review",
+            Lint::OptimismBias { .. } => "critic::optimism_bias",
+            Lint::MissingMaxTurns { .. } => "critic::missing_max_turns",
+            Lint::PlainHttpSecret { .. } => "critic::plain_http_secret",
+            Lint::CriticalPathMismatch { .. } => "critic::critical_path_mismatch",
+        }
+    }
+
     /// The dimension a finding is scored in; `None` for the general checks.
     pub fn dimension(&self) -> Option<Dimension> {
         Some(match self {
@@ -274,10 +303,11 @@ pub struct Finding {
     pub task: Option<String>,
     /// Where it is.
     pub loc: Loc,
-    /// The text under the label.
-    pub label: String,
+    /// The text under the label; most labels and helps are fixed text, borrowed rather than
+    /// copied into every finding.
+    pub label: Cow<'static, str>,
     /// How to fix it.
-    pub help: Option<String>,
+    pub help: Option<Cow<'static, str>>,
 }
 
 impl Finding {
@@ -292,24 +322,31 @@ impl Finding {
     }
 
     fn new(lint: Lint, severity: Severity, task: Option<&str>, loc: &Loc) -> Self {
-        Finding { lint, severity, task: task.map(str::to_owned), loc: loc.clone(), label: "here".into(), help: None }
+        Finding {
+            lint,
+            severity,
+            task: task.map(str::to_owned),
+            loc: loc.clone(),
+            label: Cow::Borrowed("here"),
+            help: None,
+        }
     }
 
     /// Sets the label.
-    pub fn label(mut self, label: impl Into<String>) -> Self {
+    pub fn label(mut self, label: impl Into<Cow<'static, str>>) -> Self {
         self.label = label.into();
         self
     }
 
     /// Sets the help line.
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub fn help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
         self.help = Some(help.into());
         self
     }
 
     /// The stable code, such as `critic::redundant_edge`.
     pub fn code(&self) -> String {
-        miette::Diagnostic::code(&self.lint).map(|c| c.to_string()).unwrap_or_default()
+        self.lint.code_str().to_owned()
     }
 
     /// The dimension it is scored in.
@@ -319,13 +356,53 @@ impl Finding {
 
     /// Attaches the source so miette can draw snippets.
     pub fn with_source(&self, source: &Source) -> Rendered {
-        Rendered::new(source, self.code(), self.severity, self.lint.to_string(), self.help.clone())
-            .label(self.loc.span, self.label.clone())
+        let help = self.help.as_deref().map(str::to_owned);
+        Rendered::new(source, self.code(), self.severity, self.lint.to_string(), help)
+            .label(self.loc.span, &*self.label)
     }
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.lint.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_str_is_the_code_miette_shows() {
+        let s = String::new;
+        let lints = [
+            Lint::SinglePointOfFailure { task: s() },
+            Lint::OutputFormatCoupling { task: s(), producer: s(), field: s() },
+            Lint::ContextBudget { task: s(), estimate: 0, budget: 0 },
+            Lint::WideFanIn { task: s(), count: 0 },
+            Lint::CriticalWithoutFallback { task: s() },
+            Lint::FailAbortsRun { task: s() },
+            Lint::UnreadDependency { task: s(), dependency: s() },
+            Lint::RedundantEdge { task: s(), dependency: s(), via: s() },
+            Lint::ForcedChain { task: s(), previous: s() },
+            Lint::UnlimitedGroup { group: s(), size: 0 },
+            Lint::ParallelExplosion { phase: 0, size: 0 },
+            Lint::UnusedAgent { name: s() },
+            Lint::UnusedTool { name: s() },
+            Lint::UnusedProvider { name: s() },
+            Lint::UnreliableAgent { task: s(), agent: s(), weight: 0.0 },
+            Lint::LongUnverifiedChain { task: s(), length: 0 },
+            Lint::DestructiveWithoutReview { task: s(), tool: s() },
+            Lint::OptimismBias { task: s(), evidence: s() },
+            Lint::MissingMaxTurns { name: s() },
+            Lint::PlainHttpSecret { sender: s(), variable: s(), host: s() },
+            Lint::CriticalPathMismatch { declared: s(), computed: s() },
+        ];
+        for lint in &lints {
+            let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
+            assert_eq!(shown.as_deref(), Some(lint.code_str()), "{lint:?}");
+        }
+        let distinct: std::collections::HashSet<&str> = lints.iter().map(Lint::code_str).collect();
+        assert_eq!(distinct.len(), lints.len(), "one code per variant, every variant listed");
     }
 }

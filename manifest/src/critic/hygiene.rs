@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use crate::normalize::DEPENDENCY_OUTPUTS;
 use crate::plan::{Action, DEFAULT_AGENT, Plan, Runtime, Task, TaskKind, Verification};
 
+use super::found::{Found, index, push_whole};
 use super::{Facts, Finding, Lint};
 
 /// This many tasks in a row without verification make a long unverified chain.
@@ -20,18 +21,27 @@ pub const RELIABILITY_FLOOR: f64 = 0.5;
 const EXTERNAL: &[&str] =
     &["search", "fetch", "http", "api", "web", "request", "query", "external", "download", "scrape"];
 
-pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
-    unused(facts.plan, findings);
-    unreliable(facts, findings);
-    unverified_chains(facts, findings);
-    destructive(facts, findings);
-    optimism(facts, findings);
-    turn_limits(facts.plan, findings);
-    critical_path(facts, findings);
+pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    unused(facts, found);
+    unreliable(facts, found);
+    unverified_chains(facts, found);
+    destructive(facts, found);
+    optimism(facts, found);
+    turn_limits(facts, found);
+    critical_path(facts, found);
 }
 
+/// The agents a task, a review, the planner or the compactor uses.
 pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
-    let mut used: HashSet<&str> = plan.tasks.iter().filter_map(|t| plan.agent_of(t)).collect();
+    let mut used = HashSet::new();
+    let mut last = None;
+    for name in plan.tasks.iter().filter_map(|t| plan.agent_of(t)) {
+        // Tasks in a row mostly share an agent: comparing with the last is cheaper than hashing.
+        if last != Some(name) {
+            used.insert(name);
+            last = Some(name);
+        }
+    }
     for task in &plan.tasks {
         if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
             used.insert(&agent.value);
@@ -41,13 +51,14 @@ pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
     used
 }
 
-fn unused(plan: &Plan, findings: &mut Vec<Finding>) {
-    let agents = used_agents(plan);
+fn unused(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    let (plan, agents) = (facts.plan, &facts.used_agents);
     let mut tools = HashSet::new();
     let mut providers = HashSet::new();
     for (name, agent) in &plan.agents {
         if !agents.contains(name.as_str()) {
-            findings.push(
+            push_whole(
+                found,
                 Finding::info(Lint::UnusedAgent { name: name.clone() }, None, &agent.loc)
                     .label("no task, gate, verification, planner or compactor uses it")
                     .help("remove it, or assign it to a task"),
@@ -61,7 +72,8 @@ fn unused(plan: &Plan, findings: &mut Vec<Finding>) {
     }
     for (name, tool) in &plan.tools {
         if !tools.contains(name.as_str()) {
-            findings.push(
+            push_whole(
+                found,
                 Finding::info(Lint::UnusedTool { name: name.clone() }, None, &tool.loc)
                     .label("no agent in use offers it")
                     .help("remove it, or list it in an agent's `tools`"),
@@ -70,7 +82,8 @@ fn unused(plan: &Plan, findings: &mut Vec<Finding>) {
     }
     for (name, provider) in &plan.providers {
         if !providers.contains(name.as_str()) {
-            findings.push(
+            push_whole(
+                found,
                 Finding::info(Lint::UnusedProvider { name: name.clone() }, None, &provider.loc)
                     .label("no agent in use calls it")
                     .help("remove it, or set `provider:` on an llm agent"),
@@ -79,7 +92,7 @@ fn unused(plan: &Plan, findings: &mut Vec<Finding>) {
     }
 }
 
-fn unreliable(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+fn unreliable(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for &i in &facts.critical_path {
         let task = &facts.plan.tasks[i];
         if task.verification.is_some() {
@@ -90,7 +103,8 @@ fn unreliable(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         if weight < RELIABILITY_FLOOR {
             let loc = task.agent.as_ref().map_or(&task.id.loc, |a| &a.loc);
             let lint = Lint::UnreliableAgent { task: task.id.value.clone(), agent: name.into(), weight };
-            findings.push(
+            push_whole(
+                found,
                 Finding::warning(lint, Some(&task.id.value), loc)
                     .label(format!("reliability_weight {weight}"))
                     .help("add a `verification` to this task, or give the work to a more reliable agent"),
@@ -99,7 +113,7 @@ fn unreliable(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
     }
 }
 
-fn unverified_chains(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+fn unverified_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let graph = facts.graph;
     let mut run = vec![0usize; graph.len()];
     for &i in graph.topo_order() {
@@ -109,21 +123,21 @@ fn unverified_chains(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         }
         run[i] = 1 + graph.parents(i).map(|p| run[p]).max().unwrap_or(0);
         if run[i] == CHAIN_LIMIT {
-            let id = task.id.value.as_str();
-            findings.push(
-                Finding::warning(
-                    Lint::LongUnverifiedChain { task: id.into(), length: CHAIN_LIMIT },
-                    Some(id),
-                    &task.id.loc,
-                )
-                .label(format!("{CHAIN_LIMIT} unverified tasks in a row end here"))
-                .help("verify an intermediate result (`verification:`) or put a `human_review` in the chain"),
-            );
+            found.push(Found::LongUnverifiedChain { task: index(i) });
         }
     }
 }
 
-fn destructive(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+/// The warning on task `i`, which ends a chain of [`CHAIN_LIMIT`] unverified tasks.
+pub(super) fn long_unverified_chain(facts: &Facts<'_>, i: usize) -> Finding {
+    let task = &facts.plan.tasks[i];
+    let id = task.id.value.as_str();
+    Finding::warning(Lint::LongUnverifiedChain { task: id.into(), length: CHAIN_LIMIT }, Some(id), &task.id.loc)
+        .label(format!("{CHAIN_LIMIT} unverified tasks in a row end here"))
+        .help("verify an intermediate result (`verification:`) or put a `human_review` in the chain")
+}
+
+fn destructive(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let graph = facts.graph;
     let mut reviewed = vec![false; graph.len()];
     for &i in graph.topo_order() {
@@ -135,7 +149,8 @@ fn destructive(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         }
         for tool in agent_tools(facts.plan, task).filter(|t| facts.plan.tools.get(*t).is_some_and(|t| t.destructive)) {
             let id = task.id.value.as_str();
-            findings.push(
+            push_whole(
+                found,
                 Finding::warning(
                     Lint::DestructiveWithoutReview { task: id.into(), tool: tool.into() },
                     Some(id),
@@ -175,7 +190,7 @@ fn external_word_in_input(text: &str, is_task: impl Fn(&str) -> bool) -> Option<
         .find_map(external_word)
 }
 
-fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+fn optimism(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let plan = facts.plan;
     let is_task = |token: &str| facts.graph.index_of(token).is_some();
     for task in plan.tasks.iter().filter(|t| t.critical && t.on_failure.value.action == Action::Fail) {
@@ -193,7 +208,8 @@ fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         };
         let Some(evidence) = from_tools.or_else(from_input) else { continue };
         let id = task.id.value.as_str();
-        findings.push(
+        push_whole(
+            found,
             Finding::warning(Lint::OptimismBias { task: id.into(), evidence }, Some(id), &task.id.loc)
                 .label("outside services fail now and then")
                 .help(
@@ -203,13 +219,14 @@ fn optimism(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
     }
 }
 
-fn turn_limits(plan: &Plan, findings: &mut Vec<Finding>) {
-    let used = used_agents(plan);
-    for (name, agent) in &plan.agents {
+fn turn_limits(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    let used = &facts.used_agents;
+    for (name, agent) in &facts.plan.agents {
         if let Runtime::Llm { max_turns: None, .. } = agent.runtime
             && used.contains(name.as_str())
         {
-            findings.push(
+            push_whole(
+                found,
                 Finding::info(Lint::MissingMaxTurns { name: name.clone() }, None, &agent.loc)
                     .label("the tool loop is bounded only by the runner's default")
                     .help("set `max_turns:` to the most model turns one attempt should take"),
@@ -218,7 +235,7 @@ fn turn_limits(plan: &Plan, findings: &mut Vec<Finding>) {
     }
 }
 
-fn critical_path(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+fn critical_path(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let Some(analysis) = &facts.plan.mission_analysis else { return };
     let Some(first) = analysis.critical_path.first() else { return };
     let declared: Vec<Option<usize>> =
@@ -236,7 +253,8 @@ fn critical_path(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
         declared: show(analysis.critical_path.iter().map(|a| a.value.as_str()).collect()),
         computed: show(facts.ids(&facts.critical_path)),
     };
-    findings.push(
+    push_whole(
+        found,
         Finding::info(lint, None, &first.loc)
             .label("declared here")
             .help("update `mission_analysis.critical_path` to the longest chain of dependencies"),

@@ -41,7 +41,7 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
     let wide: Vec<usize> =
         (0..plan.tasks.len()).filter(|&i| facts.reads_from[i].len() >= super::context::WIDE_FAN_IN).collect();
     let gated = wide.iter().filter(|&&i| plan.tasks[i].kind == TaskKind::SynthesisGate).count();
-    let used = super::hygiene::used_agents(plan);
+    let used = &facts.used_agents;
     let prompts: Vec<f64> = plan
         .agents
         .iter()

@@ -7,7 +7,7 @@
 
 use crate::diagnostic::Severity;
 
-use super::finding::{Dimension, Finding};
+use super::finding::Dimension;
 
 /// What one warning costs its dimension.
 pub const WARNING_COST: f64 = 2.0;
@@ -39,21 +39,21 @@ impl Scores {
         self.dimensions[index]
     }
 
-    /// Applies the formula to a list of findings.
-    pub fn of(findings: &[Finding]) -> Self {
-        let cost = |finding: &Finding, warning: f64, info: f64| match finding.severity {
+    /// Applies the formula to the dimension and severity of each finding, in order.
+    pub(crate) fn of(findings: impl Iterator<Item = (Option<Dimension>, Severity)>) -> Self {
+        let cost = |severity: Severity, warning: f64, info: f64| match severity {
             Severity::Warning | Severity::Error => warning,
             Severity::Info => info,
         };
         let mut dimensions = [10.0; 5];
         let mut general = 0.0;
-        for finding in findings {
-            match finding.dimension() {
+        for (dimension, severity) in findings {
+            match dimension {
                 Some(dimension) => {
                     let index = Dimension::ALL.iter().position(|d| *d == dimension).unwrap_or_default();
-                    dimensions[index] -= cost(finding, WARNING_COST, INFO_COST);
+                    dimensions[index] -= cost(severity, WARNING_COST, INFO_COST);
                 }
-                None => general += cost(finding, GENERAL_WARNING_COST, GENERAL_INFO_COST),
+                None => general += cost(severity, GENERAL_WARNING_COST, GENERAL_INFO_COST),
             }
         }
         for score in &mut dimensions {

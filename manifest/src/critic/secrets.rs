@@ -4,20 +4,21 @@
 use crate::plan::{Plan, Runtime};
 use crate::source::Loc;
 
+use super::found::{Found, push_whole};
 use super::{Finding, Lint};
 
-pub(super) fn check(plan: &Plan, findings: &mut Vec<Finding>) {
+pub(super) fn check(plan: &Plan, found: &mut Vec<Found>) {
     for (name, provider) in &plan.providers {
         let (Some(variable), Some(host)) = (&provider.api_key_env, remote_plain_host(&provider.base_url)) else {
             continue;
         };
-        findings.push(finding(format!("provider `{name}`"), &variable.value, host, &variable.loc));
+        push_whole(found, finding(format!("provider `{name}`"), &variable.value, host, &variable.loc));
     }
     for (name, agent) in &plan.agents {
         let Runtime::Http { url, .. } = &agent.runtime else { continue };
         let Some(host) = remote_plain_host(&url.value) else { continue };
         if let Some(variable) = agent.runtime.secret_variables().first() {
-            findings.push(finding(format!("http agent `{name}`"), &variable.value, host, &url.loc));
+            push_whole(found, finding(format!("http agent `{name}`"), &variable.value, host, &url.loc));
         }
     }
 }

@@ -2,57 +2,69 @@
 //!
 //! A virtual root is joined to every root and every sink to a virtual sink; a task that
 //! dominates the virtual sink lies on every root-to-sink path, so its failure leaves no result.
-//! Dominators come from petgraph's Cooper-Harvey-Kennedy algorithm: near-linear on DAGs.
-
-use petgraph::algo::dominators::simple_fast;
-use petgraph::graph::{DiGraph, NodeIndex};
+//! Dominators are Cooper-Harvey-Kennedy's intersection of the parents' dominators, which on a
+//! DAG taken in topological order is exact in one pass: linear but for the walks up the
+//! dominator tree, which are short.
 
 use crate::graph::TaskGraph;
 use crate::plan::TaskKind;
 
+use super::found::{Found, index};
 use super::{Facts, Finding, Lint};
 
 /// For each task, whether it dominates the virtual sink.
 pub(crate) fn dominators_of_every_sink(graph: &TaskGraph) -> Vec<bool> {
     let n = graph.len();
     let mut dominates = vec![false; n];
-    if n == 0 {
-        return dominates;
+    // Node `n` is the virtual root, first in the order; `order[v]` is v's place in it.
+    let root = n;
+    let mut order = vec![0usize; n + 1];
+    for (place, &task) in graph.topo_order().iter().enumerate() {
+        order[task] = place + 1;
     }
-    let (root, sink) = (NodeIndex::new(n), NodeIndex::new(n + 1));
-    let mut g = DiGraph::<(), (), u32>::with_capacity(n + 2, graph.graph().edge_count() + 2 * n);
-    for _ in 0..n + 2 {
-        g.add_node(());
+    let mut idom = vec![root; n + 1];
+    let intersect = |idom: &[usize], mut a: usize, mut b: usize| {
+        while a != b {
+            while order[a] > order[b] {
+                a = idom[a];
+            }
+            while order[b] > order[a] {
+                b = idom[b];
+            }
+        }
+        a
+    };
+    for &task in graph.topo_order() {
+        let mut parents = graph.parents(task);
+        if let Some(first) = parents.next() {
+            idom[task] = parents.fold(first, |dominator, parent| intersect(&idom, dominator, parent));
+        }
     }
-    for edge in graph.graph().raw_edges() {
-        g.add_edge(edge.source(), edge.target(), ());
-    }
-    for task in graph.roots() {
-        g.add_edge(root, NodeIndex::new(task), ());
-    }
-    for task in graph.sinks() {
-        g.add_edge(NodeIndex::new(task), sink, ());
-    }
-    let dominators = simple_fast(&g, root);
-    let mut at = dominators.immediate_dominator(sink);
-    while let Some(node) = at.filter(|&node| node != root) {
-        dominates[node.index()] = true;
-        at = dominators.immediate_dominator(node);
+    let mut sinks = (0..n).filter(|&task| graph.children(task).next().is_none());
+    let Some(first) = sinks.next() else { return dominates };
+    let mut at = sinks.fold(first, |dominator, sink| intersect(&idom, dominator, sink));
+    while at != root {
+        dominates[at] = true;
+        at = idom[at];
     }
     dominates
 }
 
 /// A task every result depends on, whose policy is a plain `fail`.
-pub(super) fn check(facts: &Facts<'_>, findings: &mut Vec<Finding>) {
+pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
         if !facts.dominates_all[i] || task.kind == TaskKind::HumanReview || task.on_failure.value.has_fallback() {
             continue;
         }
-        let id = task.id.value.as_str();
-        findings.push(
-            Finding::warning(Lint::SinglePointOfFailure { task: id.into() }, Some(id), &task.id.loc)
-                .label("every result depends on this task")
-                .help("give it `on_failure: {action: retry, max_attempts: 3}` (or `replan`), or add a second path"),
-        );
+        found.push(Found::SinglePointOfFailure { task: index(i) });
     }
+}
+
+/// The finding on task `i`.
+pub(super) fn finding(facts: &Facts<'_>, i: usize) -> Finding {
+    let task = &facts.plan.tasks[i];
+    let id = task.id.value.as_str();
+    Finding::warning(Lint::SinglePointOfFailure { task: id.into() }, Some(id), &task.id.loc)
+        .label("every result depends on this task")
+        .help("give it `on_failure: {action: retry, max_attempts: 3}` (or `replan`), or add a second path")
 }

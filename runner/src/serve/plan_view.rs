@@ -48,8 +48,7 @@ impl PlanReport {
         let critique = crate::critic::review(loaded);
         let source = &loaded.source;
         let findings = critique
-            .findings
-            .iter()
+            .findings()
             .map(|finding| {
                 let (line, column) = source.line_column(finding.loc.span.offset);
                 FindingView {
@@ -57,7 +56,7 @@ impl PlanReport {
                     severity: finding.severity.as_str(),
                     task: finding.task.clone(),
                     message: finding.to_string(),
-                    help: finding.help.clone(),
+                    help: finding.help.as_deref().map(str::to_owned),
                     line,
                     column,
                 }
