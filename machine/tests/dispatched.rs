@@ -20,20 +20,24 @@ fn dispatched(state: &RunState, events: &[Event]) -> Vec<(usize, u32)> {
         .collect()
 }
 
+/// root -> (b, a) -> sink, b listed before a.
+fn fan() -> Arc<manifest::Plan> {
+    let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: fan}\nspec:\n  agent_definitions:\n    \
+                m: {runtime: mock}\n  workflow:\n    - {id: root, agent: m, input: x}\n    \
+                - {id: b, agent: m, input: x, depends_on: [root]}\n    \
+                - {id: a, agent: m, input: x, depends_on: [root]}\n    \
+                - {id: sink, agent: m, input: x, depends_on: [a, b]}\n";
+    Arc::new(manifest::load_str("fan.yaml", "fan", yaml, &|_| true).plan.expect("the plan loads"))
+}
+
 fn succeeded(task: &str) -> Command {
     Command::Succeeded { task: task.into(), attempt: 1, output: "ok".into(), tokens: None, duration_ms: 0 }
 }
 
 #[test]
 fn each_process_reports_the_attempts_its_events_dispatch() {
-    let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: fan}\nspec:\n  agent_definitions:\n    \
-                m: {runtime: mock}\n  workflow:\n    - {id: root, agent: m, input: x}\n    \
-                - {id: b, agent: m, input: x, depends_on: [root]}\n    \
-                - {id: a, agent: m, input: x, depends_on: [root]}\n    \
-                - {id: sink, agent: m, input: x, depends_on: [a, b]}\n";
-    let loaded = manifest::load_str("fan.yaml", "fan", yaml, &|_| true);
     let mut state = RunState::new();
-    let plan = Arc::new(loaded.plan.expect("the plan loads"));
+    let plan = fan();
     let events = state.process(Command::Start(Start::plan(plan))).expect("the run starts");
     assert_eq!(state.last_dispatched(), [(0, 1)]);
     assert_eq!(dispatched(&state, &events), state.last_dispatched());
@@ -52,12 +56,7 @@ fn each_process_reports_the_attempts_its_events_dispatch() {
 
 #[test]
 fn a_result_processed_at_a_wrong_index_still_goes_to_its_task() {
-    let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: fan}\nspec:\n  agent_definitions:\n    \
-                m: {runtime: mock}\n  workflow:\n    - {id: root, agent: m, input: x}\n    \
-                - {id: b, agent: m, input: x, depends_on: [root]}\n    \
-                - {id: a, agent: m, input: x, depends_on: [root]}\n    \
-                - {id: sink, agent: m, input: x, depends_on: [a, b]}\n";
-    let plan = Arc::new(manifest::load_str("fan.yaml", "fan", yaml, &|_| true).plan.expect("the plan loads"));
+    let plan = fan();
     let (mut at, mut by_id) = (RunState::new(), RunState::new());
     for state in [&mut at, &mut by_id] {
         state.process(Command::Start(Start::plan(Arc::clone(&plan)))).expect("the run starts");

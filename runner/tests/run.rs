@@ -6,7 +6,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use support::{Env, plan};
+use support::{Env, plan, review_plan};
 
 const ECHO: &str = "    echo: {runtime: mock, latency: 10ms}";
 
@@ -284,16 +284,6 @@ fn answering_a_task_that_is_not_waiting_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no task `ghost`"));
     assert_eq!(env.records("done").len(), records, "a refused command records nothing");
-}
-
-fn review_plan() -> String {
-    plan(
-        "review",
-        ECHO,
-        r#"    - {id: draft, agent: echo, input: "the draft"}
-    - {id: approve, type: human_review, depends_on: [draft], prompt: "Publish {{ tasks.draft.output }}?"}
-    - {id: publish, agent: echo, input: "published {{ tasks.draft.output }}", depends_on: [approve]}"#,
-    )
 }
 
 #[test]

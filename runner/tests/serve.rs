@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use server::Server;
-use support::{Env, plan};
+use support::{Env, plan, review_plan};
 
 const ECHO: &str = "    echo: {runtime: mock, latency: 10ms}";
 const WAIT: Duration = Duration::from_secs(30);
@@ -21,16 +21,6 @@ fn three_tasks() -> String {
         r#"    - {id: a, agent: echo, input: "hello"}
     - {id: b, agent: echo, input: "b reads {{ tasks.a.output }}", depends_on: [a]}
     - {id: c, agent: echo, input: "{{ tasks.a.output }} + {{ tasks.b.output }}", depends_on: [a, b]}"#,
-    )
-}
-
-fn review_plan() -> String {
-    plan(
-        "review",
-        ECHO,
-        r#"    - {id: draft, agent: echo, input: "the draft"}
-    - {id: approve, type: human_review, depends_on: [draft], prompt: "Publish {{ tasks.draft.output }}?"}
-    - {id: publish, agent: echo, input: "published {{ tasks.draft.output }}", depends_on: [approve]}"#,
     )
 }
 

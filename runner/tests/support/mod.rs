@@ -80,3 +80,15 @@ pub fn plan(name: &str, agents: &str, workflow: &str) -> String {
         "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: {name}}}\nspec:\n  mission: test the runner\n  agent_definitions:\n{agents}\n  workflow:\n{workflow}\n"
     )
 }
+
+/// A plan that pauses for a person: `draft`, the review `approve`, then `publish`, on a mock
+/// agent with a 10 ms latency.
+pub fn review_plan() -> String {
+    plan(
+        "review",
+        "    echo: {runtime: mock, latency: 10ms}",
+        r#"    - {id: draft, agent: echo, input: "the draft"}
+    - {id: approve, type: human_review, depends_on: [draft], prompt: "Publish {{ tasks.draft.output }}?"}
+    - {id: publish, agent: echo, input: "published {{ tasks.draft.output }}", depends_on: [approve]}"#,
+    )
+}
