@@ -16,6 +16,7 @@ use manifest::{Plan, TaskGraph};
 use crate::diagnostics::render_human;
 use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
+use crate::grouping::thousands;
 use crate::home::{RunDir, new_run_id};
 use crate::live::say;
 
@@ -242,18 +243,31 @@ fn confirm() -> anyhow::Result<bool> {
     Ok(yes)
 }
 
+/// The phases `apply`'s overview lists before it says how many more there are.
+const OVERVIEW_PHASES: usize = 20;
+/// The tasks of a phase the overview names before it says how many more there are.
+const OVERVIEW_TASKS: usize = 12;
+
 /// The plan in brief: its phases with task ids, and the strategy.
 fn overview(plan: &Plan, graph: &TaskGraph, strategy: Strategy) -> String {
+    let phases = graph.phases();
     let mut out = format!(
         "plan `{}`: {} tasks in {} phases, strategy {}\n",
         plan.name,
         plan.tasks.len(),
-        graph.phases().len(),
+        phases.len(),
         strategy.as_str()
     );
-    for (n, phase) in graph.phases().iter().enumerate() {
-        let ids: Vec<&str> = phase.iter().map(|&i| plan.tasks[i].id.value.as_str()).collect();
-        let _ = writeln!(out, "  phase {}: {}", n + 1, ids.join(", "));
+    for (n, phase) in phases.iter().enumerate().take(OVERVIEW_PHASES) {
+        let ids: Vec<&str> = phase.iter().take(OVERVIEW_TASKS).map(|&i| plan.tasks[i].id.value.as_str()).collect();
+        let _ = write!(out, "  phase {}: {}", n + 1, ids.join(", "));
+        if phase.len() > ids.len() {
+            let _ = write!(out, " … and {} more", thousands(phase.len() - ids.len()));
+        }
+        out.push('\n');
+    }
+    if phases.len() > OVERVIEW_PHASES {
+        let _ = writeln!(out, "  … and {} more phases", thousands(phases.len() - OVERVIEW_PHASES));
     }
     out
 }

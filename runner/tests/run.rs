@@ -42,6 +42,28 @@ fn apply(env: &Env, plan_file: &str, run: &str) -> std::process::Output {
 }
 
 #[test]
+fn the_overview_apply_prints_names_a_few_tasks_a_phase_and_a_few_phases() {
+    let env = Env::new();
+    let mut workflow = String::from("    - {id: root, agent: echo, input: r}\n");
+    for i in 0..100 {
+        workflow.push_str(&format!("    - {{id: wide{i}, agent: echo, input: w, depends_on: [root]}}\n"));
+    }
+    for i in 0..25 {
+        let after = if i == 0 { "wide0".to_owned() } else { format!("deep{}", i - 1) };
+        workflow.push_str(&format!("    - {{id: deep{i}, agent: echo, input: d, depends_on: [{after}]}}\n"));
+    }
+    env.write("plan.yaml", &plan("wide", "    echo: {runtime: mock}", workflow.trim_end()));
+    let output = env.runner().args(["apply", "plan.yaml", "--yes"]).output().expect("runner runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(stdout.contains("plan `wide`: 126 tasks in 27 phases"), "{stdout}");
+    let phase2 = stdout.lines().find(|l| l.starts_with("  phase 2: ")).expect("phase 2 is listed");
+    assert!(phase2.starts_with("  phase 2: wide0, wide1, ") && phase2.ends_with(" … and 88 more"), "{phase2}");
+    assert!(stdout.contains("  phase 20: deep17\n  … and 7 more phases\n"), "{stdout}");
+    assert!(!stdout.contains("phase 21:"), "{stdout}");
+}
+
+#[test]
 fn apply_with_yes_runs_a_plan_and_every_view_of_the_run_agrees() {
     let env = Env::new();
     env.write("plan.yaml", &three_tasks());
