@@ -42,7 +42,7 @@ pub struct Job {
     /// When set, a retry's jitter is drawn from this seed, the task and the attempt rather than
     /// the clock, so a run repeats exactly (plan tests).
     pub jitter_seed: Option<u64>,
-    /// The span the attempt's span nests in: its task's.
+    /// The span the attempt's span nests in: its task's (none when nobody records spans).
     pub span: tracing::Span,
 }
 

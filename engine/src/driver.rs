@@ -409,7 +409,8 @@ impl<S: EventStore> Driver<S> {
             return;
         }
         let spec = &self.state.plan.tasks[i];
-        let parent = self.task_spans.get(&spec.id.value).cloned().unwrap_or_else(tracing::Span::current);
+        // No open task span means nobody records spans: the attempt's is not made either.
+        let parent = self.task_spans.get(&spec.id.value).cloned();
         let input = state.input.as_deref().unwrap_or_default();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
@@ -419,7 +420,9 @@ impl<S: EventStore> Driver<S> {
             let limit = self.state.plan.control.error_char_limit as usize;
             // A reply known at once took no time worth a clock read (two a task, at 100k).
             let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
-            crate::spans::attempt_ended(&crate::spans::attempt(&parent, &spec.id.value, attempt), &command);
+            if let Some(parent) = &parent {
+                crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
+            }
             work.replies.push((i, command));
             return;
         }
@@ -458,7 +461,7 @@ impl<S: EventStore> Driver<S> {
             error_limit: self.state.plan.control.error_char_limit as usize,
             hidden: agents.hidden(),
             jitter_seed: self.jitter_seed,
-            span: parent,
+            span: parent.unwrap_or_else(tracing::Span::none),
         };
         work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
     }
