@@ -266,21 +266,11 @@ impl<'t> Reader<'t> {
     /// The key that starts here and the offset of its `:`, when the line is `key: ...`; `None`
     /// inside when the line holds a plain scalar; `None` outside when this reader gives up.
     fn implicit_key(&mut self) -> Option<Option<(Node, usize)>> {
-        let text = self.text;
         let start = self.pos;
-        let (value, style, end) = match self.peek()? {
-            b'"' | b'\'' => {
-                let (value, end) = self.quoted(start)?;
-                (value, quote_style(self.bytes[start]), end)
-            }
-            _ => {
-                let (end, colon) = self.plain_block_end(start)?;
-                if colon.is_none() {
-                    return Some(None);
-                }
-                (Cow::Borrowed(&text[start..end]), ScalarStyle::Plain, end)
-            }
-        };
+        let (value, style, end, plain_colon) = self.line_scalar(start)?;
+        if matches!(style, ScalarStyle::Plain) && plain_colon.is_none() {
+            return Some(None);
+        }
         let mut colon = end;
         while self.bytes.get(colon) == Some(&b' ') {
             colon += 1;
@@ -293,6 +283,21 @@ impl<'t> Reader<'t> {
         }
         let node = Node::new(key(value, style)?, Span::new(start, end - start));
         Some(Some((node, colon)))
+    }
+
+    /// A scalar on one line that starts at `start`, quoted or plain: its value, style and end,
+    /// and for a plain one the offset of the `: ` after it when it is a key.
+    fn line_scalar(&self, start: usize) -> Option<(Cow<'t, str>, ScalarStyle, usize, Option<usize>)> {
+        match self.bytes.get(start)? {
+            b'"' | b'\'' => {
+                let (value, end) = self.quoted(start)?;
+                Some((value, quote_style(self.bytes[start]), end, None))
+            }
+            _ => {
+                let (end, colon) = self.plain_block_end(start)?;
+                Some((Cow::Borrowed(&self.text[start..end]), ScalarStyle::Plain, end, colon))
+            }
+        }
     }
 
     /// Where a plain scalar in block context that starts at `start` ends (trailing spaces
@@ -333,21 +338,11 @@ impl<'t> Reader<'t> {
     /// A scalar value in block context, on one line: quoted or plain; the rest of the line
     /// may hold only a comment.
     fn block_scalar_value(&mut self) -> Option<Node> {
-        let text = self.text;
         let start = self.pos;
-        let (value, style, end) = match self.peek()? {
-            b'"' | b'\'' => {
-                let (value, end) = self.quoted(start)?;
-                (value, quote_style(self.bytes[start]), end)
-            }
-            _ => {
-                let (end, colon) = self.plain_block_end(start)?;
-                if colon.is_some() {
-                    return None;
-                }
-                (Cow::Borrowed(&text[start..end]), ScalarStyle::Plain, end)
-            }
-        };
+        let (value, style, end, plain_colon) = self.line_scalar(start)?;
+        if plain_colon.is_some() {
+            return None;
+        }
         self.pos = end;
         if !matches!(self.peek(), None | Some(b' ' | b'\n')) {
             return None;
