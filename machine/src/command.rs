@@ -6,6 +6,7 @@ use std::sync::Arc;
 use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
+use crate::conversation::ToolCallRecord;
 use crate::event::{ErrorClass, Scope, Tokens};
 
 /// What starting a run needs.
@@ -23,6 +24,8 @@ pub struct Start {
     pub retry_of: Option<String>,
     /// The W3C `traceparent` of the run's span, recorded in `RunCreated`.
     pub trace: Option<String>,
+    /// Tools whose calls need no approval in this run.
+    pub approved_tools: Vec<String>,
     /// Outputs taken over from that run, by task id; those tasks do not run again.
     pub reuse: BTreeMap<String, String>,
     /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
@@ -38,6 +41,7 @@ impl PartialEq for Start {
             && self.source == other.source
             && self.retry_of == other.retry_of
             && self.trace == other.trace
+            && self.approved_tools == other.approved_tools
             && self.reuse == other.reuse
     }
 }
@@ -95,6 +99,52 @@ pub enum Command {
         question: String,
         /// Tokens used to ask it.
         tokens: Option<Tokens>,
+    },
+    /// An llm attempt's model answered (one turn of its conversation).
+    ModelTurn {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The turn's number in the conversation.
+        turn: u32,
+        /// The answer's text.
+        content: Option<String>,
+        /// The tools it calls.
+        tool_calls: Vec<ToolCallRecord>,
+        /// Tokens of the request.
+        tokens: Option<Tokens>,
+        /// Why the model stopped.
+        finish_reason: Option<String>,
+    },
+    /// An llm attempt is about to call a tool: the machine decides whether it runs now, waits
+    /// for a person's approval, or has its result already (see `RunState::conversation`).
+    CallTool {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The turn that made the call.
+        turn: u32,
+        /// The call.
+        call: ToolCallRecord,
+        /// What the model said in that turn.
+        reason: String,
+    },
+    /// A tool call's result.
+    ToolResult {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Whether the tool ran and exited with status 0.
+        ok: bool,
+        /// The result handed to the model.
+        output: String,
     },
     /// An attempt's output failed the task's verification.
     VerificationFailed {
@@ -169,7 +219,7 @@ pub enum Command {
     },
     /// Approve or reject a human review.
     Decide {
-        /// The review task.
+        /// The review task, or the task whose tool call waits for approval.
         task: String,
         /// Approve (true) or reject.
         approved: bool,

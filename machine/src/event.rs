@@ -7,12 +7,14 @@ use std::sync::Arc;
 use manifest::Plan;
 use serde::{Deserialize, Serialize};
 
+use crate::conversation::ToolCallRecord;
 use crate::plan_hash::PlanHash;
 
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
 /// `TaskDispatched`, classes failures and records the jittered retry delay; version 3 leaves
-/// a task's fields at their defaults out of the recorded plan.
-pub const SCHEMA_VERSION: u32 = 3;
+/// a task's fields at their defaults out of the recorded plan; version 4 records an llm
+/// attempt's model turns and tool calls, and the approvals of tool calls.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,6 +143,9 @@ pub enum Event {
         /// processes that resume it add to the same trace.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<String>,
+        /// Tools whose calls need no approval in this run (`runner apply --approve-tool`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        approved_tools: Vec<String>,
     },
     /// A retried run took a task's output from the run it retries instead of running it.
     TaskReused {
@@ -261,6 +266,87 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         comment: Option<String>,
     },
+    /// An llm attempt's model answered: one turn of its conversation, recorded before any tool
+    /// it calls runs.
+    ModelTurn {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// 1 for the conversation's first answer (a resumed conversation goes on counting).
+        turn: u32,
+        /// The answer's text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The tools it calls.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRecord>,
+        /// Tokens of this request, counted against the budget as it is recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Tokens>,
+        /// Why the model stopped (`stop`, `tool_calls`, `length`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<String>,
+    },
+    /// A tool call is about to run; durable before its process starts.
+    ToolCallStarted {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The turn that made the call.
+        turn: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments (JSON text).
+        arguments: String,
+    },
+    /// A tool call's result, as handed to the model (capped like outputs).
+    ToolCallFinished {
+        /// The task.
+        task: String,
+        /// The attempt.
+        attempt: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Whether the tool ran and exited with status 0.
+        ok: bool,
+        /// The result.
+        output: String,
+    },
+    /// A tool call waits for a person's approval; the task pauses until a decision.
+    ToolApprovalRequested {
+        /// The task.
+        task: String,
+        /// The attempt that made the call.
+        attempt: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments (JSON text).
+        arguments: String,
+        /// What the model said in the turn that made the call.
+        reason: String,
+    },
+    /// Somebody approved or rejected a tool call; the task goes on with its conversation.
+    ToolApprovalDecided {
+        /// The task.
+        task: String,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Whether the call may run.
+        approved: bool,
+        /// The person's comment, told to the model with a rejection.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        comment: Option<String>,
+    },
     /// An output failed its task's verification; the attempt counts as failed (a `TaskFailed`
     /// follows) and the reason goes into the next attempt's input.
     VerificationFailed {
@@ -376,6 +462,11 @@ impl Event {
             Event::ClarificationProvided { .. } => "ClarificationProvided",
             Event::ReviewRequested { .. } => "ReviewRequested",
             Event::ReviewDecided { .. } => "ReviewDecided",
+            Event::ModelTurn { .. } => "ModelTurn",
+            Event::ToolCallStarted { .. } => "ToolCallStarted",
+            Event::ToolCallFinished { .. } => "ToolCallFinished",
+            Event::ToolApprovalRequested { .. } => "ToolApprovalRequested",
+            Event::ToolApprovalDecided { .. } => "ToolApprovalDecided",
             Event::VerificationFailed { .. } => "VerificationFailed",
             Event::ContextCompacted { .. } => "ContextCompacted",
             Event::ReplanRequested { .. } => "ReplanRequested",
@@ -403,6 +494,11 @@ impl Event {
             | Event::ClarificationProvided { task, .. }
             | Event::ReviewRequested { task, .. }
             | Event::ReviewDecided { task, .. }
+            | Event::ModelTurn { task, .. }
+            | Event::ToolCallStarted { task, .. }
+            | Event::ToolCallFinished { task, .. }
+            | Event::ToolApprovalRequested { task, .. }
+            | Event::ToolApprovalDecided { task, .. }
             | Event::VerificationFailed { task, .. }
             | Event::ContextCompacted { task, .. }
             | Event::ReplanRequested { task, .. }

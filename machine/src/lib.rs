@@ -9,6 +9,7 @@
 
 mod command;
 pub mod context;
+pub mod conversation;
 mod error;
 pub mod event;
 mod handler;

@@ -136,6 +136,9 @@ pub struct Tool {
     pub timeout: Option<Duration>,
     /// Whether the tool changes the world (the critic wants a human review before it).
     pub destructive: bool,
+    /// When a call of the tool waits for a person's approval.
+    #[serde(default, skip_serializing_if = "Approval::is_default")]
+    pub approval: Approval,
     /// Where the tool was defined.
     #[serde(skip)]
     pub loc: Loc,
@@ -169,6 +172,9 @@ pub enum Runtime {
         model: Option<String>,
         /// Tools offered to the model, by name.
         tools: Vec<At<String>>,
+        /// Tools this agent may call without a person's approval, whatever their `approval`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allow_tools: Vec<At<String>>,
         /// The most model turns one attempt may take.
         max_turns: Option<u32>,
         /// Whether the model may, must or must not call the tools offered.
@@ -213,6 +219,7 @@ impl Default for Runtime {
             provider: None,
             model: None,
             tools: Vec::new(),
+            allow_tools: Vec::new(),
             max_turns: None,
             tool_choice: None,
             generation: Generation::default(),
@@ -246,6 +253,35 @@ impl Generation {
             max_tokens: self.max_tokens.or(fallback.max_tokens),
             temperature: self.temperature.or(fallback.temperature),
             seed: self.seed.or(fallback.seed),
+        }
+    }
+}
+
+/// When a call of a tool waits for a person's approval (`runner approve`) before it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Calls run without asking.
+    Never,
+    /// Every call asks.
+    Always,
+    /// Calls ask when the tool is `destructive`.
+    #[default]
+    Destructive,
+}
+
+impl Approval {
+    /// Whether it is the default, which the recorded plan leaves out.
+    pub fn is_default(&self) -> bool {
+        *self == Approval::Destructive
+    }
+
+    /// Whether a call of a tool with this policy asks first.
+    pub fn asks(self, destructive: bool) -> bool {
+        match self {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::Destructive => destructive,
         }
     }
 }

@@ -153,7 +153,7 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
 /// The providers and tools llm agents name must be defined.
 fn check_providers_and_tools(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for (name, agent) in &plan.agents {
-        let Runtime::Llm { provider, tools, .. } = &agent.runtime else { continue };
+        let Runtime::Llm { provider, tools, allow_tools, .. } = &agent.runtime else { continue };
         if let Some(provider) = provider
             && !plan.providers.contains_key(&provider.value)
         {
@@ -167,7 +167,7 @@ fn check_providers_and_tools(plan: &Plan, out: &mut Vec<Diagnostic>) {
                 .maybe_help(help),
             );
         }
-        for tool in tools {
+        for tool in tools.iter().chain(allow_tools) {
             if !plan.tools.contains_key(&tool.value) {
                 let help = did_you_mean(&tool.value, plan.tools.keys().map(String::as_str))
                     .or_else(|| Some("define it under `tools` with a `command`".into()));

@@ -25,7 +25,10 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn apply_known(&mut self, event: &Event, known: Option<usize>) {
         self.seq += 1;
         match event {
-            Event::RunCreated { plan, vars, strategy, .. } => self.created(plan, vars, *strategy),
+            Event::RunCreated { plan, vars, strategy, approved_tools, .. } => {
+                self.approved_tools.clone_from(approved_tools);
+                self.created(plan, vars, *strategy);
+            }
             Event::TaskReused { task, output } => self.reused(task, known, output),
             Event::TaskDispatched { task, attempt, input } => self.dispatched(task, known, *attempt, input),
             Event::TaskSucceeded { task, output, tokens, .. } => self.task_succeeded(task, known, output, *tokens),
@@ -37,8 +40,14 @@ impl<C: TokenCounter> RunState<C> {
             Event::ClarificationProvided { task, answer } => self.answered(task, known, answer),
             Event::ReviewRequested { task, .. } => self.review_requested(task, known),
             Event::ReviewDecided { task, approved, comment } => self.review_decided(task, known, *approved, comment),
+            Event::ModelTurn { .. }
+            | Event::ToolCallStarted { .. }
+            | Event::ToolCallFinished { .. }
+            | Event::ToolApprovalRequested { .. }
+            | Event::ToolApprovalDecided { .. } => self.apply_conversation(event, known),
             Event::VerificationFailed { task, reason, tokens, .. } => {
-                self.add_tokens(*tokens);
+                let tokens = self.settle_tokens(task, known, *tokens);
+                self.add_tokens(tokens);
                 if let Some(i) = known.or_else(|| self.index_of(task)) {
                     self.tasks[i].feedback = Some(reason.clone());
                 }
@@ -110,6 +119,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// `TaskSucceeded`: the output is recorded and dependents may go.
     fn task_succeeded(&mut self, task: &str, known: Option<usize>, output: &str, tokens: Option<Tokens>) {
+        let tokens = self.settle_tokens(task, known, tokens);
         self.add_tokens(tokens);
         if self.summary == SummaryMode::ByAgent {
             self.summary_pending += 1;
@@ -124,6 +134,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// `TaskFailed`: the attempt failed (a retry, replan or skip may follow).
     fn task_failed(&mut self, task: &str, known: Option<usize>, error: &str, tokens: Option<Tokens>) {
+        let tokens = self.settle_tokens(task, known, tokens);
         self.add_tokens(tokens);
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.tasks[i].failures += 1;
@@ -149,6 +160,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// `TaskSkipped`: final without an output; dependents still go.
     fn skipped(&mut self, task: &str, known: Option<usize>) {
+        self.settle_tokens(task, known, None);
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.dequeue(i);
@@ -159,6 +171,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// `ClarificationRequested`: the task waits for an answer.
     fn asked(&mut self, task: &str, known: Option<usize>, question: &str, tokens: Option<Tokens>) {
+        let tokens = self.settle_tokens(task, known, tokens);
         self.add_tokens(tokens);
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);

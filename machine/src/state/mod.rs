@@ -7,6 +7,7 @@
 //! The files of this module: `process.rs` (one function per command), `apply.rs` (one per
 //! event), `schedule/` (one scheduler per strategy), `failure.rs` (retries, replans, skips),
 //! `budget.rs`, `input.rs` (rendering a task's input), `rebuild.rs` (installing a plan),
+//! `tools.rs` (an llm task's conversation: turns, tool calls and their approval),
 //! `transitions.rs` (where the task flags and the tally change), `tally.rs` and
 //! `queue.rs` (the derived counters and caches).
 //!
@@ -21,6 +22,7 @@ mod queue;
 mod rebuild;
 mod schedule;
 mod tally;
+mod tools;
 mod transitions;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,6 +32,7 @@ use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
 use crate::command::Command;
+use crate::conversation::Conversation;
 use crate::error::EngineError;
 use crate::event::{Event, Tokens};
 use crate::handler::Handler;
@@ -69,6 +72,11 @@ pub struct RunState<C> {
     /// The `seq` of the last event applied: events are numbered from 1 in the order they
     /// happen, so counting them gives each one's `seq` without the log.
     pub seq: u64,
+    /// The conversations in progress of llm tasks, by task id: what an attempt that was cut
+    /// short goes on from.
+    pub conversations: BTreeMap<String, Conversation>,
+    /// Tools whose calls need no approval in this run.
+    pub approved_tools: Vec<String>,
     /// How the context summary is kept, if a task reads it.
     summary: SummaryMode,
     /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
@@ -109,6 +117,8 @@ impl<C> PartialEq for RunState<C> {
             && self.replanning == other.replanning
             && self.exhausted == other.exhausted
             && self.seq == other.seq
+            && self.conversations == other.conversations
+            && self.approved_tools == other.approved_tools
             && self.summary_pending == other.summary_pending
             && self.tally.running == other.tally.running
             && self.tally.group_running == other.tally.group_running
@@ -134,6 +144,8 @@ impl<C: TokenCounter + Default> RunState<C> {
             replanning: BTreeSet::new(),
             exhausted: None,
             seq: 0,
+            conversations: BTreeMap::new(),
+            approved_tools: Vec::new(),
             summary: SummaryMode::Unused,
             summary_pending: 0,
             tally: Tally::default(),

@@ -10,6 +10,7 @@ use manifest::plan::{Action, TaskKind};
 
 use super::RunState;
 use super::failure::Failure;
+use super::tools::{ToolReport, TurnReport};
 use crate::command::{Command, Start};
 use crate::context::summary;
 use crate::error::EngineError;
@@ -109,6 +110,19 @@ impl<C: TokenCounter> RunState<C> {
             Command::NeedsClarification { task, attempt, question, tokens } => {
                 self.needs_clarification(task, attempt, question, tokens, out)?
             }
+            Command::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason } => {
+                let report = TurnReport { task, attempt, turn, content, tool_calls, tokens, finish_reason };
+                let recorded = self.model_turn(report, out)?;
+                // The turn's tokens may exhaust the budget: the scheduler says so.
+                if recorded { Next::Schedule } else { Next::Stop }
+            }
+            Command::CallTool { task, attempt, turn, call, reason } => {
+                if self.call_tool(task, attempt, turn, call, reason, out)? { Next::Schedule } else { Next::Stop }
+            }
+            Command::ToolResult { task, attempt, call_id, tool, ok, output } => {
+                self.tool_result(ToolReport { task, attempt, call_id, tool, ok, output }, out)?;
+                Next::Stop
+            }
             Command::TimerFired { task } => self.timer_fired(task, out)?,
             Command::Cancel { reason } => self.cancel(reason, out)?,
             Command::Answer { task, text } => self.answer(task, text, out)?,
@@ -119,7 +133,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// Whether results for attempt `attempt` of task `i` still count: the run goes on and it
     /// is the attempt in flight.
-    fn takes_result(&self, i: usize, attempt: u32) -> bool {
+    pub(super) fn takes_result(&self, i: usize, attempt: u32) -> bool {
         !self.status.is_final() && self.is_current(i, attempt)
     }
 
@@ -148,6 +162,7 @@ impl<C: TokenCounter> RunState<C> {
             source: start.source,
             retry_of: start.retry_of,
             trace: start.trace,
+            approved_tools: start.approved_tools,
         };
         self.emit(event, out);
         for (task, output) in start.reuse {
@@ -353,6 +368,10 @@ impl<C: TokenCounter> RunState<C> {
     ) -> Result<Next, EngineError> {
         self.require_active()?;
         let i = self.task_index(&task)?;
+        if self.decide_tool(&task, approved, &comment, out).is_some() {
+            // A paused run only records the decision; `Continue` (runner resume) goes on.
+            return Ok(if self.status == RunStatus::Paused { Next::Stop } else { Next::Schedule });
+        }
         if self.plan.tasks[i].kind != TaskKind::HumanReview || self.tasks[i].status != TaskStatus::Paused {
             return Err(EngineError::NoReview { task });
         }

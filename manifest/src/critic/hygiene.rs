@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use crate::normalize::DEPENDENCY_OUTPUTS;
-use crate::plan::{Action, DEFAULT_AGENT, Plan, Runtime, Task, TaskKind, Verification};
+use crate::plan::{Action, At, DEFAULT_AGENT, Plan, Runtime, Task, TaskKind, Verification};
 
 use super::found::{Found, index, push_whole};
 use super::{Facts, Finding, Lint};
@@ -147,7 +147,14 @@ fn destructive(facts: &Facts<'_>, found: &mut Vec<Found>) {
         if reviewed[i] {
             continue;
         }
-        for tool in agent_tools(facts.plan, task).filter(|t| facts.plan.tools.get(*t).is_some_and(|t| t.destructive)) {
+        let (tools, allowed) = agent_tools(facts.plan, task);
+        // A call that waits for a person's approval at run time is reviewed there.
+        let unasked = |name: &str| {
+            facts.plan.tools.get(name).is_some_and(|t| t.destructive)
+                && (allowed.iter().any(|a| a.value == name)
+                    || facts.plan.tools.get(name).is_some_and(|t| !t.approval.asks(true)))
+        };
+        for tool in tools.iter().map(|t| t.value.as_str()).filter(|t| unasked(t)) {
             let id = task.id.value.as_str();
             push_whole(
                 found,
@@ -156,19 +163,20 @@ fn destructive(facts: &Facts<'_>, found: &mut Vec<Found>) {
                     Some(id),
                     &task.id.loc,
                 )
-                .label(format!("may call `{tool}`"))
-                .help("put a `type: human_review` task upstream of this one"),
+                .label(format!("may call `{tool}` without asking"))
+                .help("put a `type: human_review` task upstream of this one, or let its calls wait for approval (the tool's `approval: destructive`, and not in the agent's `allow_tools`)"),
             );
         }
     }
 }
 
-fn agent_tools<'p>(plan: &'p Plan, task: &'p Task) -> impl Iterator<Item = &'p str> + 'p {
-    let tools = plan.agent_of(task).and_then(|name| plan.agents.get(name)).map(|agent| match &agent.runtime {
-        Runtime::Llm { tools, .. } => tools.as_slice(),
-        _ => &[],
-    });
-    tools.unwrap_or_default().iter().map(|t| t.value.as_str())
+/// The tools a task's agent is offered, and those it may call without approval.
+fn agent_tools<'p>(plan: &'p Plan, task: &'p Task) -> (&'p [At<String>], &'p [At<String>]) {
+    let agent = plan.agent_of(task).and_then(|name| plan.agents.get(name));
+    match agent.map(|agent| &agent.runtime) {
+        Some(Runtime::Llm { tools, allow_tools, .. }) => (tools, allow_tools),
+        _ => (&[], &[]),
+    }
 }
 
 /// The first word in `text` that suggests an outside service.
@@ -194,7 +202,7 @@ fn optimism(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let plan = facts.plan;
     let is_task = |token: &str| facts.graph.index_of(token).is_some();
     for task in plan.tasks.iter().filter(|t| t.critical && t.on_failure.value.action == Action::Fail) {
-        let from_tools = agent_tools(plan, task).find_map(|name| {
+        let from_tools = agent_tools(plan, task).0.iter().map(|t| t.value.as_str()).find_map(|name| {
             let description = plan.tools.get(name).map_or("", |t| t.description.as_str());
             external_word(name).or_else(|| external_word(description)).map(|w| format!("tool `{name}`: {w}"))
         });

@@ -79,6 +79,11 @@ pub(crate) static TOOL: Section = Section::of(&[
         Shape::Bool,
         "Whether the tool changes the world; the critic wants a `human_review` before a task that may call it.",
     ),
+    Field::new(
+        "approval",
+        Shape::Named(&APPROVAL),
+        "When a call waits for a person's approval (`runner approve`): `never`, `always`, or `destructive` (the default: when the tool is destructive).",
+    ),
 ]);
 
 static TOOL_DEF: Named = Named {
@@ -102,6 +107,11 @@ pub(crate) static AGENT: Section = Section::of(&[
         "role",
     ]).only_for(&["llm"]),
     Field::new("tools", TEXTS, "Tools offered to the model, by name (llm agents).").aliases(&["capabilities"]).only_for(&["llm"]),
+    Field::new(
+        "allow_tools",
+        TEXTS,
+        "Tools this agent may call without a person's approval, whatever their `approval` (llm agents).",
+    ).only_for(&["llm"]),
     Field::new(
         "reliability_weight",
         Shape::Number { min: 0.0, max: 1.0 },
@@ -160,6 +170,13 @@ static RUNTIME: Named = Named {
     name: "Runtime",
     doc: "How an agent runs: `llm` (a chat model calling tools), `command` (a process), `mock` (scripted responses) or `http`.",
     kind: Kind::Words(&RUNTIMES),
+};
+
+/// The words of a tool's `approval`.
+pub(crate) static APPROVAL: Named = Named {
+    name: "ApprovalWord",
+    doc: "When a call of a tool waits for a person's approval.",
+    kind: Kind::Words(&["never", "always", "destructive"]),
 };
 
 /// The words of `tool_choice`.

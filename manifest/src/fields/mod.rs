@@ -15,7 +15,7 @@ mod document;
 mod tasks;
 
 pub use agents::TOKENIZERS;
-pub(crate) use agents::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE};
+pub(crate) use agents::{AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE};
 pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
 pub use document::API_VERSION;
 pub(crate) use document::{COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::fields::{AGENT, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
+use crate::fields::{AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
 use crate::node_path::NodePath;
 use crate::plan::{
-    Agent, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockResponse, Provider, Runtime, Tool, ToolChoice,
+    Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockResponse, Provider, Runtime, Tool, ToolChoice,
 };
 use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
@@ -76,6 +76,11 @@ pub(super) fn read_tool(reader: &mut Reader, node: &Node, path: &NodePath, name:
     }
     tool.timeout = reader.duration_of(&fields, "timeout");
     tool.destructive = reader.boolean_of(&fields, "destructive").unwrap_or(false);
+    let approvals = words_of::<Approval>(&APPROVAL);
+    tool.approval = fields
+        .get("approval")
+        .and_then(|(entry, path)| reader.word(entry, path, "approval", &approvals, &[]))
+        .unwrap_or_default();
     Some(tool)
 }
 
@@ -141,6 +146,10 @@ fn read_llm(reader: &mut Reader, fields: &Fields<'_>) -> Runtime {
         provider: reader.text_of(fields, "provider"),
         model: reader.text_of(fields, "model").map(|m| m.value),
         tools: fields.get("tools").map(|(entry, path)| reader.strings(entry, path, "a tool name")).unwrap_or_default(),
+        allow_tools: fields
+            .get("allow_tools")
+            .map(|(entry, path)| reader.strings(entry, path, "a tool name"))
+            .unwrap_or_default(),
         max_turns: reader.count_of(fields, "max_turns"),
         tool_choice: fields
             .get("tool_choice")

@@ -175,6 +175,7 @@ pub(crate) fn add_built_in_agent(plan: &mut Plan) {
                 provider: None,
                 model: None,
                 tools: Vec::new(),
+                allow_tools: Vec::new(),
                 max_turns: Some(BUILT_IN_MAX_TURNS),
                 tool_choice: None,
                 generation: Generation::default(),

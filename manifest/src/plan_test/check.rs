@@ -52,6 +52,9 @@ impl PlanTest {
             if let Some(task) = &event.task {
                 check("task", task, &tasks);
             }
+            if let Some(tool) = &event.tool {
+                check("tool", tool, &tools);
+            }
         }
         found
     }

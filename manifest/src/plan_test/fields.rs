@@ -7,7 +7,7 @@ use crate::fields::{DURATION, Field, Kind, Named, Section, Shape, TEXT_MAP, TEXT
 pub const KIND: &str = "PlanTest";
 
 /// The event types an expectation may name: those of the run log (docs/events.md).
-pub const EVENT_TYPES: [&str; 22] = [
+pub const EVENT_TYPES: [&str; 27] = [
     "RunCreated",
     "TaskReused",
     "TaskDispatched",
@@ -20,6 +20,11 @@ pub const EVENT_TYPES: [&str; 22] = [
     "ClarificationProvided",
     "ReviewRequested",
     "ReviewDecided",
+    "ModelTurn",
+    "ToolCallStarted",
+    "ToolCallFinished",
+    "ToolApprovalRequested",
+    "ToolApprovalDecided",
     "VerificationFailed",
     "ContextCompacted",
     "ReplanRequested",
@@ -182,6 +187,12 @@ static OUTPUT_CHECK_DEF: Named =
 pub(crate) static EVENT_MATCH: Section = Section::of(&[
     Field::new("type", Shape::Choice(&EVENT_TYPES), "The event's type.").required(),
     Field::new("task", Shape::Text, "The task it is about."),
+    Field::new("tool", Shape::Text, "The tool it is about (tool calls and their approvals)."),
+    Field::new(
+        "arguments",
+        Shape::Json,
+        "The arguments of the tool call, as JSON (`ToolCallStarted`, `ToolApprovalRequested`).",
+    ),
     Field::new("absent", Shape::Bool, "The event must not occur (only under `events`)."),
 ]);
 

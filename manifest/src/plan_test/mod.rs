@@ -150,6 +150,10 @@ pub struct EventMatch {
     pub kind: String,
     /// The task it is about.
     pub task: Option<At<String>>,
+    /// The tool it is about.
+    pub tool: Option<At<String>>,
+    /// The tool call's arguments.
+    pub arguments: Option<serde_json::Value>,
     /// Whether it must not occur.
     pub absent: bool,
     /// Where the expectation is written.
@@ -157,11 +161,20 @@ pub struct EventMatch {
 }
 
 impl EventMatch {
-    /// The event as a reader writes it: `TaskSkipped(search)`.
+    /// The event as a reader writes it: `TaskSkipped(search)`, `ToolCallStarted(clean, rm {"path":"x"})`.
     pub fn describe(&self) -> String {
-        match &self.task {
-            Some(task) => format!("{}({})", self.kind, task.value),
-            None => self.kind.clone(),
+        let mut about: Vec<String> = self.task.iter().map(|t| t.value.clone()).collect();
+        if let Some(tool) = &self.tool {
+            about.push(match &self.arguments {
+                Some(arguments) => format!("{} {arguments}", tool.value),
+                None => tool.value.clone(),
+            });
+        } else if let Some(arguments) = &self.arguments {
+            about.push(arguments.to_string());
+        }
+        match about.is_empty() {
+            true => self.kind.clone(),
+            false => format!("{}({})", self.kind, about.join(", ")),
         }
     }
 }

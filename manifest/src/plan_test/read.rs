@@ -260,6 +260,8 @@ fn read_event(reader: &mut Reader, node: &Node, path: &NodePath, may_be_absent: 
     Some(EventMatch {
         kind: kind.value,
         task: reader.text_of(&fields, "task"),
+        tool: reader.text_of(&fields, "tool"),
+        arguments: fields.get("arguments").map(|(entry, _)| reader.json(entry.value)),
         absent,
         loc: Loc::new(node.span(), path),
     })

@@ -58,9 +58,11 @@ impl<C: TokenCounter> RunState<C> {
         if self.tally.paused > 0 {
             let Some(i) = self.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return };
             let task = self.id(i).to_owned();
-            let reason = match &self.tasks[i].question {
-                Some(question) => format!("task `{task}` asks: {question}"),
-                None => format!("task `{task}` waits for a review decision"),
+            let approval = self.conversations.get(&task).and_then(|c| c.waiting.as_ref());
+            let reason = match (&self.tasks[i].question, approval) {
+                (Some(question), _) => format!("task `{task}` asks: {question}"),
+                (None, Some(approval)) => format!("task `{task}` waits for approval to call `{}`", approval.tool),
+                (None, None) => format!("task `{task}` waits for a review decision"),
             };
             self.emit(Event::RunPaused { reason }, out);
             return;

@@ -1,0 +1,228 @@
+//! An llm task's conversation: its model turns and tool calls, recorded as they happen, and
+//! the approval a tool call may wait for. What the machine decides here: whether a call runs
+//! now, waits for a person, or already has its result (a rejection, or a call that finished
+//! before the process that made it ended).
+
+use super::RunState;
+use crate::conversation::{Approval, CallState, ToolCallRecord, Turn};
+use crate::error::EngineError;
+use crate::event::{Event, Tokens};
+use crate::task::TaskStatus;
+use crate::tokens::TokenCounter;
+
+/// The most bytes of a tool call's arguments an approval request shows; the call itself keeps
+/// them whole in its turn.
+const ARGUMENTS_SHOWN: usize = 16 * 1024;
+
+/// A model turn, as `Command::ModelTurn` carries it.
+pub(super) struct TurnReport {
+    pub task: String,
+    pub attempt: u32,
+    pub turn: u32,
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub tokens: Option<Tokens>,
+    pub finish_reason: Option<String>,
+}
+
+/// A tool call's result, as `Command::ToolResult` carries it.
+pub(super) struct ToolReport {
+    pub task: String,
+    pub attempt: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub ok: bool,
+    pub output: String,
+}
+
+impl<C: TokenCounter> RunState<C> {
+    /// `ModelTurn`: records the answer of the attempt's latest request.
+    pub(super) fn model_turn(&mut self, report: TurnReport, out: &mut Vec<Event>) -> Result<bool, EngineError> {
+        let TurnReport { task, attempt, turn, content, tool_calls, tokens, finish_reason } = report;
+        let i = self.task_index(&task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(false);
+        }
+        self.emit(Event::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason }, out);
+        Ok(true)
+    }
+
+    /// `CallTool`: the call runs (`ToolCallStarted`), waits for a person
+    /// (`ToolApprovalRequested`), or is answered with a rejection (`ToolCallFinished`). A
+    /// call that started before and has no result runs again only when its tool is not
+    /// destructive; a destructive one asks first, whatever its policy.
+    pub(super) fn call_tool(
+        &mut self,
+        task: String,
+        attempt: u32,
+        turn: u32,
+        call: ToolCallRecord,
+        reason: String,
+        out: &mut Vec<Event>,
+    ) -> Result<bool, EngineError> {
+        let i = self.task_index(&task)?;
+        if !self.takes_result(i, attempt) {
+            return Ok(false);
+        }
+        let state = self.conversations.get(&task).and_then(|c| c.call(&call.id)).cloned();
+        let destructive = self.plan.tools.get(&call.name).is_some_and(|t| t.destructive);
+        let ToolCallRecord { id: call_id, name: tool, arguments } = call;
+        let event = match state {
+            Some(CallState::Finished(_)) => return Ok(false),
+            Some(CallState::Rejected(comment)) => {
+                let output = match comment {
+                    Some(comment) => format!("error: a person rejected this call of `{tool}`: {comment}"),
+                    None => format!("error: a person rejected this call of `{tool}`; do it another way"),
+                };
+                Event::ToolCallFinished { task, attempt, call_id, tool, ok: false, output }
+            }
+            Some(CallState::Approved) => Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments },
+            Some(CallState::Started) if !destructive => {
+                Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments }
+            }
+            Some(CallState::Started | CallState::Asked) => {
+                let arguments = shown(arguments);
+                Event::ToolApprovalRequested { task, attempt, call_id, tool, arguments, reason }
+            }
+            None if self.asks_approval(i, &tool) => {
+                let arguments = shown(arguments);
+                Event::ToolApprovalRequested { task, attempt, call_id, tool, arguments, reason }
+            }
+            None => Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments },
+        };
+        self.emit(event, out);
+        Ok(true)
+    }
+
+    /// `ToolResult`: records a call's result.
+    pub(super) fn tool_result(&mut self, report: ToolReport, out: &mut Vec<Event>) -> Result<bool, EngineError> {
+        let ToolReport { task, attempt, call_id, tool, ok, output } = report;
+        let i = self.task_index(&task)?;
+        let started = self.conversations.get(&task).and_then(|c| c.call(&call_id)) == Some(&CallState::Started);
+        if !self.takes_result(i, attempt) || !started {
+            return Ok(false);
+        }
+        self.emit(Event::ToolCallFinished { task, attempt, call_id, tool, ok, output }, out);
+        Ok(true)
+    }
+
+    /// `Decide` for a task whose tool call waits for approval, if `task` is one.
+    pub(super) fn decide_tool(
+        &mut self,
+        task: &str,
+        approved: bool,
+        comment: &Option<String>,
+        out: &mut Vec<Event>,
+    ) -> Option<()> {
+        let i = self.index_of(task)?;
+        let waiting = self.conversations.get(task)?.waiting.as_ref()?;
+        if self.tasks[i].status != TaskStatus::Paused {
+            return None;
+        }
+        let event = Event::ToolApprovalDecided {
+            task: task.to_owned(),
+            call_id: waiting.call_id.clone(),
+            tool: waiting.tool.clone(),
+            approved,
+            comment: comment.clone(),
+        };
+        self.emit(event, out);
+        Some(())
+    }
+
+    /// Whether a call of `tool` by task `i` waits for a person: the tool's policy says so, and
+    /// neither the task's agent nor the run allows the tool.
+    fn asks_approval(&self, i: usize, tool: &str) -> bool {
+        let Some(spec) = self.plan.tools.get(tool) else { return false };
+        if !spec.approval.asks(spec.destructive) || self.approved_tools.iter().any(|t| t == tool) {
+            return false;
+        }
+        let agent = self.plan.agent_of(&self.plan.tasks[i]).and_then(|name| self.plan.agents.get(name));
+        let allowed = match agent.map(|a| &a.runtime) {
+            Some(manifest::plan::Runtime::Llm { allow_tools, .. }) => allow_tools.iter().any(|t| t.value == tool),
+            _ => false,
+        };
+        !allowed
+    }
+
+    /// Applies the conversation's events.
+    pub(super) fn apply_conversation(&mut self, event: &Event, known: Option<usize>) {
+        match event {
+            Event::ModelTurn { task, attempt, turn, content, tool_calls, tokens, .. } => {
+                self.add_tokens(*tokens);
+                let conversation = self.conversations.entry(task.clone()).or_default();
+                if conversation.counted_attempt != *attempt {
+                    conversation.counted_attempt = *attempt;
+                    conversation.counted = Tokens::default();
+                }
+                if let Some(tokens) = tokens {
+                    conversation.counted.prompt += tokens.prompt;
+                    conversation.counted.completion += tokens.completion;
+                }
+                let turn = Turn { turn: *turn, content: content.clone(), tool_calls: tool_calls.clone() };
+                conversation.turns.push(turn);
+            }
+            Event::ToolCallStarted { task, call_id, .. } => {
+                self.conversations.entry(task.clone()).or_default().calls.insert(call_id.clone(), CallState::Started);
+            }
+            Event::ToolCallFinished { task, call_id, output, .. } => {
+                let conversation = self.conversations.entry(task.clone()).or_default();
+                conversation.calls.insert(call_id.clone(), CallState::Finished(output.clone()));
+            }
+            Event::ToolApprovalRequested { task, call_id, tool, arguments, reason, .. } => {
+                let conversation = self.conversations.entry(task.clone()).or_default();
+                conversation.calls.insert(call_id.clone(), CallState::Asked);
+                let approval = Approval {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                    reason: reason.clone(),
+                };
+                conversation.waiting = Some(approval);
+                let Some(i) = known.or_else(|| self.index_of(task)) else { return };
+                self.end_attempt(i);
+                self.set_status(i, TaskStatus::Paused);
+            }
+            Event::ToolApprovalDecided { task, call_id, approved, comment, .. } => {
+                let conversation = self.conversations.entry(task.clone()).or_default();
+                let state = if *approved { CallState::Approved } else { CallState::Rejected(comment.clone()) };
+                conversation.calls.insert(call_id.clone(), state);
+                conversation.waiting = None;
+                let Some(i) = known.or_else(|| self.index_of(task)) else { return };
+                self.set_status(i, TaskStatus::Pending);
+                self.enqueue(i);
+            }
+            _ => {}
+        }
+    }
+
+    /// The tokens an attempt of `task` (at `known`, when known) reports at its end, less those
+    /// its recorded turns counted already; the task's conversation ends with the attempt.
+    pub(super) fn settle_tokens(&mut self, task: &str, known: Option<usize>, tokens: Option<Tokens>) -> Option<Tokens> {
+        if self.conversations.is_empty() {
+            return tokens;
+        }
+        let Some(conversation) = self.conversations.remove(task) else { return tokens };
+        let current = known.or_else(|| self.index_of(task)).map(|i| self.tasks[i].attempts);
+        match tokens {
+            Some(tokens) if current == Some(conversation.counted_attempt) => Some(Tokens {
+                prompt: tokens.prompt.saturating_sub(conversation.counted.prompt),
+                completion: tokens.completion.saturating_sub(conversation.counted.completion),
+            }),
+            tokens => tokens,
+        }
+    }
+}
+
+/// Arguments cut to what an approval request shows, on a character boundary.
+fn shown(mut arguments: String) -> String {
+    if arguments.len() > ARGUMENTS_SHOWN {
+        let mut end = ARGUMENTS_SHOWN;
+        while !arguments.is_char_boundary(end) {
+            end -= 1;
+        }
+        arguments.truncate(end);
+        arguments.push_str(" …");
+    }
+    arguments
+}
