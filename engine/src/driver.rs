@@ -15,7 +15,7 @@ use std::time::Duration;
 use manifest::Plan;
 use manifest::plan::{TaskKind, Verification};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,7 @@ use crate::attempt::{Gate, Job, report};
 use crate::clock;
 use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
+use crate::journal::{self, Journal};
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
 use crate::runtime::{Agents, Attempt, Registry};
@@ -178,6 +179,8 @@ impl<S: EventStore> Driver<S> {
     /// `RunCancelled`) or the halt token fires (which records nothing). Returns the state.
     pub async fn run(mut self, first: Command, cancel: CancellationToken) -> Result<RunState, DriverError> {
         let (sender, mut inbox) = mpsc::unbounded_channel::<Command>();
+        let (journal, mut journal_inbox) = mpsc::unbounded_channel::<journal::Entry>();
+        let mut verdicts = Vec::new();
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
@@ -188,21 +191,34 @@ impl<S: EventStore> Driver<S> {
                 // A refused command (a late result, say) changes nothing.
                 let _ = self.take(command, &mut batch);
             }
+            while let Ok(entry) = journal_inbox.try_recv() {
+                self.take_journal(entry, &mut batch, &mut verdicts);
+            }
             for (i, command) in replies.drain(..) {
                 let _ = self.take_at(i, command, &mut batch);
             }
             if !batch.is_empty() {
                 let events = std::mem::take(&mut batch);
-                let mut work =
-                    Work { sender: &sender, set: &mut attempts, stop: &stop_attempts, replies: &mut replies };
+                let mut work = Work {
+                    sender: &sender,
+                    journal: &journal,
+                    set: &mut attempts,
+                    stop: &stop_attempts,
+                    replies: &mut replies,
+                };
                 self.commit(events, &mut work).await?;
+            }
+            // The journal's entries are durable now: their attempts may go on.
+            for (reply, verdict) in verdicts.drain(..) {
+                let _ = reply.send(verdict);
             }
             // Finished attempts are reaped as the run goes, so they do not pile up until its end.
             while attempts.try_join_next().is_some() {}
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
-            if (!inbox.is_empty() || !replies.is_empty()) && !self.halt.is_cancelled() && !cancel.is_cancelled() {
+            let waiting = !inbox.is_empty() || !journal_inbox.is_empty() || !replies.is_empty();
+            if waiting && !self.halt.is_cancelled() && !cancel.is_cancelled() {
                 // Commands are waiting already (attempts done at once): take them without a
                 // select, which would register with both tokens and deregister again.
                 continue;
@@ -214,6 +230,11 @@ impl<S: EventStore> Driver<S> {
                 command = inbox.recv() => {
                     if let Some(command) = command {
                         let _ = self.take(command, &mut batch);
+                    }
+                }
+                entry = journal_inbox.recv() => {
+                    if let Some(entry) = entry {
+                        self.take_journal(entry, &mut batch, &mut verdicts);
                     }
                 }
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
@@ -233,6 +254,29 @@ impl<S: EventStore> Driver<S> {
         self.state.process_into(command, batch)?;
         self.dispatched.extend_from_slice(self.state.last_dispatched());
         Ok(())
+    }
+
+    /// Takes a journal entry of an llm attempt; its verdict is sent once the batch is durable.
+    /// An entry the machine refuses or ignores (a late one, for an attempt no longer current)
+    /// is told to stop.
+    fn take_journal(
+        &mut self,
+        entry: journal::Entry,
+        batch: &mut Vec<Event>,
+        verdicts: &mut Vec<(oneshot::Sender<journal::Verdict>, journal::Verdict)>,
+    ) {
+        let call = match &entry.command {
+            Command::CallTool { task, call, .. } => Some((task.clone(), call.id.clone())),
+            _ => None,
+        };
+        let before = batch.len();
+        let taken = self.take(entry.command, batch).is_ok() && batch.len() > before;
+        let verdict = match call {
+            _ if !taken => journal::Verdict::Stop,
+            Some((task, id)) => journal::call_verdict(self.state.conversations.get(&task).and_then(|c| c.call(&id))),
+            None => journal::Verdict::Recorded,
+        };
+        verdicts.push((entry.reply, verdict));
     }
 
     /// [`Self::take`] for the result of an attempt of task `i` that the driver started itself.
@@ -434,6 +478,10 @@ impl<S: EventStore> Driver<S> {
                 _ => None,
             },
             may_ask: self.state.plan.control.allow_clarification,
+            journal: self.is_llm(spec).then(|| {
+                let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
+                Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded)
+            }),
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
         let check = spec.verification.clone().map(|check| {
@@ -464,6 +512,13 @@ impl<S: EventStore> Driver<S> {
             span: parent.unwrap_or_else(tracing::Span::none),
         };
         work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
+    }
+
+    /// Whether a task's agent is an llm agent, whose attempts keep a journal.
+    fn is_llm(&self, spec: &manifest::plan::Task) -> bool {
+        let plan = &self.state.plan;
+        let agent = plan.agent_of(spec).and_then(|name| plan.agents.get(name));
+        matches!(agent.map(|a| &a.runtime), Some(manifest::plan::Runtime::Llm { .. }))
     }
 
     /// Asks the planner for the tasks that replace a failed one; without a planner the replan
@@ -504,6 +559,7 @@ struct Followups {
 /// known at once goes to `replies` with its task's index, taken after the commands waiting.
 struct Work<'a> {
     sender: &'a mpsc::UnboundedSender<Command>,
+    journal: &'a mpsc::UnboundedSender<journal::Entry>,
     set: &'a mut JoinSet<()>,
     stop: &'a CancellationToken,
     replies: &'a mut Vec<(usize, Command)>,

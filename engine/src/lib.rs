@@ -9,6 +9,7 @@ mod attempt;
 pub mod clock;
 pub mod context;
 pub mod driver;
+pub mod journal;
 pub mod llm;
 mod process;
 mod replan;
@@ -23,7 +24,7 @@ pub mod verify;
 pub use attempt::Job;
 pub use machine::{
     Command, EngineError, Event, Handler, Outcome, PlanHash, Record, RunStatus, Scope, Start, TaskState, TaskStatus,
-    Tokens, event, template,
+    Tokens, conversation, event, template,
 };
 
 /// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting

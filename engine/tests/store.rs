@@ -58,6 +58,7 @@ fn created() -> Record {
             source: None,
             retry_of: None,
             trace: None,
+            approved_tools: Vec::new(),
         },
     )
 }
@@ -100,6 +101,7 @@ async fn records_round_trip() {
                 source: Some("/plans/t.yaml".into()),
                 retry_of: None,
                 trace: None,
+                approved_tools: Vec::new(),
             },
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),

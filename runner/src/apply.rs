@@ -40,6 +40,10 @@ pub struct ApplyArgs {
     /// The run id (default: `<plan>-<YYYYMMDD-HHMMSS>-<4 hex>`); an existing id is refused.
     #[arg(long)]
     run_id: Option<String>,
+    /// Approve the calls of this tool in advance: they run without waiting for a person,
+    /// whatever the tool's `approval`; repeatable.
+    #[arg(long = "approve-tool", value_name = "NAME")]
+    approve_tools: Vec<String>,
     /// Set when the plan was already shown and confirmed (`runner plan --apply`).
     #[arg(skip)]
     reviewed: bool,
@@ -48,7 +52,16 @@ pub struct ApplyArgs {
 impl ApplyArgs {
     /// Applying `plan` that somebody already confirmed (`runner plan --apply`).
     pub fn confirmed(plan: PathBuf) -> Self {
-        ApplyArgs { plan, yes: true, dry_run: false, vars: Vec::new(), strategy: None, run_id: None, reviewed: true }
+        ApplyArgs {
+            plan,
+            yes: true,
+            dry_run: false,
+            vars: Vec::new(),
+            strategy: None,
+            run_id: None,
+            approve_tools: Vec::new(),
+            reviewed: true,
+        }
     }
 }
 
@@ -116,6 +129,12 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         eprintln!("nothing ran and no run was created: set the variable(s) and apply again");
         return Ok(EXIT_USAGE);
     }
+    if let Some(unknown) = args.approve_tools.iter().find(|name| !plan.tools.contains_key(name.as_str())) {
+        let known: Vec<&str> = plan.tools.keys().map(String::as_str).collect();
+        let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+        eprintln!("error: --approve-tool {unknown}: the plan defines no such tool (its tools: {known})");
+        return Ok(EXIT_USAGE);
+    }
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
     let critique = crate::critic::review(&loaded);
     let color = crate::diagnostics::color_stdout();
@@ -155,6 +174,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         source: Some(source.display().to_string()),
         graph: Some(Arc::new(graph)),
         trace,
+        approved_tools: args.approve_tools.clone(),
         ..Start::default()
     };
     say(&format!("run `{run_id}`: log {}", run.log().display()));

@@ -203,10 +203,17 @@ async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Opt
             }
         }
     }
-    if state.plan.tasks[i].kind != TaskKind::HumanReview {
+    let approval = state.conversations.get(&task).and_then(|c| c.waiting.as_ref());
+    if let Some(approval) = approval {
+        eprintln!("\ntask `{task}` wants to call `{}` with {}", approval.tool, approval.arguments);
+        if !approval.reason.trim().is_empty() {
+            eprintln!("its reason: {}", approval.reason.trim());
+        }
+    } else if state.plan.tasks[i].kind == TaskKind::HumanReview {
+        eprintln!("\n{}", review_text(state, i));
+    } else {
         return Ok(None);
     }
-    eprintln!("\n{}", review_text(state, i));
     let approved = loop {
         let Some(choice) = read_line("[a]pprove / [r]eject> ", cancel).await? else { return Ok(None) };
         match choice.trim().to_ascii_lowercase().as_str() {
@@ -294,7 +301,18 @@ pub fn waiting(run_id: &str, state: &RunState) -> Vec<String> {
             continue;
         }
         let id = &state.plan.tasks[i].id.value;
+        let approval = state.conversations.get(id.as_str()).and_then(|c| c.waiting.as_ref());
         match &task.question {
+            None if let Some(approval) = approval => {
+                lines.push(format!("  task `{id}` wants to call `{}` with {}", approval.tool, approval.arguments));
+                if !approval.reason.trim().is_empty() {
+                    lines.push(format!("  its reason: {}", approval.reason.trim()));
+                }
+                lines.push(format!("  approve:  runner approve {run_id} {id} [--comment C]"));
+                lines.push(format!(
+                    "  reject:   runner reject {run_id} {id} [--comment C]  (the model is told, and tries another way)"
+                ));
+            }
             Some(question) => {
                 lines.push(format!("  task `{id}` asks: {question}"));
                 lines.push(format!("  answer:   runner answer {run_id} {id} \"TEXT\""));

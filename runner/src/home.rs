@@ -266,6 +266,8 @@ pub struct Created {
     pub source: Option<String>,
     /// The `traceparent` of the run's span, when its spans were exported.
     pub trace: Option<String>,
+    /// Tools whose calls need no approval in the run.
+    pub approved_tools: Vec<String>,
     /// When the run was created.
     pub at: String,
 }
@@ -274,12 +276,13 @@ impl Created {
     /// The `RunCreated` of a log.
     pub fn of(records: &[Record]) -> Option<Self> {
         records.iter().find_map(|record| match &record.event {
-            Event::RunCreated { plan, vars, strategy, source, trace, .. } => Some(Created {
+            Event::RunCreated { plan, vars, strategy, source, trace, approved_tools, .. } => Some(Created {
                 plan: (**plan).clone(),
                 vars: vars.clone(),
                 strategy: *strategy,
                 source: source.clone(),
                 trace: trace.clone(),
+                approved_tools: approved_tools.clone(),
                 at: record.at.to_string(),
             }),
             _ => None,

@@ -30,7 +30,21 @@ pub fn line(record: &Record) -> String {
     let task = event.task().map(|t| format!(" {t}")).unwrap_or_default();
     let details = details(event);
     let details = if details.is_empty() { details } else { format!(" {details}") };
-    format!("{time} {}{task}{details}", event.name())
+    // A conversation's turns and tool calls sit indented under their task's lines.
+    let indent = if in_conversation(event) { "  " } else { "" };
+    format!("{time} {indent}{}{task}{details}", event.name())
+}
+
+/// Whether an event is a step inside an llm attempt's conversation.
+fn in_conversation(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::ModelTurn { .. }
+            | Event::ToolCallStarted { .. }
+            | Event::ToolCallFinished { .. }
+            | Event::ToolApprovalRequested { .. }
+            | Event::ToolApprovalDecided { .. }
+    )
 }
 
 /// What an event says, besides its type and task.
@@ -64,6 +78,28 @@ fn details(event: &Event) -> String {
             match comment {
                 Some(comment) => format!("{verdict}: {}", preview(comment, PREVIEW)),
                 None => verdict.to_owned(),
+            }
+        }
+        Event::ModelTurn { attempt, turn, content, tool_calls, .. } => {
+            let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
+            let text = content.as_deref().map(|c| preview(c, PREVIEW)).unwrap_or_default();
+            match calls.is_empty() {
+                true => format!("attempt {attempt} turn {turn}: {text}"),
+                false => format!("attempt {attempt} turn {turn} calls {}: {text}", calls.join(", ")),
+            }
+        }
+        Event::ToolCallStarted { tool, arguments, .. } => format!("{tool} {}", preview(arguments, PREVIEW)),
+        Event::ToolCallFinished { tool, ok, output, .. } => {
+            format!("{tool} {}: {}", if *ok { "ok" } else { "failed" }, preview(output, PREVIEW))
+        }
+        Event::ToolApprovalRequested { tool, arguments, .. } => {
+            format!("{tool} waits for approval: {}", preview(arguments, PREVIEW))
+        }
+        Event::ToolApprovalDecided { tool, approved, comment, .. } => {
+            let verdict = if *approved { "approved" } else { "rejected" };
+            match comment {
+                Some(comment) => format!("{tool} {verdict}: {}", preview(comment, PREVIEW)),
+                None => format!("{tool} {verdict}"),
             }
         }
         Event::VerificationFailed { attempt, reason, .. } => format!("attempt {attempt}: {}", preview(reason, PREVIEW)),
@@ -381,6 +417,8 @@ fn note(record: &Record) -> Option<String> {
             Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
         }
         Event::ClarificationRequested { .. }
+        | Event::ToolApprovalRequested { .. }
+        | Event::ToolApprovalDecided { .. }
         | Event::ReviewRequested { .. }
         | Event::ClarificationProvided { .. }
         | Event::ReviewDecided { .. }

@@ -70,6 +70,7 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         reuse,
         graph: None,
         trace,
+        approved_tools: created.approved_tools.clone(),
     };
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
 }

@@ -64,7 +64,7 @@ const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("context_budget", "context_budget", Some("condense"), 19, 14),
     ("critical_path_mismatch", "critical_path_mismatch", None, 10, 21),
     ("critical_without_fallback", "critical_without_fallback", Some("publish"), 17, 19),
-    ("destructive_without_review", "destructive_without_review", Some("clean"), 26, 11),
+    ("destructive_without_review", "destructive_without_review", Some("clean"), 28, 11),
     ("fail_aborts_run", "fail_aborts_run", Some("extras"), 17, 11),
     ("forced_chain", "forced_chain", Some("weather"), 17, 11),
     ("long_unverified_chain", "long_unverified_chain", Some("polish"), 27, 11),

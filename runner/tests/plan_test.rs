@@ -8,7 +8,8 @@ use std::path::Path;
 
 use shipped::{repo_root, runner};
 
-const CHALLENGES: [&str; 5] = ["blind-alley", "data-flood", "unreliable-witness", "deep-chain", "partial-failure"];
+const CHALLENGES: [&str; 6] =
+    ["blind-alley", "data-flood", "unreliable-witness", "deep-chain", "partial-failure", "careful-janitor"];
 
 /// Runs `runner test ARGS` from `dir` with RUNNER_HOME in `home`; exit code and stdout.
 fn test_in(dir: &Path, home: &Path, args: &[&str]) -> (i32, String) {
@@ -24,7 +25,7 @@ fn the_challenge_folder_passes_as_a_whole_and_leaves_no_run() {
     let home = tempfile::tempdir().expect("a temp dir");
     let (code, stdout) = test_in(&repo_root(), home.path(), &["examples/challenges"]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.ends_with("10 passed, 0 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("12 passed, 0 failed\n"), "{stdout}");
     for name in CHALLENGES {
         assert!(stdout.contains(&format!("ok   {name} (")), "{name} did not pass:\n{stdout}");
         assert!(stdout.contains(&format!("ok   {name}-naive (")), "{name}-naive did not pass:\n{stdout}");
@@ -64,8 +65,8 @@ fn junit_lists_each_scenario_as_a_testcase() {
     let (code, stdout) = test_in(&repo_root(), home.path(), &["examples/challenges", "--format", "junit"]);
     assert_eq!(code, 0, "{stdout}");
     assert!(stdout.starts_with("<?xml"), "{stdout}");
-    assert_eq!(stdout.matches("<testcase ").count(), 10, "{stdout}");
-    assert!(stdout.contains("<testsuite name=\"runner test\" tests=\"10\" failures=\"0\" errors=\"0\">"), "{stdout}");
+    assert_eq!(stdout.matches("<testcase ").count(), 12, "{stdout}");
+    assert!(stdout.contains("<testsuite name=\"runner test\" tests=\"12\" failures=\"0\" errors=\"0\">"), "{stdout}");
 }
 
 #[test]
@@ -74,7 +75,7 @@ fn json_reports_each_outcome_and_the_counts() {
     let (code, stdout) = test_in(&repo_root(), home.path(), &["examples/challenges", "--format", "json"]);
     assert_eq!(code, 0, "{stdout}");
     let document: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is JSON");
-    assert_eq!(document["passed"], 10);
+    assert_eq!(document["passed"], 12);
     assert_eq!(document["failed"], 0);
     let scenarios = document["scenarios"].as_array().expect("a list of scenarios");
     assert!(scenarios.iter().all(|s| s["outcome"] == "passed" && s["makespan_ms"].is_u64()), "{document:#}");

@@ -73,7 +73,7 @@ fn the_challenge_scenarios_match_the_plan_test_schema() {
             }
         }
     }
-    assert_eq!(files.len(), 10);
+    assert_eq!(files.len(), 12);
     for path in files {
         let text = std::fs::read_to_string(&path).expect("readable");
         let document: Value = serde_saphyr::from_str(&text).expect("YAML");

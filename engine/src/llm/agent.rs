@@ -10,12 +10,14 @@ use manifest::plan::ToolChoice;
 use super::client::Endpoint;
 use super::error::LlmError;
 use super::prompt::user_message;
-use super::protocol::{ChatRequest, Message, Sampling};
+use super::protocol::{ChatRequest, FunctionCall, Message, Sampling, ToolCall};
 use super::redact::excerpt;
-use super::tools::{Outcome, Toolbox};
+use super::tools::{ASK_USER, Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
 use crate::event::{ErrorClass, Tokens};
+use crate::journal::{TurnRecord, Verdict, stopped, waiting};
 use crate::runtime::{AgentRuntime, Attempt, Pending, Reply};
+use machine::conversation::{CallState, Conversation, ToolCallRecord};
 
 /// How much of the model name a server answers with a warning quotes.
 const MODEL_NAME_CHARS: usize = 120;
@@ -39,17 +41,32 @@ pub struct LlmRuntime {
 
 impl LlmRuntime {
     /// One attempt; the tokens of every answer are added to `used`, whatever the attempt
-    /// comes to.
+    /// comes to. With a journal, the conversation recorded before goes first: its turns are
+    /// not asked for again and its finished tool calls not run again, and every new turn and
+    /// call is recorded before the attempt goes on.
     async fn attempt(&self, attempt: &Attempt, used: &mut Option<Tokens>) -> Result<Reply, LlmError> {
         let mut messages = Vec::new();
         if let Some(system) = self.system_prompt.as_ref().filter(|s| !s.trim().is_empty()) {
             messages.push(Message::System { content: system.clone() });
         }
         messages.push(Message::User { content: user_message(attempt).await? });
+        let journal = attempt.journal.as_ref();
+        let mut unanswered = Vec::new();
+        let mut first = 1;
+        if let Some(journal) = journal {
+            first = journal.recorded.last_turn() + 1;
+            unanswered = replay(&journal.recorded, &mut messages);
+        }
+        for (turn, reason, call) in unanswered {
+            match self.carry_out(attempt, turn, &reason, call).await {
+                Step::Answer(call_id, content) => messages.push(Message::Tool { tool_call_id: call_id, content }),
+                Step::End(reply) => return Ok(with_tokens(reply, *used)),
+            }
+        }
         let tools = self.toolbox.definitions(attempt.may_ask);
         let tool_choice = (!tools.is_empty()).then(|| self.tool_choice.as_str());
         let response_format = attempt.schema.as_ref().map(|_| json!({"type": "json_object"}));
-        for turn in 1..=self.max_turns {
+        for turn in first..=self.max_turns {
             let request = ChatRequest {
                 model: &self.model,
                 messages: &messages,
@@ -58,38 +75,139 @@ impl LlmRuntime {
                 response_format: response_format.clone(),
             };
             let answer = self.endpoint.answer(&request, self.sampling).await?;
-            if let Some(usage) = answer.usage {
+            let tokens = answer.usage.map(|usage| Tokens {
+                prompt: usage.prompt_tokens.unwrap_or(0),
+                completion: usage.completion_tokens.unwrap_or(0),
+            });
+            if let Some(tokens) = tokens {
                 let total = used.get_or_insert_with(Tokens::default);
-                total.prompt += usage.prompt_tokens.unwrap_or(0);
-                total.completion += usage.completion_tokens.unwrap_or(0);
+                total.prompt += tokens.prompt;
+                total.completion += tokens.completion;
             }
             if let Some(answered) = &answer.model {
                 let answered = excerpt(&self.endpoint.redactor.apply(answered), MODEL_NAME_CHARS);
                 self.substitutions.notice(&self.endpoint.name, &self.model, &answered);
             }
-            if answer.finish_reason.as_deref() == Some("length") {
-                return Err(LlmError::Length { max_tokens: self.sampling.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) });
-            }
             let mut message = answer.message;
-            if message.tool_calls.is_empty() {
-                return Ok(Reply::Output { text: message.content.unwrap_or_default(), tokens: *used });
-            }
             for (i, call) in message.tool_calls.iter_mut().enumerate() {
                 if call.id.is_empty() {
                     call.id = format!("call_{turn}_{i}");
                 }
             }
-            let calls = message.tool_calls.clone();
             let content = message.content.unwrap_or_default();
-            messages.push(Message::Assistant { content, tool_calls: message.tool_calls });
+            if let Some(journal) = journal {
+                let record = TurnRecord {
+                    turn,
+                    content: Some(self.endpoint.redactor.apply(&content)).filter(|c| !c.is_empty()),
+                    tool_calls: message.tool_calls.iter().map(|c| record_of(c, &self.endpoint.redactor)).collect(),
+                    tokens,
+                    finish_reason: answer.finish_reason.clone(),
+                };
+                if journal.turn(record).await != Verdict::Recorded {
+                    return Ok(stopped(*used));
+                }
+            }
+            if answer.finish_reason.as_deref() == Some("length") {
+                return Err(LlmError::Length { max_tokens: self.sampling.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) });
+            }
+            if message.tool_calls.is_empty() {
+                return Ok(Reply::Output { text: content, tokens: *used });
+            }
+            let calls = message.tool_calls.clone();
+            messages.push(Message::Assistant { content: content.clone(), tool_calls: message.tool_calls });
             for call in calls {
-                match self.toolbox.call(&call, attempt.may_ask, &attempt.workdir).await {
-                    Outcome::Question(question) => return Ok(Reply::Question(question, *used)),
-                    Outcome::Result(content) => messages.push(Message::Tool { tool_call_id: call.id, content }),
+                match self.carry_out(attempt, turn, &content, call).await {
+                    Step::Answer(call_id, content) => messages.push(Message::Tool { tool_call_id: call_id, content }),
+                    Step::End(reply) => return Ok(with_tokens(reply, *used)),
                 }
             }
         }
         Err(LlmError::MaxTurns { turns: self.max_turns })
+    }
+
+    /// Carries out one tool call of turn `turn`: asks the journal first (when there is one)
+    /// whether it runs, waits for a person or is answered already, and records its result.
+    async fn carry_out(&self, attempt: &Attempt, turn: u32, reason: &str, call: ToolCall) -> Step {
+        let journal = attempt.journal.as_ref().filter(|_| call.function.name != ASK_USER || !attempt.may_ask);
+        if let Some(journal) = journal {
+            let record = record_of(&call, &self.endpoint.redactor);
+            match journal.call(turn, record, self.endpoint.redactor.apply(reason)).await {
+                Verdict::Run => {}
+                Verdict::Answered(text) => return Step::Answer(call.id, text),
+                Verdict::Wait => return Step::End(waiting(&call.function.name)),
+                Verdict::Recorded | Verdict::Stop => return Step::End(stopped(None)),
+            }
+        }
+        match self.toolbox.call(&call, attempt.may_ask, &attempt.workdir).await {
+            Outcome::Question(question) => Step::End(Reply::Question(question, None)),
+            Outcome::Result(text, ok) => {
+                if let Some(journal) = journal {
+                    let text = self.endpoint.redactor.apply(&text);
+                    let verdict = journal.result(call.id.clone(), call.function.name.clone(), ok, text).await;
+                    if verdict != Verdict::Recorded {
+                        return Step::End(stopped(None));
+                    }
+                }
+                Step::Answer(call.id, text)
+            }
+        }
+    }
+}
+
+/// What carrying out a tool call comes to.
+enum Step {
+    /// The call's id and the text of the `tool` message answering it.
+    Answer(String, String),
+    /// The attempt ends with this reply.
+    End(Reply),
+}
+
+/// Puts a recorded conversation's turns and results back into `messages`, and returns the
+/// calls of its last turn that have no result yet, with their turn and the turn's text.
+fn replay(recorded: &Conversation, messages: &mut Vec<Message>) -> Vec<(u32, String, ToolCall)> {
+    let mut unanswered = Vec::new();
+    for turn in &recorded.turns {
+        let content = turn.content.clone().unwrap_or_default();
+        let calls: Vec<ToolCall> = turn
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall {
+                id: c.id.clone(),
+                kind: "function".to_owned(),
+                function: FunctionCall { name: c.name.clone(), arguments: c.arguments.clone() },
+            })
+            .collect();
+        if calls.is_empty() {
+            continue;
+        }
+        messages.push(Message::Assistant { content: content.clone(), tool_calls: calls.clone() });
+        for call in calls {
+            match recorded.call(&call.id) {
+                Some(CallState::Finished(output)) => {
+                    messages.push(Message::Tool { tool_call_id: call.id, content: output.clone() });
+                }
+                _ => unanswered.push((turn.turn, content.clone(), call)),
+            }
+        }
+    }
+    unanswered
+}
+
+/// A tool call as the log records it, with the API key removed.
+fn record_of(call: &ToolCall, redactor: &super::redact::Redactor) -> ToolCallRecord {
+    ToolCallRecord {
+        id: call.id.clone(),
+        name: call.function.name.clone(),
+        arguments: redactor.apply(&call.function.arguments),
+    }
+}
+
+/// `reply` with the attempt's tokens.
+fn with_tokens(reply: Reply, used: Option<Tokens>) -> Reply {
+    match reply {
+        Reply::Question(question, _) => Reply::Question(question, used),
+        Reply::Failure { error, class, .. } => Reply::Failure { error, class, tokens: used },
+        output @ Reply::Output { .. } => output,
     }
 }
 

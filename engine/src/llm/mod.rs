@@ -118,7 +118,7 @@ impl LlmAgents {
     fn build(&self, name: &str) -> Result<LlmRuntime, LlmError> {
         let not_llm = || LlmError::NotLlm { agent: name.to_owned() };
         let agent = self.agents.get(name).ok_or_else(not_llm)?;
-        let Runtime::Llm { provider, model, tools, max_turns, tool_choice, generation } = &agent.runtime else {
+        let Runtime::Llm { provider, model, tools, max_turns, tool_choice, generation, .. } = &agent.runtime else {
             return Err(not_llm());
         };
         let provider = provider.as_ref().map_or(DEFAULT_PROVIDER, |p| p.value.as_str());

@@ -83,8 +83,9 @@ impl Tool {
 /// What a tool call comes to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// The text of the `tool` message answering the call.
-    Result(String),
+    /// The text of the `tool` message answering the call, and whether the tool ran and exited
+    /// with status 0.
+    Result(String, bool),
     /// The model asked a person this question.
     Question(String),
 }
@@ -141,21 +142,24 @@ impl Toolbox {
         let arguments: Value = match serde_json::from_str(text) {
             Ok(arguments) => arguments,
             Err(error) => {
-                return Outcome::Result(format!(
-                    "error: the arguments of `{name}` are not valid JSON ({error}); call it again with a JSON object"
-                ));
+                return Outcome::Result(
+                    format!(
+                        "error: the arguments of `{name}` are not valid JSON ({error}); call it again with a JSON object"
+                    ),
+                    false,
+                );
             }
         };
         if may_ask && name == ASK_USER {
             return match arguments.get("question").and_then(Value::as_str) {
                 Some(question) if !question.trim().is_empty() => Outcome::Question(question.to_owned()),
-                _ => Outcome::Result(format!("error: `{ASK_USER}` needs a non-empty string `question`")),
+                _ => Outcome::Result(format!("error: `{ASK_USER}` needs a non-empty string `question`"), false),
             };
         }
         let Some(tool) = self.tools.get(name) else {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
             let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-            return Outcome::Result(format!("error: there is no tool `{name}`; the tools are: {known}"));
+            return Outcome::Result(format!("error: there is no tool `{name}`; the tools are: {known}"), false);
         };
         if let Some(validator) = &tool.validator {
             let problems: Vec<String> = validator
@@ -167,13 +171,15 @@ impl Toolbox {
                 })
                 .collect();
             if !problems.is_empty() {
-                return Outcome::Result(format!(
+                let text = format!(
                     "error: the arguments of `{name}` do not match its input schema: {}; fix them and call it again",
                     problems.join("; ")
-                ));
+                );
+                return Outcome::Result(text, false);
             }
         }
-        Outcome::Result(run(tool, &arguments, workdir, &self.hidden).await)
+        let (text, ok) = run(tool, &arguments, workdir, &self.hidden).await;
+        Outcome::Result(text, ok)
     }
 }
 
@@ -184,27 +190,30 @@ fn function(name: &str, description: &str, parameters: Value) -> ToolDefinition 
     }
 }
 
-/// Runs a tool's process within its timeout; the text describes the result or the failure.
-async fn run(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[String]) -> String {
+/// Runs a tool's process within its timeout; the text describes the result or the failure,
+/// and the flag says whether it ran and exited with status 0.
+async fn run(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[String]) -> (String, bool) {
     let name = &tool.name;
     match tokio::time::timeout(tool.timeout, run_process(tool, arguments, workdir, hidden)).await {
-        Ok(text) => text,
+        Ok(Ok(text)) => (text, true),
+        Ok(Err(text)) => (text, false),
         // The tool's process group is killed when it is dropped with the timed-out future.
-        Err(_) => format!("error: the tool `{name}` did not finish within {:?} and was stopped", tool.timeout),
+        Err(_) => (format!("error: the tool `{name}` did not finish within {:?} and was stopped", tool.timeout), false),
     }
 }
 
-async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[String]) -> String {
+/// The tool's output, or what went wrong.
+async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[String]) -> Result<String, String> {
     let name = &tool.name;
     let Some((program, args)) = tool.argv.split_first() else {
-        return format!("error: the tool `{name}` has no command");
+        return Err(format!("error: the tool `{name}` has no command"));
     };
     let mut child = match crate::process::spawn(program, args, workdir, hidden) {
         Ok(child) => child,
-        Err(error) => return format!("error: the tool `{name}` could not be started: {error}"),
+        Err(error) => return Err(format!("error: the tool `{name}` could not be started: {error}")),
     };
     let Some((mut stdin, stdout, stderr)) = child.pipes() else {
-        return format!("error: the tool `{name}` has no stdin, stdout or stderr");
+        return Err(format!("error: the tool `{name}` has no stdin, stdout or stderr"));
     };
     let input = arguments.to_string();
     // A tool that exits without reading its input closes the pipe; that is not an error.
@@ -216,11 +225,11 @@ async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[S
         tokio::join!(feed, read_capped(stdout, OUTPUT_CAP), read_capped(stderr, STDERR_EXCERPT * 4));
     let status = match child.wait().await {
         Ok(status) => status,
-        Err(error) => return format!("error: the tool `{name}` could not be waited for: {error}"),
+        Err(error) => return Err(format!("error: the tool `{name}` could not be waited for: {error}")),
     };
     let (stdout, truncated) = match stdout {
         Ok(read) => read,
-        Err(error) => return format!("error: the output of `{name}` could not be read: {error}"),
+        Err(error) => return Err(format!("error: the output of `{name}` could not be read: {error}")),
     };
     let stdout = String::from_utf8_lossy(&stdout);
     if !status.success() {
@@ -228,17 +237,17 @@ async fn run_process(tool: &Tool, arguments: &Value, workdir: &Path, hidden: &[S
         let stderr = stderr.map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default();
         let detail = if stderr.trim().is_empty() { stdout.as_ref() } else { stderr.as_str() };
         let detail = excerpt(detail, STDERR_EXCERPT);
-        return if detail.is_empty() {
+        return Err(if detail.is_empty() {
             format!("error: the tool `{name}` failed with {code}")
         } else {
             format!("error: the tool `{name}` failed with {code}:\n{detail}")
-        };
+        });
     }
     let mut text = stdout.trim_end().to_owned();
     if truncated {
         text.push_str(&format!("\n[output truncated: only the first {} KiB are shown]", OUTPUT_CAP / 1024));
     }
-    text
+    Ok(text)
 }
 
 /// The first `cap` bytes of a stream, and whether there was more (which is read and dropped, so

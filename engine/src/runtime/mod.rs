@@ -27,6 +27,7 @@ use manifest::plan::Attachment;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{ErrorClass, Tokens};
+use crate::journal::Journal;
 
 /// One attempt handed to a runtime.
 #[derive(Debug, Clone)]
@@ -48,6 +49,9 @@ pub struct Attempt {
     pub schema: Option<serde_json::Value>,
     /// Whether an llm agent is offered the built-in `ask_user` tool.
     pub may_ask: bool,
+    /// Where an llm agent records its turns and tool calls, with the task's conversation so
+    /// far; `None` runs the attempt unrecorded (tests, and runtimes used outside a driver).
+    pub journal: Option<Journal>,
 }
 
 impl Attempt {
@@ -62,6 +66,7 @@ impl Attempt {
             attachments: Vec::new(),
             schema: None,
             may_ask: false,
+            journal: None,
         }
     }
 }

@@ -120,7 +120,8 @@ pub struct StateView {
     tokens: Tokens,
     /// The status of each task that has left `pending`.
     tasks: BTreeMap<String, &'static str>,
-    /// The tasks that wait for a person: a question, or a review decision when it is `None`.
+    /// The tasks that wait for a person: a question, a tool call's approval, or else a review
+    /// decision.
     waiting: Vec<Waiting>,
 }
 
@@ -129,6 +130,8 @@ pub struct StateView {
 struct Waiting {
     task: String,
     question: Option<String>,
+    /// The tool call waiting for approval: the tool, its arguments and the model's reason.
+    tool: Option<engine::conversation::Approval>,
 }
 
 impl StateView {
@@ -148,7 +151,11 @@ impl StateView {
             .iter()
             .enumerate()
             .filter(|(_, t)| t.status == TaskStatus::Paused)
-            .map(|(i, t)| Waiting { task: id(i), question: t.question.clone() })
+            .map(|(i, t)| Waiting {
+                task: id(i),
+                question: t.question.clone(),
+                tool: state.conversations.get(&id(i)).and_then(|c| c.waiting.clone()),
+            })
             .collect();
         StateView { seq: state.seq, status, tokens: state.tokens, tasks, waiting }
     }

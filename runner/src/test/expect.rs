@@ -182,8 +182,22 @@ fn seen(ran: &Ran, task: &str) -> Option<Seen> {
 }
 
 fn matches(record: &Record, event: &EventMatch) -> bool {
-    record.event.name() == event.kind
-        && event.task.as_ref().is_none_or(|task| record.event.task() == Some(task.value.as_str()))
+    if record.event.name() != event.kind
+        || event.task.as_ref().is_some_and(|task| record.event.task() != Some(task.value.as_str()))
+    {
+        return false;
+    }
+    if event.tool.is_none() && event.arguments.is_none() {
+        return true;
+    }
+    // Only tool calls and their approvals have these fields; they are read from the record's JSON.
+    let Ok(value) = serde_json::to_value(&record.event) else { return false };
+    let tool = event.tool.as_ref().is_none_or(|tool| value["tool"] == tool.value.as_str());
+    let arguments = event.arguments.as_ref().is_none_or(|expected| {
+        value["arguments"].as_str().and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok()).as_ref()
+            == Some(expected)
+    });
+    tool && arguments
 }
 
 fn check_event(ran: &Ran, event: &EventMatch, failures: &mut Vec<Failure>) {

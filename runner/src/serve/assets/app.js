@@ -462,9 +462,11 @@ async function runPage(id) {
         ? [el("button", { class: "primary", "data-action": "answer", "data-task": w.task, onclick: () => act("answer", { task: w.task, text: comment.value, resume: true }) }, "Answer and resume")]
         : [el("button", { class: "primary", "data-action": "approve", "data-task": w.task, onclick: () => act("approve", { task: w.task, comment: comment.value || null, resume: true }) }, "Approve"),
            el("button", { "data-action": "reject", "data-task": w.task, onclick: () => act("reject", { task: w.task, comment: comment.value || null, resume: true }) }, "Reject")];
+      const asks = w.question ? " asks:" : w.tool ? " wants to call " + w.tool.tool + " with:" : " waits for a review decision";
+      const detail = w.question || (w.tool && (w.tool.arguments + (w.tool.reason ? "\n\nits reason: " + w.tool.reason : "")));
       return el("div", { class: "waiting" },
-        el("b", {}, w.task), w.question ? " asks:" : " waits for a review decision",
-        w.question ? el("div", { class: "question" }, w.question) : null,
+        el("b", {}, w.task), asks,
+        detail ? el("div", { class: "question" }, detail) : null,
         el("div", { class: "actions" }, comment, buttons));
     }));
   };

@@ -1,0 +1,119 @@
+//! The journal an llm attempt writes as it goes. Each model turn, tool call and tool result
+//! goes to the driver as a command; the driver answers once the events it caused are durable,
+//! so a tool never runs before its call is on record (write-ahead, as for dispatches), and a
+//! later attempt of the task reads the conversation back instead of repeating it.
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::event::{ErrorClass, Tokens};
+use crate::runtime::Reply;
+use machine::Command;
+use machine::conversation::{CallState, Conversation, ToolCallRecord};
+
+/// The driver's answer to a journal entry, given once what it caused is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The turn or result is recorded.
+    Recorded,
+    /// The tool call is recorded as started: run it.
+    Run,
+    /// The call waits for a person's approval: the attempt ends here, and a later one goes
+    /// on from the conversation once somebody decides.
+    Wait,
+    /// The call is answered without running: this text is its result.
+    Answered(String),
+    /// The attempt no longer counts (the run ended, it was cut short, the driver stopped).
+    Stop,
+}
+
+/// A journal entry on its way to the driver, with where its verdict goes.
+#[derive(Debug)]
+pub struct Entry {
+    pub(crate) command: Command,
+    pub(crate) reply: oneshot::Sender<Verdict>,
+}
+
+/// What an attempt writes its conversation to, and the conversation recorded before it.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    sender: mpsc::UnboundedSender<Entry>,
+    task: String,
+    attempt: u32,
+    /// The task's conversation so far: turns and calls earlier attempts recorded.
+    pub recorded: Conversation,
+}
+
+/// One model answer, as the journal records it.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRecord {
+    /// The turn's number in the conversation.
+    pub turn: u32,
+    /// The answer's text.
+    pub content: Option<String>,
+    /// The tools it calls.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens of the request.
+    pub tokens: Option<Tokens>,
+    /// Why the model stopped.
+    pub finish_reason: Option<String>,
+}
+
+impl Journal {
+    /// A journal for attempt `attempt` of `task`, sending to a driver's `sender`.
+    pub fn new(sender: mpsc::UnboundedSender<Entry>, task: String, attempt: u32, recorded: Conversation) -> Self {
+        Journal { sender, task, attempt, recorded }
+    }
+
+    /// Records a model turn.
+    pub async fn turn(&self, turn: TurnRecord) -> Verdict {
+        let TurnRecord { turn, content, tool_calls, tokens, finish_reason } = turn;
+        let (task, attempt) = (self.task.clone(), self.attempt);
+        self.send(Command::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason }).await
+    }
+
+    /// Asks whether a tool call may run: [`Verdict::Run`], [`Verdict::Wait`] or
+    /// [`Verdict::Answered`].
+    pub async fn call(&self, turn: u32, call: ToolCallRecord, reason: String) -> Verdict {
+        let (task, attempt) = (self.task.clone(), self.attempt);
+        self.send(Command::CallTool { task, attempt, turn, call, reason }).await
+    }
+
+    /// Records a tool call's result.
+    pub async fn result(&self, call_id: String, tool: String, ok: bool, output: String) -> Verdict {
+        let (task, attempt) = (self.task.clone(), self.attempt);
+        self.send(Command::ToolResult { task, attempt, call_id, tool, ok, output }).await
+    }
+
+    async fn send(&self, command: Command) -> Verdict {
+        let (reply, verdict) = oneshot::channel();
+        if self.sender.send(Entry { command, reply }).is_err() {
+            return Verdict::Stop;
+        }
+        verdict.await.unwrap_or(Verdict::Stop)
+    }
+}
+
+/// The verdict on a `CallTool` the machine took, from the call's state after it.
+pub(crate) fn call_verdict(state: Option<&CallState>) -> Verdict {
+    match state {
+        Some(CallState::Started) => Verdict::Run,
+        Some(CallState::Asked) => Verdict::Wait,
+        Some(CallState::Finished(output)) => Verdict::Answered(output.clone()),
+        Some(CallState::Approved | CallState::Rejected(_)) | None => Verdict::Stop,
+    }
+}
+
+/// The reply of an attempt that ends because its call waits for approval. The machine ended
+/// the attempt when it recorded the request, so this reply is not recorded.
+pub(crate) fn waiting(tool: &str) -> Reply {
+    Reply::Failure {
+        error: format!("the call of `{tool}` waits for approval"),
+        class: ErrorClass::Cancelled,
+        tokens: None,
+    }
+}
+
+/// The reply of an attempt the run no longer counts.
+pub(crate) fn stopped(tokens: Option<Tokens>) -> Reply {
+    Reply::Failure { error: "the attempt no longer counts".to_owned(), class: ErrorClass::Cancelled, tokens }
+}
