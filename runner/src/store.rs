@@ -106,7 +106,8 @@ impl Runs {
                     .block_on(pg.db.create_run(id, plan, &this_process(), LeaseTimes::default()))
                     .map_err(store_error)?;
                 let store = pg.db.store(&lease);
-                Ok((Run::Pg { id: id.to_owned(), pg: Arc::clone(pg) }, Held::Lease(lease), RunStore::Pg(store)))
+                let held = Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) });
+                Ok((Run::Pg { id: id.to_owned(), pg: Arc::clone(pg) }, held, RunStore::Pg(store)))
             }
         }
     }
@@ -137,24 +138,37 @@ pub enum Run {
     },
 }
 
-/// A run's lock while this process drives or records into it.
+/// A run's lock while this process drives or records into it; dropping it lets the run go.
 #[derive(Debug)]
 pub enum Held {
     /// The OS lock on the run folder's `lock` file.
     Lock(Lock),
     /// The run's lease in the database, renewed in the background.
-    Lease(RunLease),
+    Lease(Lease),
+}
+
+/// A held lease, released when dropped (on every path, errors included), so the next command
+/// finds the run free at once rather than after the lease runs out.
+#[derive(Debug)]
+pub struct Lease {
+    lease: Option<RunLease>,
+    pg: Arc<Postgres>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            let _ = self.pg.block_on(lease.release());
+        }
+    }
 }
 
 impl Held {
-    /// Lets the run go: a lease is released at once (not left to run out).
-    pub fn release(self, run: &Run) {
-        match (self, run) {
-            (Held::Lease(lease), Run::Pg { pg, .. }) => {
-                let _ = pg.block_on(lease.release());
-            }
-            (Held::Lease(lease), Run::Dir(_)) => drop(lease),
-            (Held::Lock(lock), _) => drop(lock),
+    /// Lets the run go now.
+    pub fn release(self) {
+        match self {
+            Held::Lock(lock) => drop(lock),
+            Held::Lease(lease) => drop(lease),
         }
     }
 }
@@ -234,7 +248,7 @@ impl Run {
             Run::Pg { id, pg } => {
                 let lease =
                     pg.block_on(pg.db.take_lease(id, &this_process(), LeaseTimes::default())).map_err(store_error)?;
-                Ok(Held::Lease(lease))
+                Ok(Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) }))
             }
         }
     }
@@ -246,11 +260,11 @@ impl Run {
                 let (store, loaded) = run.open()?;
                 Ok((RunStore::Jsonl(store), loaded))
             }
-            (Run::Pg { id, pg }, Held::Lease(lease)) => {
+            (Run::Pg { id, pg }, Held::Lease(Lease { lease: Some(lease), .. })) => {
                 let loaded = pg.block_on(pg.db.load(id)).map_err(store_error)?;
                 Ok((RunStore::Pg(pg.db.store(lease)), loaded))
             }
-            (Run::Pg { id, .. }, Held::Lock(_)) => {
+            (Run::Pg { id, .. }, _) => {
                 bail!("run `{id}` is in a database: its lease, not a file lock, opens it")
             }
         }
@@ -269,7 +283,7 @@ impl Run {
         let events = state.process(command).map_err(|e| refused(self.id(), &e))?;
         let records = records_after(&loaded.records, self.id(), events);
         self.append(&store, records.clone())?;
-        held.release(self);
+        held.release();
         Ok((state, records))
     }
 

@@ -105,6 +105,9 @@ fn a_paused_run_is_answered_approved_and_resumed_through_the_database() {
     );
     assert_eq!(store.run(&["apply", "ask.yaml", "--yes", "--run-id", "q1"]).status.code(), Some(3));
     assert_eq!(store.status("q1")["tasks"]["a"]["question"], "Which year?");
+    let wrong = store.run(&["answer", "q1", "nope", "2024"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+    // The refused command let the run's lease go on its way out: the next one finds it free.
     let answered = store.run(&["answer", "q1", "a", "2024"]);
     assert_eq!(answered.status.code(), Some(0), "{}", text(&answered));
     let resumed = store.run(&["resume", "q1"]);
