@@ -23,10 +23,17 @@ pub enum Runs {
 }
 
 /// A connected database and a runtime to wait for it from synchronous code.
-#[derive(Debug)]
 pub struct Postgres {
     db: Database,
     runtime: tokio::runtime::Runtime,
+    /// The URL as given, password included: only ever handed to a child process's environment.
+    url: String,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("db", &self.db).finish_non_exhaustive()
+    }
 }
 
 impl Postgres {
@@ -35,9 +42,10 @@ impl Postgres {
         self.runtime.block_on(future)
     }
 
-    /// The database.
-    pub fn db(&self) -> &Database {
-        &self.db
+    /// The URL as given, password included, for the environment of a child `runner` (never
+    /// for a message: [`Database::url`] hides the password).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 }
 
@@ -59,7 +67,7 @@ impl Runs {
             .build()
             .context("cannot start the async runtime")?;
         let db = runtime.block_on(Database::connect(&url)).map_err(store_error)?;
-        Ok(Runs::Postgres(Arc::new(Postgres { db, runtime })))
+        Ok(Runs::Postgres(Arc::new(Postgres { db, runtime, url })))
     }
 
     /// Where the runs are, for messages: a folder or a database URL (without its password).
