@@ -17,8 +17,9 @@ use crate::diagnostics::render_human;
 use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::grouping::thousands;
-use crate::home::{RunDir, new_run_id};
+use crate::home::new_run_id;
 use crate::live::say;
+use crate::store::Runs;
 
 /// The arguments of `runner apply`.
 #[derive(Debug, Args)]
@@ -111,9 +112,9 @@ impl std::fmt::Display for VarError {
 impl std::error::Error for VarError {}
 
 /// Loads, reviews, confirms and runs a plan; returns the run's exit code.
-pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
+pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     if let Some(run_id) = &args.run_id {
-        RunDir::new(run_id)?;
+        runs.check_id(run_id)?;
     }
     let mut loaded = manifest::load_file(&args.plan);
     let Some((plan, graph)) = loaded.valid() else {
@@ -163,7 +164,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         unreachable!("a valid plan has a plan and a graph");
     };
     drop(loaded);
-    let (run, lock, store) = RunDir::create(&run_id)?;
+    let (run, lock, store) = runs.create(&run_id, &plan.name)?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
@@ -177,7 +178,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         approved_tools: args.approve_tools.clone(),
         ..Start::default()
     };
-    say(&format!("run `{run_id}`: log {}", run.log().display()));
+    say(&format!("run `{run_id}`: {}", run.place()));
     drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
 }
 
