@@ -35,6 +35,7 @@ fn created() -> Record {
             source: None,
             retry_of: None,
             trace: None,
+            approved_tools: Vec::new(),
         },
     )
 }
