@@ -429,14 +429,14 @@ impl<S: EventStore> Driver<S> {
         let request = Attempt {
             max_output_tokens: spec.max_output_tokens,
             attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
-            schema: match &spec.verification {
+            schema: match spec.verification.as_deref() {
                 Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
                 _ => None,
             },
             may_ask: self.state.plan.control.allow_clarification,
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
-        let check = spec.verification.clone().map(|check| {
+        let check = spec.verification.as_deref().cloned().map(|check| {
             let reviewer = match &check {
                 Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
                 _ => None,
