@@ -4,9 +4,10 @@
 //! Each turn, the coordinator processes every command that has arrived, appends the events
 //! they caused in one batch and waits until the batch is durable; only then does it start the
 //! attempts dispatched in it (write-ahead: no agent runs on an input the log does not hold).
-//! Results that arrive meanwhile form the next batch, which is how group commit arises.
+//! Results that arrive meanwhile form the next batch, which is how group commit arises (replies
+//! known at once are taken at most `REPLIES_A_BATCH` a batch, which bounds a batch's memory).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
@@ -45,6 +46,9 @@ pub enum DriverError {
     #[diagnostic(transparent)]
     Refused(#[from] crate::EngineError),
 }
+
+/// The most replies known at once that one batch takes; the rest wait for the next turn.
+const REPLIES_A_BATCH: usize = 16_384;
 
 /// Receives each record once it is durable (for a live view).
 pub type Observer = Box<dyn FnMut(&Record, &RunState) + Send>;
@@ -181,14 +185,16 @@ impl<S: EventStore> Driver<S> {
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
-        let mut replies = Vec::new();
+        let mut replies = VecDeque::new();
         self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
                 let _ = self.take(command, &mut batch);
             }
-            for (i, command) in replies.drain(..) {
+            // A wide layer's replies are taken a slice a turn, so that a batch (its events, then
+            // its records) never holds a whole 100,000-task layer beside the replies.
+            for (i, command) in replies.drain(..replies.len().min(REPLIES_A_BATCH)) {
                 let _ = self.take_at(i, command, &mut batch);
             }
             if !batch.is_empty() {
@@ -423,7 +429,7 @@ impl<S: EventStore> Driver<S> {
             if let Some(parent) = &parent {
                 crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
             }
-            work.replies.push((i, command));
+            work.replies.push_back((i, command));
             return;
         }
         let request = Attempt {
@@ -506,7 +512,7 @@ struct Work<'a> {
     sender: &'a mpsc::UnboundedSender<Command>,
     set: &'a mut JoinSet<()>,
     stop: &'a CancellationToken,
-    replies: &'a mut Vec<(usize, Command)>,
+    replies: &'a mut VecDeque<(usize, Command)>,
 }
 
 impl Work<'_> {
