@@ -4,9 +4,10 @@
 //! Each turn, the coordinator processes every command that has arrived, appends the events
 //! they caused in one batch and waits until the batch is durable; only then does it start the
 //! attempts dispatched in it (write-ahead: no agent runs on an input the log does not hold).
-//! Results that arrive meanwhile form the next batch, which is how group commit arises.
+//! Results that arrive meanwhile form the next batch, which is how group commit arises (replies
+//! known at once are taken at most `REPLIES_A_BATCH` a batch, which bounds a batch's memory).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
@@ -46,6 +47,9 @@ pub enum DriverError {
     #[diagnostic(transparent)]
     Refused(#[from] crate::EngineError),
 }
+
+/// The most replies known at once that one batch takes; the rest wait for the next turn.
+const REPLIES_A_BATCH: usize = 16_384;
 
 /// Receives each record once it is durable (for a live view).
 pub type Observer = Box<dyn FnMut(&Record, &RunState) + Send>;
@@ -184,7 +188,7 @@ impl<S: EventStore> Driver<S> {
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
-        let mut replies = Vec::new();
+        let mut replies = VecDeque::new();
         self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
@@ -194,7 +198,9 @@ impl<S: EventStore> Driver<S> {
             while let Ok(entry) = journal_inbox.try_recv() {
                 self.take_journal(entry, &mut batch, &mut verdicts);
             }
-            for (i, command) in replies.drain(..) {
+            // A wide layer's replies are taken a slice a turn, so that a batch (its events, then
+            // its records) never holds a whole 100,000-task layer beside the replies.
+            for (i, command) in replies.drain(..replies.len().min(REPLIES_A_BATCH)) {
                 let _ = self.take_at(i, command, &mut batch);
             }
             if !batch.is_empty() {
@@ -467,13 +473,13 @@ impl<S: EventStore> Driver<S> {
             if let Some(parent) = &parent {
                 crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
             }
-            work.replies.push((i, command));
+            work.replies.push_back((i, command));
             return;
         }
         let request = Attempt {
             max_output_tokens: spec.max_output_tokens,
             attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
-            schema: match &spec.verification {
+            schema: match spec.verification.as_deref() {
                 Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
                 _ => None,
             },
@@ -484,7 +490,7 @@ impl<S: EventStore> Driver<S> {
             }),
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
-        let check = spec.verification.clone().map(|check| {
+        let check = spec.verification.as_deref().cloned().map(|check| {
             let reviewer = match &check {
                 Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
                 _ => None,
@@ -562,7 +568,7 @@ struct Work<'a> {
     journal: &'a mpsc::UnboundedSender<journal::Entry>,
     set: &'a mut JoinSet<()>,
     stop: &'a CancellationToken,
-    replies: &'a mut Vec<(usize, Command)>,
+    replies: &'a mut VecDeque<(usize, Command)>,
 }
 
 impl Work<'_> {

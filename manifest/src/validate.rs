@@ -138,7 +138,7 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
             }
             None => {}
         }
-        if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
+        if let Some(Verification::LlmReviewer { agent, .. }) = task.verification.as_deref() {
             unknown(&|| format!("the verification of task `{}`", task.id.value), &agent.value, &agent.loc, out);
         }
     }
@@ -209,7 +209,7 @@ fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
         }
     };
     for task in &plan.tasks {
-        if let Some(Verification::SchemaCheck { schema }) = &task.verification {
+        if let Some(Verification::SchemaCheck { schema }) = task.verification.as_deref() {
             check(format!("the verification of task `{}`", task.id.value), &schema.value, schema.loc.clone(), out);
         }
     }
@@ -311,7 +311,7 @@ fn check_templates<'s>(
     let mut all_reads = Vec::with_capacity(plan.tasks.len());
     for (i, task) in plan.tasks.iter().enumerate() {
         let mut reads = Vec::new();
-        for text in [&task.input, &task.prompt].into_iter().flatten() {
+        for text in [task.input.as_ref(), task.prompt.as_deref()].into_iter().flatten() {
             let owner = || format!("the input of task `{}`", task.id.value);
             let references = match templates.references(&text.value) {
                 Ok(references) => references,

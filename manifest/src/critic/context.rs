@@ -30,7 +30,11 @@ pub fn output_budget(task: &Task) -> u64 {
 /// The estimated input tokens of task `i`.
 pub(crate) fn estimate_input(facts: &Facts<'_>, i: usize) -> u64 {
     let task = &facts.plan.tasks[i];
-    let own = [&task.input, &task.prompt].into_iter().flatten().map(|t| estimate_tokens(&t.value)).sum::<u64>();
+    let own = [task.input.as_ref(), task.prompt.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(|t| estimate_tokens(&t.value))
+        .sum::<u64>();
     let system = facts
         .plan
         .agent_of(task)

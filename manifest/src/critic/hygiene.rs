@@ -43,7 +43,7 @@ pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
         }
     }
     for task in &plan.tasks {
-        if let Some(Verification::LlmReviewer { agent, .. }) = &task.verification {
+        if let Some(Verification::LlmReviewer { agent, .. }) = task.verification.as_deref() {
             used.insert(&agent.value);
         }
     }

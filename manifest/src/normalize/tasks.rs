@@ -175,14 +175,14 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     }
     task.agent = reader.text_of(&fields, "agent");
     task.input = reader.text_of(&fields, "input");
-    task.prompt = reader.text_of(&fields, "prompt");
+    task.prompt = reader.text_of(&fields, "prompt").map(Box::new);
     if task.kind == TaskKind::HumanReview && task.prompt.is_none() && reader.form == Form::Bare {
-        task.prompt = task.input.take();
+        task.prompt = task.input.take().map(Box::new);
     }
     read_dependencies(reader, &fields, inherited, task);
-    task.parallel_group = reader.text_of(&fields, "parallel_group");
+    task.parallel_group = reader.text_of(&fields, "parallel_group").map(Box::new);
     if let Some((entry, path)) = fields.get("verification") {
-        task.verification = read_verification(reader, entry, path);
+        task.verification = read_verification(reader, entry, path).map(Box::new);
     }
     task.on_failure = read_policy(reader, &fields, task.id.loc.clone());
     // The seed planner treats a task as critical unless told otherwise; a task that may be
@@ -259,7 +259,7 @@ fn read_policy(reader: &mut Reader, fields: &Fields<'_>, id: Loc) -> At<FailureP
 
 /// The bare form's `{{ results.X }}` means `{{ tasks.X.output }}`.
 fn rewrite_result_references(reader: &mut Reader, task: &mut Task) {
-    for text in [task.input.as_mut(), task.prompt.as_mut()].into_iter().flatten() {
+    for text in [task.input.as_mut(), task.prompt.as_deref_mut()].into_iter().flatten() {
         if let Some(rewritten) = template::rewrite_results(&text.value) {
             reader.push(
                 Diagnostic::info(

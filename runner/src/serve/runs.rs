@@ -158,6 +158,7 @@ struct Waiting {
     task: String,
     question: Option<String>,
     /// The tool call waiting for approval: the tool, its arguments and the model's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
     tool: Option<engine::conversation::Approval>,
 }
 
