@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::{ErrorClass, Tokens};
 
-/// One attempt handed to a runtime.
-#[derive(Debug, Clone)]
+/// One attempt handed to a runtime. It serialises, so a worker elsewhere can carry it out.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Attempt {
     /// The task.
     pub task: String,
@@ -66,8 +66,8 @@ impl Attempt {
     }
 }
 
-/// What an attempt came to.
-#[derive(Debug, Clone, PartialEq)]
+/// What an attempt came to. It serialises, so a worker elsewhere can report it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Reply {
     /// An output.
     Output {

@@ -21,8 +21,8 @@ pub struct Setup<'a> {
 }
 
 /// Builds the runtime of one agent. It gets only agents whose `runtime` has the name it was
-/// registered under.
-pub type Constructor = fn(&Setup<'_>) -> Arc<dyn AgentRuntime>;
+/// registered under. It may hold what it needs (the cluster's queue, for a remote runtime).
+pub type Constructor = Arc<dyn Fn(&Setup<'_>) -> Arc<dyn AgentRuntime> + Send + Sync>;
 
 /// Runtime constructors by the name an agent's `runtime` field gives.
 #[derive(Clone)]
@@ -41,8 +41,12 @@ impl Registry {
     }
 
     /// This registry with `constructor` answering for `name` (replacing any before it).
-    pub fn with(mut self, name: &'static str, constructor: Constructor) -> Self {
-        self.constructors.insert(name, constructor);
+    pub fn with(
+        mut self,
+        name: &'static str,
+        constructor: impl Fn(&Setup<'_>) -> Arc<dyn AgentRuntime> + Send + Sync + 'static,
+    ) -> Self {
+        self.constructors.insert(name, Arc::new(constructor));
         self
     }
 

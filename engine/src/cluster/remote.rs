@@ -1,0 +1,147 @@
+//! The coordinator's side: [`Remote`] queues the attempts of one run for the workers and hands
+//! each reply back to the attempt that waits for it. The driver sees ordinary runtimes
+//! ([`Remote::registry`]), so write-ahead, limits and retries stay in the coordinator's state
+//! machine: a `max_concurrency` of 4 is 4 in the whole cluster.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{Notify, oneshot};
+use tokio_postgres::Client;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{Leases, connect};
+use super::{ClusterError, REMOTE_RUNTIMES, queue};
+use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply};
+
+/// The attempts queue as one run's coordinator uses it.
+#[derive(Clone)]
+pub struct Remote {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    run_id: String,
+    /// The attempts queued and not yet answered, by row.
+    waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
+    /// Wakes the collector when an attempt starts waiting.
+    wake: Notify,
+}
+
+impl Remote {
+    /// Connects to the queue at `url` for run `run_id`, creating the table if needed. Attempts
+    /// of the run still in the queue (left by a coordinator before this one) are withdrawn:
+    /// the run's log dispatches again whatever it does not record as finished.
+    pub async fn connect(url: &str, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
+        let (client, mut notes) = connect(url, &[queue::DONE]).await?;
+        queue::migrate(&client).await?;
+        let withdrawn = queue::withdraw_run(&client, run_id).await?;
+        if withdrawn > 0 {
+            tracing::info!(run = run_id, withdrawn, "withdrew the attempts an earlier coordinator queued");
+        }
+        let inner = Arc::new(Inner {
+            client,
+            run_id: run_id.to_owned(),
+            waiting: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+        });
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            loop {
+                let Some(inner) = weak.upgrade() else { return };
+                tokio::select! {
+                    note = notes.recv() => match note {
+                        Some(note) if note.payload() != inner.run_id => continue,
+                        Some(_) => {}
+                        None => {
+                            inner.give_up("the connection to the attempts queue was lost");
+                            return;
+                        }
+                    },
+                    () = inner.wake.notified() => {}
+                    () = tokio::time::sleep(leases.poll) => {}
+                }
+                collect(&inner).await;
+            }
+        });
+        Ok(Remote { inner })
+    }
+
+    /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
+    pub fn registry(&self) -> Registry {
+        REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
+            let remote = self.clone();
+            registry.with(runtime, move |setup| {
+                Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime })
+            })
+        })
+    }
+}
+
+impl Inner {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Reply>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers every waiting attempt with a transient failure.
+    fn give_up(&self, reason: &str) {
+        for (_, sender) in self.waiting().drain() {
+            let _ = sender.send(Reply::transient(reason));
+        }
+    }
+
+    /// Queues `attempt` and waits for its reply; a cancel withdraws it.
+    async fn carry_out(&self, agent: &str, runtime: &str, attempt: Attempt, cancel: CancellationToken) -> Reply {
+        let id = match queue::enqueue(&self.client, &self.run_id, agent, runtime, &attempt).await {
+            Ok(id) => id,
+            Err(error) => return Reply::transient(format!("cannot queue the attempt for a worker: {error}")),
+        };
+        let (sender, receiver) = oneshot::channel();
+        self.waiting().insert(id, sender);
+        self.wake.notify_one();
+        tokio::select! {
+            reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
+            () = cancel.cancelled() => {
+                self.waiting().remove(&id);
+                if let Err(error) = queue::withdraw(&self.client, id).await {
+                    tracing::warn!(%error, "cannot withdraw a cancelled attempt");
+                }
+                Reply::refused("cancelled")
+            }
+        }
+    }
+}
+
+/// Takes the replies that are ready and hands them over.
+async fn collect(inner: &Inner) {
+    let ids: Vec<i64> = inner.waiting().keys().copied().collect();
+    if ids.is_empty() {
+        return;
+    }
+    match queue::collect(&inner.client, &ids).await {
+        Ok(replies) => {
+            let mut waiting = inner.waiting();
+            for (id, reply) in replies {
+                if let Some(sender) = waiting.remove(&id) {
+                    let _ = sender.send(reply);
+                }
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot collect the replies of workers; trying again"),
+    }
+}
+
+/// An agent whose attempts workers carry out.
+struct RemoteRuntime {
+    remote: Remote,
+    agent: String,
+    runtime: &'static str,
+}
+
+impl AgentRuntime for RemoteRuntime {
+    fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
+        let (inner, agent, runtime) = (Arc::clone(&self.remote.inner), self.agent.clone(), self.runtime);
+        Box::pin(async move { inner.carry_out(&agent, runtime, attempt, cancel).await })
+    }
+}

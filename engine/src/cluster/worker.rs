@@ -1,0 +1,226 @@
+//! The worker's side: claim attempts of the runtimes this worker accepts, carry each out with
+//! the agent's runtime built from its run's plan, renew the claim while it runs, and write the
+//! reply back, which the queue accepts only while the claim is current.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use manifest::Plan;
+use tokio::task::JoinSet;
+use tokio_postgres::Client;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{Leases, connect};
+use super::queue::{self, Claimed};
+use super::{ClusterError, REMOTE_RUNTIMES};
+use crate::llm::LlmAgents;
+use crate::runtime::{AgentRuntime, Agents, Registry, Reply};
+
+/// Reads the current plan of a run (its `RunCreated`'s, or its last replan's) by run id; the
+/// error says why it cannot.
+pub type Plans = Arc<dyn Fn(String) -> Pin<Box<dyn Future<Output = Result<Arc<Plan>, String>> + Send>> + Send + Sync>;
+
+/// The plans whose agents a worker keeps built at most.
+const KEPT_RUNS: usize = 64;
+
+/// Claims attempts from the queue and carries them out.
+pub struct Worker {
+    id: String,
+    concurrency: usize,
+    runtimes: Vec<String>,
+    leases: Leases,
+    plans: Plans,
+}
+
+/// What a worker did, counted as it goes.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Attempts whose reply the queue accepted.
+    pub done: AtomicU64,
+    /// Replies refused because the claim was no longer current (expired or taken over).
+    pub refused: AtomicU64,
+    /// Attempts stopped because their claim could not be renewed.
+    pub lost: AtomicU64,
+}
+
+impl Worker {
+    /// A worker named `id` (unique in the cluster) that reads runs' plans with `plans`: 8
+    /// attempts at a time, every remote runtime, the default leases.
+    pub fn new(id: impl Into<String>, plans: Plans) -> Self {
+        Worker {
+            id: id.into(),
+            concurrency: 8,
+            runtimes: REMOTE_RUNTIMES.iter().map(|&r| r.to_owned()).collect(),
+            leases: Leases::default(),
+            plans,
+        }
+    }
+
+    /// Carries out at most `n` attempts at a time (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Claims only attempts of agents with these runtimes.
+    pub fn runtimes(mut self, runtimes: Vec<String>) -> Self {
+        self.runtimes = runtimes;
+        self
+    }
+
+    /// Uses these lease timings.
+    pub fn leases(mut self, leases: Leases) -> Self {
+        self.leases = leases;
+        self
+    }
+
+    /// Works the queue at `url` until `stop` fires; attempts still running then are stopped and
+    /// given back to the queue. Returns what it did.
+    pub async fn run(self, url: &str, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
+        let (client, mut notes) = connect(url, &[queue::QUEUED]).await?;
+        queue::migrate(&client).await?;
+        let shared = Arc::new(Shared {
+            client,
+            id: self.id,
+            leases: self.leases,
+            plans: self.plans,
+            agents: Mutex::new(HashMap::new()),
+            tally: Arc::new(Tally::default()),
+        });
+        let mut running = JoinSet::new();
+        loop {
+            while running.try_join_next().is_some() {}
+            let free = self.concurrency.saturating_sub(running.len());
+            let mut full = true;
+            if free > 0 {
+                let claimed =
+                    queue::claim(&shared.client, &shared.id, free, &self.runtimes, shared.leases.lease).await?;
+                full = claimed.len() == free;
+                for row in claimed {
+                    running.spawn(Arc::clone(&shared).execute(row, stop.child_token()));
+                }
+            }
+            // With every slot taken, only a finished attempt is news; otherwise a queued one is
+            // too, announced or found by polling.
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => break,
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+                note = notes.recv(), if !full => {
+                    if note.is_none() {
+                        return Err(ClusterError::Connect("the connection to the attempts queue was lost".to_owned()));
+                    }
+                    // One claim answers every announcement that arrived meanwhile.
+                    while notes.try_recv().is_ok() {}
+                }
+                () = tokio::time::sleep(shared.leases.poll), if !full => {}
+            }
+        }
+        while running.join_next().await.is_some() {}
+        Ok(Arc::clone(&shared.tally))
+    }
+}
+
+/// What every attempt of a worker shares.
+struct Shared {
+    client: Client,
+    id: String,
+    leases: Leases,
+    plans: Plans,
+    /// The agents of the runs seen lately, by run id.
+    agents: Mutex<HashMap<String, Agents>>,
+    tally: Arc<Tally>,
+}
+
+impl Shared {
+    /// Carries out one claimed attempt: renews the claim while the agent works, stops the agent
+    /// when the claim is lost or the worker stops, and writes the reply back.
+    async fn execute(self: Arc<Self>, row: Claimed, stop: CancellationToken) {
+        let (run, task, attempt) = (row.run_id.clone(), row.request.task.clone(), row.request.attempt);
+        if row.reclaimed {
+            tracing::info!(worker = %self.id, run, task, attempt, "claimed an attempt whose earlier worker's lease expired");
+        }
+        let reply = match self.runtime(&row.run_id, &row.agent).await {
+            Ok(runtime) => {
+                let mark: Arc<str> = format!("{run}/{task}/{attempt}").into();
+                // Stopping drops the work, which kills its programs; the agent is never told to
+                // cancel, which would make a reply of it.
+                let work = crate::process::marked(mark, runtime.run(row.request, CancellationToken::new()));
+                tokio::select! {
+                    // A reply ready together with a failed renewal is still offered: the queue decides.
+                    biased;
+                    reply = work => reply,
+                    () = self.keep_claim(row.id, row.claim) => {
+                        self.tally.lost.fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "worker {}: lost the claim on attempt {attempt} of task `{task}` of run `{run}` \
+                             (its lease expired or was taken over): the attempt was stopped and its result refused",
+                            self.id
+                        );
+                        return;
+                    }
+                    () = stop.cancelled() => {
+                        if let Err(error) = queue::release(&self.client, row.id, row.claim).await {
+                            tracing::warn!(%error, "cannot give an attempt back to the queue");
+                        }
+                        return;
+                    }
+                }
+            }
+            Err(reason) => Reply::refused(reason),
+        };
+        match queue::finish(&self.client, row.id, row.claim, &reply).await {
+            Ok(true) => {
+                self.tally.done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {
+                self.tally.refused.fetch_add(1, Ordering::Relaxed);
+                eprintln!(
+                    "worker {}: the result of attempt {attempt} of task `{task}` of run `{run}` was refused: \
+                     the claim expired or was taken over, so another worker runs it",
+                    self.id
+                );
+            }
+            Err(error) => tracing::warn!(%error, run, task, attempt, "cannot write the result of an attempt"),
+        }
+    }
+
+    /// Renews the claim every renewal period; returns when a renewal is refused.
+    async fn keep_claim(&self, id: i64, claim: i64) {
+        loop {
+            tokio::time::sleep(self.leases.renew).await;
+            match queue::renew(&self.client, id, claim, self.leases.lease).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(error) => tracing::warn!(%error, "cannot renew a claim; trying again"),
+            }
+        }
+    }
+
+    /// The runtime of `agent` in run `run`, from the run's plan (read again when the agent is
+    /// new to the agents kept: a replan may have added it).
+    async fn runtime(&self, run: &str, agent: &str) -> Result<Arc<dyn AgentRuntime>, String> {
+        if let Some(runtime) = self.kept().get(run).and_then(|agents| agents.agent(agent)) {
+            return Ok(runtime);
+        }
+        let plan = (self.plans)(run.to_owned()).await?;
+        let llm = OnceLock::new();
+        let agents = Agents::for_plan(&plan, &Registry::builtin(), &|name: &str| {
+            llm.get_or_init(|| LlmAgents::new(&plan)).runtime(name)
+        });
+        let runtime = agents.agent(agent).ok_or_else(|| format!("run `{run}` has no agent `{agent}`"))?;
+        let mut kept = self.kept();
+        if kept.len() >= KEPT_RUNS {
+            kept.clear();
+        }
+        kept.insert(run.to_owned(), agents);
+        Ok(runtime)
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, Agents>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
