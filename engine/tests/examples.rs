@@ -5,9 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use engine::driver::Driver;
-use engine::store::{JsonlStore, MemoryStore};
+use engine::store::JsonlStore;
 use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -80,7 +83,7 @@ async fn repo_report_measures_every_crate_and_its_log_folds_to_the_same_state() 
 #[tokio::test(flavor = "multi_thread")]
 async fn offline_example_succeeds_after_its_retry() {
     let plan = load("offline.yaml");
-    let store = MemoryStore::new();
+    let store = TestStore::new("offline");
     let driver = Driver::new("offline".into(), store.clone(), &[], examples());
     let state = driver.run(Command::Start(Start::plan(plan)), CancellationToken::new()).await.expect("driven");
 

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use engine::driver::{Driver, DriverError};
 use engine::event::ErrorClass;
-use engine::store::MemoryStore;
 use engine::{Command, EngineError, Event, Handler, Outcome, Record, RunState, RunStatus, Scope, Start, TaskStatus};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 fn plan(yaml: &str) -> Arc<manifest::Plan> {
     let loaded = manifest::load_str("t.yaml", "t", yaml, &|_| true);
@@ -27,7 +29,7 @@ fn mock_plan(responses: &str, workflow: &str, control: &str) -> Arc<manifest::Pl
     ))
 }
 
-fn events(store: &MemoryStore) -> Vec<Event> {
+fn events(store: &TestStore) -> Vec<Event> {
     store.records().into_iter().map(|r| r.event).collect()
 }
 
@@ -55,7 +57,7 @@ fn trace(events: &[Event]) -> Vec<String> {
 
 /// Drives the run in `store` with `first` until it ends or pauses; five (virtual, when the
 /// clock is paused) seconds is a liveness bound.
-async fn drive(store: &MemoryStore, first: Command) -> Result<RunState, DriverError> {
+async fn drive(store: &TestStore, first: Command) -> Result<RunState, DriverError> {
     let records = store.records();
     let driver = Driver::new("run".into(), store.clone(), &records, std::env::temp_dir());
     tokio::time::timeout(Duration::from_secs(5), driver.run(first, CancellationToken::new()))
@@ -63,7 +65,7 @@ async fn drive(store: &MemoryStore, first: Command) -> Result<RunState, DriverEr
         .expect("the run neither ended nor paused")
 }
 
-async fn start(store: &MemoryStore, plan: &Arc<manifest::Plan>) -> RunState {
+async fn start(store: &TestStore, plan: &Arc<manifest::Plan>) -> RunState {
     drive(store, Command::Start(Start::plan(Arc::clone(plan)))).await.expect("the run is driven")
 }
 
@@ -78,7 +80,7 @@ fn completed_summary(events: &[Event]) -> &str {
     }
 }
 
-fn assert_folds(store: &MemoryStore, state: &RunState) {
+fn assert_folds(store: &TestStore, state: &RunState) {
     assert_eq!(&RunState::fold(&events(store)), state, "the log folds to the live state");
 }
 
@@ -90,7 +92,7 @@ async fn fail_fails_the_run_and_cancels_running_siblings() {
          - {id: c, agent: m, input: z, depends_on: [a]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
@@ -140,7 +142,7 @@ async fn skip_lets_dependents_run_and_they_see_the_skipped_status() {
          - {id: b, agent: m, input: \"a is {{ tasks.a.status }}\", depends_on: [a]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(
@@ -169,7 +171,7 @@ async fn retry_succeeds_on_the_second_attempt() {
         "    - {id: a, agent: m, input: x, on_failure: {action: retry, max_attempts: 3, backoff: 100ms}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(
         trace(&events(&store)),
@@ -198,7 +200,7 @@ async fn retry_delays_double_up_to_max_backoff() {
          max_backoff: 250ms}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let delays: Vec<(u32, u64, Option<u64>)> = events(&store)
         .iter()
@@ -226,7 +228,7 @@ async fn retry_exhausted_then_skip_makes_the_run_partial() {
          - {id: b, agent: m, input: \"after {{ tasks.a.status }}\", depends_on: [a]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(
         trace(&events(&store)),
@@ -258,7 +260,7 @@ async fn retry_exhausted_then_fail_fails_the_run() {
          - {id: b, agent: m, input: why, depends_on: [a]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(
         trace(&events(&store)),
@@ -287,7 +289,7 @@ async fn a_replan_splices_in_the_planners_tasks_in_place_of_the_failed_one_and_i
          - {id: b, agent: m, input: yy, depends_on: [a]}",
         "{planner: m}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
@@ -314,7 +316,7 @@ async fn a_replacement_that_stays_invalid_after_one_repair_fails_the_task() {
         "    - {id: a, agent: m, input: x, on_failure: replan}\n    - {id: b, agent: m, input: yy}",
         "{planner: m}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     let reason = log.iter().find_map(|e| match e {
@@ -336,7 +338,7 @@ async fn replanning_past_max_replans_fails_the_run_saying_why() {
         "    - {id: a, agent: m, input: x, on_failure: replan}",
         "{planner: m, max_replans: 1}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
     assert_eq!(state.replans, 1);
@@ -353,7 +355,7 @@ async fn a_critical_task_that_exhausts_its_retries_fails_the_run() {
          - {id: b, agent: m, input: why}",
         "{max_concurrency: 1}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
@@ -371,7 +373,7 @@ async fn a_clarification_pauses_only_its_task_and_the_answer_goes_into_the_next_
          - {id: d, agent: m, input: \"after {{ tasks.a.output }}\", depends_on: [a]}",
         "{max_concurrency: 1}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(
         trace(&events(&store)),
@@ -425,7 +427,7 @@ async fn a_clarification_in_an_early_phase_pauses_a_phased_run() {
          - {id: c, agent: m, input: next, depends_on: [b]}",
         "{strategy: phased}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Paused, "{:?}", trace(&log));
@@ -444,7 +446,7 @@ const REVIEW: &str = "    - {id: draft, agent: m, input: the draft}\n    \
 #[tokio::test(start_paused = true)]
 async fn an_approved_review_lets_dependents_run() {
     let plan = mock_plan("{}", &REVIEW.replace("POLICY", "on_failure: fail"), "{}");
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(
@@ -476,7 +478,7 @@ async fn a_rejected_review_applies_its_failure_policy() {
         ("on_failure: skip", Outcome::Partial, TaskStatus::Succeeded),
     ] {
         let plan = mock_plan("{}", &REVIEW.replace("POLICY", policy), "{}");
-        let store = MemoryStore::new();
+        let store = TestStore::new("run");
         start(&store, &plan).await;
         let decide = Command::Decide { task: "review".into(), approved: false, comment: Some("tone".into()) };
         let mut state = drive(&store, decide).await.expect("decided");
@@ -498,7 +500,7 @@ async fn a_rejected_review_applies_its_failure_policy() {
 #[tokio::test]
 async fn cancel_ends_the_run_and_later_commands_are_refused() {
     let plan = mock_plan("{}", "    - {id: a, agent: slow, input: x}\n    - {id: b, agent: m, input: why}", "{}");
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let driver = Driver::new("run".into(), store.clone(), &[], std::env::temp_dir()).observe(Box::new(
@@ -542,7 +544,7 @@ async fn a_template_reading_a_missing_json_field_fails_without_retrying() {
          on_failure: {action: retry, max_attempts: 3, backoff: 1ms}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(
@@ -575,7 +577,7 @@ async fn continue_after_a_crash_redispatches_only_the_unfinished_task() {
     let done = Command::Succeeded { task: "a".into(), attempt: 1, output: "one".into(), tokens: None, duration_ms: 1 };
     log.extend(machine.process(done).expect("a done"));
     assert_eq!(trace(&log), ["RunCreated", "TaskDispatched a#1", "TaskSucceeded a#1", "TaskDispatched b#1"]);
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let records: Vec<Record> = log
         .into_iter()
         .zip(1..)
@@ -615,7 +617,7 @@ async fn reused_outputs_are_recorded_and_never_dispatched() {
         reuse: BTreeMap::from([("a".to_owned(), "old".to_owned())]),
         ..Start::plan(Arc::clone(&plan))
     };
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = drive(&store, Command::Start(start)).await.expect("driven");
     let log = events(&store);
     assert_eq!(
@@ -643,7 +645,7 @@ async fn phased_runs_phase_by_phase_and_one_unit_at_a_time() {
          s100: {{runtime: mock, latency: 100ms}}\n    s10: {{runtime: mock, latency: 10ms}}\n  workflow:\n{workflow}  \
          control_logic: {{strategy: phased}}\n"
     ));
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     let log = events(&store);
@@ -696,7 +698,7 @@ async fn sequential_goes_on_after_a_task_skipped_before_it_reached_an_agent() {
          - {id: b, agent: m, input: last}",
         "{strategy: sequential}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(
         trace(&events(&store)),
@@ -720,7 +722,7 @@ async fn sequential_goes_on_after_a_task_skipped_before_it_reached_an_agent() {
 async fn a_review_does_not_stall_a_sequential_run() {
     let plan =
         mock_plan("{}", "    - {id: check, type: human_review, prompt: go?}\n    - {id: a, agent: m, input: x}", "{}");
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let start = Start { strategy: Some(manifest::plan::Strategy::Sequential), ..Start::plan(plan) };
     let state = drive(&store, Command::Start(start)).await.expect("driven");
     assert_eq!(
@@ -741,7 +743,7 @@ async fn approving_the_last_review_while_paused_lets_the_run_complete() {
          - {id: review, type: human_review, depends_on: [draft], prompt: fine?}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     assert_eq!(start(&store, &plan).await.status, RunStatus::Paused);
     drive(&store, Command::Decide { task: "review".into(), approved: true, comment: None }).await.expect("decided");
     let before = store.records().len();
@@ -759,7 +761,7 @@ async fn a_failed_verification_is_a_failed_attempt_whose_reason_goes_into_the_re
          required: [x]}}\n      on_failure: {action: retry, max_attempts: 2, backoff: 10ms}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
@@ -789,7 +791,7 @@ async fn a_gate_output_never_exceeds_its_cap_and_the_compaction_is_recorded() {
          - {id: w, agent: m, input: '{{ tasks.g.output }}', depends_on: [g]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     let gate = state.tasks[state.index_of("g").expect("g")].output.clone().expect("the gate's output");
@@ -815,7 +817,7 @@ async fn each_task_sees_a_context_summary_that_holds_the_outputs_before_it() {
          - {id: c, agent: m, input: 'So far: {{ context_summary }}', depends_on: [b]}",
         "{summary_budget: 200}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let input = state.tasks[2].input.clone().expect("c ran");
     assert!(input.contains("## a") && input.contains("12.5 million") && input.contains("## b"), "{input}");
@@ -831,7 +833,7 @@ async fn a_spent_token_budget_stops_dispatching_and_fails_the_run_saying_why() {
          enough input to go past the budget', depends_on: [a], critical: true}",
         "{token_budget: 6}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed), "{:?}", trace(&log));
@@ -852,7 +854,7 @@ async fn a_phase_out_of_turns_ends_the_run_partial_when_only_non_critical_work_i
          10ms, then: skip}}\n    - {id: b, agent: m, input: yy}",
         "{max_turns_per_phase: 2}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Partial), "{:?}", trace(&log));
@@ -872,7 +874,7 @@ async fn a_compactor_agent_rewrites_the_context_summary_after_each_task() {
          - {id: c, agent: work, input: 'Summary: {{ context_summary }}', depends_on: [b]}\n  \
          control_logic: {compactor: squeeze}\n",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(state.tasks[2].input.as_deref(), Some("Summary: A and B in short"));
@@ -893,7 +895,7 @@ async fn an_answered_question_does_not_use_up_a_retry() {
         "    - {id: a, agent: m, input: report, on_failure: {action: retry, max_attempts: 2, backoff: 10ms}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Paused);
     drive(&store, Command::Answer { task: "a".into(), text: "2024".into() }).await.expect("answered");
@@ -912,7 +914,7 @@ async fn retry_on_transient_sends_an_agents_failure_straight_to_then() {
          retry_on: transient}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(
@@ -933,7 +935,7 @@ async fn retry_on_transient_retries_a_timeout() {
          then: skip, retry_on: transient}}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(
@@ -962,7 +964,7 @@ async fn every_result_names_the_seq_of_its_dispatch() {
          - {id: b, agent: m, input: z, depends_on: [a]}",
         "{}",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let records = store.records();
     let links: Vec<(String, Option<u64>)> = records
@@ -1025,7 +1027,7 @@ async fn a_command_agents_non_zero_exit_is_not_transient() {
          - {id: a, agent: bad, input: x, on_failure: {action: retry, max_attempts: 3, backoff: 1ms, then: skip, \
          retry_on: transient}}\n",
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let state = start(&store, &plan).await;
     let log = events(&store);
     assert_eq!(

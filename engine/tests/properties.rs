@@ -9,12 +9,14 @@ use std::sync::Arc;
 
 use engine::driver::Driver;
 use engine::event::ErrorClass;
-use engine::store::MemoryStore;
 use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start, TaskStatus};
 use manifest::plan::Strategy;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 /// What happens when an attempt of a task fails.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -416,19 +418,20 @@ fn run_machine(spec: &Spec, choices: &[(u16, bool)]) -> Result<(Vec<Event>, RunS
     Ok((log, state))
 }
 
-/// Runs the plan through the driver with mock agents on a paused clock.
+/// Runs the plan through the driver with mock agents on a paused clock; the log is the one
+/// the store gives back (PostgreSQL's when it answers).
 fn run_driver(spec: &Spec) -> (Vec<Event>, RunState) {
     let plan = spec.plan();
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().expect("a runtime");
-    let store = MemoryStore::new();
+    let store = TestStore::new("p");
     let driver = Driver::new("p".into(), store.clone(), &[], std::env::temp_dir());
     let run = driver.run(spec.start(&plan), CancellationToken::new());
     let state = runtime
         .block_on(async { tokio::time::timeout(std::time::Duration::from_secs(3600), run).await })
         .expect("the run ends")
         .expect("the run is driven");
-    let records = store.records();
+    let records = store.read_back();
     let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
     (records.into_iter().map(|r| r.event).collect(), state)

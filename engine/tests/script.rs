@@ -6,9 +6,11 @@ use std::sync::Arc;
 use engine::clock::Clock;
 use engine::driver::Driver;
 use engine::script::Scripts;
-use engine::store::MemoryStore;
 use engine::{Command, Event, Outcome, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 const PLAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  providers:\n    \
                     nowhere: {base_url: 'http://127.0.0.1:9/v1', model: m}\n  agent_definitions:\n    \
@@ -25,7 +27,7 @@ async fn scripted_agents_answer_in_virtual_time_from_the_epoch() {
     let plan = Arc::new(manifest::load_str("p.yaml", "p", PLAN, &|_| true).plan.expect("the plan loads"));
     let test = manifest::plan_test::load_test_str("s.test.yaml", SCENARIO).test.expect("the scenario reads");
     let scripts = Scripts::new(&plan, &test.overrides);
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let driver = Driver::new("run".into(), store.clone(), &[], std::env::temp_dir())
         .with_clock(Clock::virtual_from(0))
         .with_jitter_seed(7);

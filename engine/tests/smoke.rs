@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use engine::driver::Driver;
-use engine::store::MemoryStore;
 use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 fn plan(yaml: &str) -> Arc<manifest::Plan> {
     let loaded = manifest::load_str("test.yaml", "test", yaml, &|_| true);
@@ -32,7 +34,7 @@ spec:
     - {id: c, agent: echo, input: "{{ tasks.a.output }} / {{ tasks.b.output }}", depends_on: [a, b]}
 "#,
     );
-    let store = MemoryStore::new();
+    let store = TestStore::new("run-1");
     let driver = Driver::new("run-1".into(), store.clone(), &[], std::env::temp_dir());
     let start = Command::Start(Start::plan(plan));
     let state = driver.run(start, CancellationToken::new()).await.expect("the run is driven");

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use engine::driver::{Driver, DriverError};
-use engine::store::MemoryStore;
 use engine::{Command, EngineError, Handler, RunState, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 /// A plan whose tasks `b` and `c` depend on each other; loaded despite its `plan::cycle` error.
 fn cyclic() -> Arc<manifest::Plan> {
@@ -46,7 +48,7 @@ fn start_with_a_cyclic_plan_is_refused_and_the_run_stays_new() {
 
 #[tokio::test]
 async fn the_driver_refuses_a_cyclic_plan_and_records_nothing() {
-    let store = MemoryStore::new();
+    let store = TestStore::new("cyclic");
     let driver = Driver::new("cyclic".into(), store.clone(), &[], std::env::temp_dir());
     let result = driver.run(Command::Start(Start::plan(cyclic())), CancellationToken::new()).await;
     assert!(matches!(result, Err(DriverError::Refused(EngineError::Cycle { .. }))), "{result:?}");

@@ -24,6 +24,7 @@ use crate::background::Background;
 pub mod api;
 mod background;
 mod otlp;
+pub mod pg;
 pub mod process;
 mod real_server;
 

@@ -20,8 +20,9 @@ use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
+use super::check::{Checker, DAMAGED};
 use super::{Durable, EventStore, StoreError};
-use crate::event::{Event, Record, SCHEMA_VERSION};
+use crate::event::{Event, Record};
 
 type Batch = (Vec<Record>, oneshot::Sender<Result<(), StoreError>>);
 
@@ -244,7 +245,7 @@ impl EventStore for JsonlStore {
 fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
     let file = File::open(path).map_err(io("open", path))?;
     let mut reader = BufReader::new(file);
-    let mut checker = Checker { path, records: Vec::new() };
+    let mut checker = Checker::new(path.display().to_string());
     let mut good_len = 0u64;
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -282,101 +283,5 @@ fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
             path.display()
         )
     });
-    Ok((Loaded { records: checker.records, warning }, good_len))
-}
-
-/// The hint for a log that was edited or damaged.
-const DAMAGED: &str = "runner drops only a torn last line by itself; this log was changed by hand or damaged: \
-                       restore it from a copy, or keep only the lines before this one to continue from there";
-
-/// The hint for a log written by a newer runner.
-const NEWER: &str = "the log was probably written by a newer runner: read it with that version; this one \
-                     cannot rebuild the run's state from it and will not guess";
-
-/// Checks each record against what the log promises (docs/events.md): it starts with a
-/// `RunCreated` of a known schema at `seq` 1, `seq` grows by one, and every record is of the
-/// same run.
-struct Checker<'a> {
-    path: &'a Path,
-    records: Vec<Record>,
-}
-
-impl Checker<'_> {
-    fn corrupt(&self, line: usize, reason: String, hint: &'static str) -> StoreError {
-        StoreError::Corrupt { path: self.path.display().to_string(), line, reason, hint }
-    }
-
-    fn accept(&mut self, record: Record, line: usize) -> Result<(), StoreError> {
-        let created = matches!(record.event, Event::RunCreated { .. });
-        match self.records.last() {
-            None if record.seq != 1 => {
-                return Err(self.corrupt(line, format!("the first record has seq {}, not 1", record.seq), DAMAGED));
-            }
-            None if !created => {
-                let reason = format!("the first record is a `{}`, not the run's `RunCreated`", name(&record.event));
-                return Err(self.corrupt(line, reason, DAMAGED));
-            }
-            None => {}
-            Some(last) => {
-                // Compared without adding, so no `seq` a damaged line holds can overflow.
-                let reason = match record.seq {
-                    seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
-                    seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
-                    seq if seq - 1 == last.seq => None,
-                    seq => Some(format!(
-                        "seq {seq} after seq {}: records {} to {} are missing",
-                        last.seq,
-                        last.seq + 1,
-                        seq - 1
-                    )),
-                };
-                if let Some(reason) = reason {
-                    return Err(self.corrupt(line, reason, DAMAGED));
-                }
-                if record.run_id != last.run_id {
-                    let reason = format!("a record of run `{}` in the log of run `{}`", record.run_id, last.run_id);
-                    return Err(self.corrupt(line, reason, DAMAGED));
-                }
-                if created {
-                    return Err(self.corrupt(line, "a second `RunCreated`".into(), DAMAGED));
-                }
-            }
-        }
-        if let Event::RunCreated { schema, .. } = &record.event
-            && !(1..=SCHEMA_VERSION).contains(schema)
-        {
-            let reason = format!("event schema version {schema}; this runner reads versions 1 to {SCHEMA_VERSION}");
-            return Err(self.corrupt(line, reason, NEWER));
-        }
-        self.records.push(record);
-        Ok(())
-    }
-
-    /// Says why a line of JSON is not a record: not an object, an unknown event type, or a
-    /// known one with a missing or wrong field.
-    fn not_a_record(&self, value: &serde_json::Value, error: &serde_json::Error, line: usize) -> StoreError {
-        let Some(object) = value.as_object() else {
-            let text: String = value.to_string().chars().take(40).collect();
-            return self.corrupt(line, format!("not an event record: `{text}`"), DAMAGED);
-        };
-        let Some(kind) = object.get("type").and_then(serde_json::Value::as_str) else {
-            return self.corrupt(line, format!("not an event record ({error})"), DAMAGED);
-        };
-        // Only an unknown type fails on the tag alone; a known one then misses its fields.
-        let probe = serde_json::json!({ "type": kind });
-        match serde_json::from_value::<Event>(probe) {
-            Err(probe) if probe.to_string().starts_with("unknown variant") => {
-                self.corrupt(line, format!("unknown event type `{kind}`"), NEWER)
-            }
-            _ => self.corrupt(line, format!("not a valid `{kind}` record ({error})"), DAMAGED),
-        }
-    }
-}
-
-/// An event's type, as written in its `type` field.
-fn name(event: &Event) -> String {
-    serde_json::to_value(event)
-        .ok()
-        .and_then(|value| value.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| "?".to_owned())
+    Ok((Loaded { records: checker.into_records(), warning }, good_len))
 }

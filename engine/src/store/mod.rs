@@ -1,8 +1,10 @@
-//! Event stores: where a run's records go. The core only sees the [`EventStore`] trait, so a
-//! database-backed store can be added without touching it.
+//! Event stores: where a run's records go. The core only sees the [`EventStore`] trait: the
+//! JSONL files of one machine, PostgreSQL for several, or memory.
 
+mod check;
 mod jsonl;
 mod memory;
+pub mod postgres;
 
 pub use jsonl::{JsonlStore, Loaded};
 pub use memory::MemoryStore;
@@ -49,6 +51,71 @@ pub enum StoreError {
     #[error("the event writer has stopped")]
     #[diagnostic(code(store::closed))]
     Closed,
+    /// The database could not be reached, or refused a statement.
+    #[error("{action} ({url}): {reason}")]
+    #[diagnostic(code(store::database))]
+    Database {
+        /// What was being done.
+        action: &'static str,
+        /// The database's URL, its password replaced by `***`.
+        url: String,
+        /// The database's or the network's reason.
+        reason: String,
+    },
+    /// Another process took the run's lease over: this one may no longer record into the run.
+    #[error("run `{run_id}`: another process took the run over (its lease is no longer this process's)")]
+    #[diagnostic(
+        code(store::fenced),
+        help("this process stopped recording; `runner status {run_id}` shows who drives the run now")
+    )]
+    Fenced {
+        /// The run.
+        run_id: String,
+    },
+    /// Records of these sequence numbers are in the store already: another writer recorded
+    /// into the run. Refused, never ignored.
+    #[error("run `{run_id}`: a record with seq {seq} is in the store already")]
+    #[diagnostic(code(store::conflict), help("another process recorded into this run; read it again"))]
+    Conflict {
+        /// The run.
+        run_id: String,
+        /// The first sequence number of the refused batch.
+        seq: u64,
+    },
+    /// A live process holds the run's lease.
+    #[error("run `{run_id}` is being driven by {owner} (its lease runs until {until})")]
+    #[diagnostic(
+        code(store::leased),
+        help(
+            "wait for it to end, or stop it with `runner cancel {run_id}`; a lease of a process that died ends by itself"
+        )
+    )]
+    Leased {
+        /// The run.
+        run_id: String,
+        /// The holder: host and process.
+        owner: String,
+        /// When its lease ends unless renewed.
+        until: String,
+    },
+    /// No run of this id.
+    #[error("no run `{run_id}` in {url}")]
+    #[diagnostic(code(store::not_found), help("`runner runs` lists the runs"))]
+    NotFound {
+        /// The run.
+        run_id: String,
+        /// The database's URL, its password replaced by `***`.
+        url: String,
+    },
+    /// A run of this id exists already.
+    #[error("a run `{run_id}` already exists in {url}")]
+    #[diagnostic(code(store::exists), help("choose another --run-id"))]
+    Exists {
+        /// The run.
+        run_id: String,
+        /// The database's URL, its password replaced by `***`.
+        url: String,
+    },
 }
 
 /// Appends a run's records durably, in order.

@@ -1,0 +1,376 @@
+//! The PostgreSQL store, for runs driven from several machines: a run's records are rows of
+//! `runner_events` and the run itself a row of `runner_runs`, which holds who drives it (a
+//! lease with a fence) and a cancel request (docs/events.md shows the tables).
+//!
+//! A [`Database`] is one connection, driven by a thread of its own, so it serves synchronous
+//! callers, any tokio runtime and the background work of leases alike. Its tables are made or
+//! brought up to date on connecting ([`migrate`]). A run is recorded into through a
+//! [`PgStore`], opened under a [`RunLease`]: every write checks that the lease's fence is still
+//! the run's, so a process whose lease was taken over can no longer record anything.
+
+mod lease;
+mod migrate;
+mod redact;
+mod writer;
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, broadcast};
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+pub use lease::{LeaseTimes, RunLease};
+pub use redact::redact;
+pub use writer::PgStore;
+
+use super::check::{Checker, DAMAGED};
+use super::{Loaded, StoreError};
+use crate::event::Record;
+
+/// The `NOTIFY` channel of cancel requests; the payload is the run id.
+pub const CANCEL_CHANNEL: &str = "runner_cancel";
+
+/// How long connecting may take before it is given up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection to the database that holds the runs; cheap to clone (clones share it).
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("url", &self.inner.url).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    client: Client,
+    /// The runtime of the connection's thread, where the writers and lease renewals run.
+    handle: tokio::runtime::Handle,
+    /// The URL with its password replaced by `***`.
+    url: String,
+    notifications: broadcast::Sender<Notification>,
+    /// The channels this connection `LISTEN`s to.
+    listening: Mutex<BTreeSet<String>>,
+    /// Dropped with the last clone, which ends the connection's thread.
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// A `NOTIFY` the connection received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    /// The channel.
+    pub channel: String,
+    /// The payload.
+    pub payload: String,
+}
+
+/// A run as `runner_runs` holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    /// The run id.
+    pub run_id: String,
+    /// The plan's name.
+    pub plan: String,
+    /// When the run was created, RFC 3339 in UTC with milliseconds.
+    pub created: String,
+    /// The status its last recorded run event gave it: `new`, `running`, `paused`,
+    /// `succeeded`, `failed`, `partial` or `cancelled`.
+    pub status: String,
+    /// The process that holds or last held the lease, if any.
+    pub owner: Option<String>,
+    /// Whether that lease is live now (by the database's clock).
+    pub leased: bool,
+    /// The fence of the last lease taken; each take adds one.
+    pub fence: i64,
+    /// Why a cancel was requested, when one is waiting to be honoured.
+    pub cancel_request: Option<String>,
+}
+
+impl Database {
+    /// Connects (no TLS), then creates or upgrades the tables. Errors name the URL with its
+    /// password hidden.
+    pub async fn connect(url: &str) -> Result<Database, StoreError> {
+        let shown = redact(url);
+        let failed = |action: &'static str, reason: String| StoreError::Database { action, url: shown.clone(), reason };
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|error| failed("read the database URL", redact(&error.to_string())))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| failed("start the database's runtime", error.to_string()))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("runner-postgres".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(|error| failed("start the database's thread", error.to_string()))?;
+        let (notifications, _) = broadcast::channel(1024);
+        let sender = notifications.clone();
+        let connected = handle.spawn(async move {
+            let (mut client, mut connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    if let AsyncMessage::Notification(note) = message {
+                        let note = Notification { channel: note.channel().into(), payload: note.payload().into() };
+                        let _ = sender.send(note);
+                    }
+                }
+            });
+            migrate::apply(&mut client).await.map(|()| client)
+        });
+        let client = match connected.await {
+            Ok(Ok(client)) => client,
+            Ok(Err(error)) => return Err(failed("connect to the database", reason(&error))),
+            Err(error) => return Err(failed("connect to the database", error.to_string())),
+        };
+        let inner = Inner { client, handle, url: shown, notifications, listening: Mutex::default(), _stop: stop };
+        Ok(Database { inner: Arc::new(inner) })
+    }
+
+    /// The URL, with its password replaced by `***`.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The connection, for queries of the engine's own tables.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// Runs `future` on the connection's thread, so it goes on whatever the caller's runtime does.
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner.handle.spawn(future)
+    }
+
+    /// A database error as a [`StoreError`].
+    pub fn error(&self, action: &'static str, error: &tokio_postgres::Error) -> StoreError {
+        StoreError::Database { action, url: self.inner.url.clone(), reason: reason(error) }
+    }
+
+    /// Records a new run (no events yet) and takes its lease; `store::exists` when the id is
+    /// taken.
+    pub async fn create_run(
+        &self,
+        run_id: &str,
+        plan: &str,
+        owner: &str,
+        times: LeaseTimes,
+    ) -> Result<RunLease, StoreError> {
+        lease::create(self, run_id, plan, owner, times).await
+    }
+
+    /// Takes the lease of an existing run that nobody holds (or whose holder let it expire):
+    /// the run's fence grows by one, which refuses every later write of an earlier holder.
+    /// `store::leased` names the live holder, `store::not_found` a missing run.
+    pub async fn take_lease(&self, run_id: &str, owner: &str, times: LeaseTimes) -> Result<RunLease, StoreError> {
+        lease::take(self, run_id, owner, times).await
+    }
+
+    /// A store that appends to the run of `lease`, as long as the lease is the run's.
+    pub fn store(&self, lease: &RunLease) -> PgStore {
+        PgStore::spawn(self, lease.run_id(), lease.fence())
+    }
+
+    /// One run's row; `store::not_found` when there is none.
+    pub async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
+        let rows = self
+            .client()
+            .query(&format!("{RUN_ROW} WHERE run_id = $1"), &[&run_id])
+            .await
+            .map_err(|e| self.error("read the run", &e))?;
+        rows.first().map(run_row).ok_or_else(|| self.not_found(run_id))
+    }
+
+    /// Every run, newest first.
+    pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = self
+            .client()
+            .query(&format!("{RUN_ROW} ORDER BY created DESC, run_id DESC"), &[])
+            .await
+            .map_err(|e| self.error("list the runs", &e))?;
+        Ok(rows.iter().map(run_row).collect())
+    }
+
+    /// A run's records in order, checked as the JSONL store checks a log (docs/events.md): a
+    /// record that breaks a promise is `store::corrupt`, naming its row. A run without records
+    /// (created, never started) gives none.
+    pub async fn load(&self, run_id: &str) -> Result<Loaded, StoreError> {
+        self.run(run_id).await?;
+        let rows = self
+            .client()
+            .query("SELECT seq, record FROM runner_events WHERE run_id = $1 ORDER BY seq", &[&run_id])
+            .await
+            .map_err(|e| self.error("read the run's records", &e))?;
+        let mut checker = Checker::new(format!("{} run `{run_id}` row", self.url()));
+        for (i, row) in rows.iter().enumerate() {
+            let line = i + 1;
+            let seq: i64 = row.get(0);
+            let text: &str = row.get(1);
+            match serde_json::from_str::<Record>(text) {
+                Ok(record) if i64::try_from(record.seq).ok() != Some(seq) => {
+                    let reason = format!("the record says seq {} but is stored as seq {seq}", record.seq);
+                    return Err(checker.corrupt(line, reason, DAMAGED));
+                }
+                Ok(record) if *record.run_id != *run_id => {
+                    let reason = format!("a record of run `{}` among the records of run `{run_id}`", record.run_id);
+                    return Err(checker.corrupt(line, reason, DAMAGED));
+                }
+                Ok(record) => checker.accept(record, line)?,
+                Err(error) => match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(value) => return Err(checker.not_a_record(&value, &error, line)),
+                    Err(error) => return Err(checker.corrupt(line, format!("not JSON: {error}"), DAMAGED)),
+                },
+            }
+        }
+        Ok(Loaded { records: checker.into_records(), warning: None })
+    }
+
+    /// The records of a run after `seq`, in order, for following a live run; unchecked beyond
+    /// being records of this run.
+    pub async fn records_after(&self, run_id: &str, seq: u64) -> Result<Vec<Record>, StoreError> {
+        let after = i64::try_from(seq).unwrap_or(i64::MAX);
+        let rows = self
+            .client()
+            .query(
+                "SELECT seq, record FROM runner_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
+                &[&run_id, &after],
+            )
+            .await
+            .map_err(|e| self.error("read the run's records", &e))?;
+        let place = format!("{} run `{run_id}` seq", self.url());
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.get(0);
+                serde_json::from_str::<Record>(row.get(1)).map_err(|error| StoreError::Corrupt {
+                    path: place.clone(),
+                    line: usize::try_from(seq).unwrap_or(0),
+                    reason: format!("not an event record ({error})"),
+                    hint: DAMAGED,
+                })
+            })
+            .collect()
+    }
+
+    /// Asks whoever drives the run to cancel it: the request is kept in the run's row and
+    /// announced with `NOTIFY` on [`CANCEL_CHANNEL`].
+    pub async fn request_cancel(&self, run_id: &str, reason: &str) -> Result<(), StoreError> {
+        let asked = self
+            .client()
+            .query(
+                "WITH asked AS (UPDATE runner_runs SET cancel_request = $2 WHERE run_id = $1 RETURNING run_id) \
+                 SELECT pg_notify($3, run_id) FROM asked",
+                &[&run_id, &reason, &CANCEL_CHANNEL],
+            )
+            .await
+            .map_err(|e| self.error("ask for the cancel", &e))?;
+        if asked.is_empty() { Err(self.not_found(run_id)) } else { Ok(()) }
+    }
+
+    /// Forgets a run's cancel request (a process starting to drive the run does, as a new
+    /// `runner apply` removes an old `cancel` file).
+    pub async fn clear_cancel(&self, run_id: &str) -> Result<(), StoreError> {
+        self.client()
+            .execute("UPDATE runner_runs SET cancel_request = NULL WHERE run_id = $1", &[&run_id])
+            .await
+            .map_err(|e| self.error("clear the cancel request", &e))?;
+        Ok(())
+    }
+
+    /// Waits until someone asks to cancel the run and returns why: woken by `NOTIFY`, and
+    /// looking every `poll` as well, in case a notification was missed.
+    pub async fn cancel_requested(&self, run_id: &str, poll: Duration) -> Result<String, StoreError> {
+        let mut notes = self.listen(CANCEL_CHANNEL).await?;
+        loop {
+            if let Some(reason) = self.run(run_id).await?.cancel_request {
+                return Ok(reason);
+            }
+            let _ = tokio::time::timeout(poll, async {
+                loop {
+                    match notes.recv().await {
+                        Ok(note) if note.payload == run_id => return,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => return,
+                        Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                    }
+                }
+            })
+            .await;
+        }
+    }
+
+    /// `LISTEN`s to `channel` (once per connection) and returns a receiver of every
+    /// notification from then on.
+    pub async fn listen(&self, channel: &str) -> Result<broadcast::Receiver<Notification>, StoreError> {
+        let receiver = self.inner.notifications.subscribe();
+        let mut listening = self.inner.listening.lock().await;
+        if !listening.contains(channel) {
+            let quoted = format!("\"{}\"", channel.replace('"', "\"\""));
+            self.client()
+                .batch_execute(&format!("LISTEN {quoted}"))
+                .await
+                .map_err(|e| self.error("listen for notifications", &e))?;
+            listening.insert(channel.to_owned());
+        }
+        Ok(receiver)
+    }
+
+    fn not_found(&self, run_id: &str) -> StoreError {
+        StoreError::NotFound { run_id: run_id.to_owned(), url: self.inner.url.clone() }
+    }
+}
+
+/// The columns of a [`RunRow`], in its order.
+const RUN_ROW: &str = "SELECT run_id, plan, \
+                       to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), status, owner, \
+                       coalesce(lease_until > now(), false), fence, cancel_request FROM runner_runs";
+
+fn run_row(row: &tokio_postgres::Row) -> RunRow {
+    RunRow {
+        run_id: row.get(0),
+        plan: row.get(1),
+        created: row.get(2),
+        status: row.get(3),
+        owner: row.get(4),
+        leased: row.get(5),
+        fence: row.get(6),
+        cancel_request: row.get(7),
+    }
+}
+
+/// A database error's reason: the server's message when it sent one, with its detail.
+fn reason(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({detail})", db.message()),
+            None => db.message().to_owned(),
+        },
+        None => redact(&error.to_string()),
+    }
+}
+
+/// Who this process is, as a lease's owner and messages name it: `<host> pid <pid>`.
+pub fn this_process() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_owned())
+        .filter(|host| !host.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host} pid {}", std::process::id())
+}

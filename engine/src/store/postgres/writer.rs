@@ -1,0 +1,140 @@
+//! Appending a run's records: a writer task on the connection's thread takes every batch
+//! queued so far and writes them all with one statement (one round trip, one transaction),
+//! then acknowledges them all (group commit). The statement checks the run's fence, so a
+//! writer whose lease was taken over records nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::Database;
+use crate::event::{Event, Record};
+use crate::store::{Durable, EventStore, StoreError};
+
+type Batch = (Vec<Record>, oneshot::Sender<Result<(), StoreError>>);
+
+/// Appends one run's records to `runner_events` under a run lease, with group commit.
+#[derive(Debug)]
+pub struct PgStore {
+    sender: mpsc::UnboundedSender<Batch>,
+    transactions: Arc<AtomicU64>,
+}
+
+/// The records and the run's status in one statement: the update finds the run's row only
+/// while the fence is the writer's, and the insert takes its rows from that update, so a
+/// fenced-off writer inserts nothing. A unique violation on `(run_id, seq)` fails it whole.
+const APPEND: &str = "WITH fenced AS ( \
+                          UPDATE runner_runs SET status = coalesce($3, status) \
+                          WHERE run_id = $1 AND fence = $2 RETURNING run_id \
+                      ) \
+                      INSERT INTO runner_events (run_id, seq, record) \
+                      SELECT fenced.run_id, batch.seq, batch.record \
+                      FROM fenced, unnest($4::bigint[], $5::text[]) AS batch (seq, record)";
+
+/// The SQLSTATE of a unique violation.
+const UNIQUE_VIOLATION: &str = "23505";
+
+impl PgStore {
+    pub(super) fn spawn(db: &Database, run_id: &str, fence: i64) -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let transactions = Arc::new(AtomicU64::new(0));
+        db.spawn(write_loop(db.clone(), run_id.to_owned(), fence, receiver, Arc::clone(&transactions)));
+        PgStore { sender, transactions }
+    }
+
+    /// How many statements (each one transaction and one round trip) the writer has sent.
+    pub fn transactions(&self) -> u64 {
+        self.transactions.load(Ordering::Relaxed)
+    }
+}
+
+impl EventStore for PgStore {
+    fn append(&self, records: Vec<Record>) -> Durable {
+        let (ack, done) = oneshot::channel();
+        if self.sender.send((records, ack)).is_err() {
+            return Box::pin(std::future::ready(Err(StoreError::Closed)));
+        }
+        Box::pin(async move { done.await.unwrap_or(Err(StoreError::Closed)) })
+    }
+}
+
+async fn write_loop(
+    db: Database,
+    run_id: String,
+    fence: i64,
+    mut receiver: mpsc::UnboundedReceiver<Batch>,
+    transactions: Arc<AtomicU64>,
+) {
+    let statement = match db.client().prepare(APPEND).await {
+        Ok(statement) => statement,
+        Err(error) => {
+            let error = db.error("prepare the writes", &error);
+            while let Ok((_, ack)) = receiver.try_recv() {
+                let _ = ack.send(Err(error.clone()));
+            }
+            return;
+        }
+    };
+    while let Some(first) = receiver.recv().await {
+        let mut batches = vec![first];
+        while let Ok(batch) = receiver.try_recv() {
+            batches.push(batch);
+        }
+        let records = batches.iter().flat_map(|(records, _)| records);
+        let result = if records.clone().next().is_none() {
+            Ok(())
+        } else {
+            transactions.fetch_add(1, Ordering::Relaxed);
+            write(&db, &statement, &run_id, fence, records).await
+        };
+        let failed = result.is_err();
+        for (_, ack) in batches {
+            let _ = ack.send(result.clone());
+        }
+        if failed {
+            return;
+        }
+    }
+}
+
+async fn write<'a>(
+    db: &Database,
+    statement: &tokio_postgres::Statement,
+    run_id: &str,
+    fence: i64,
+    records: impl Iterator<Item = &'a Record> + Clone,
+) -> Result<(), StoreError> {
+    let mut seqs = Vec::new();
+    let mut texts = Vec::new();
+    for record in records.clone() {
+        seqs.push(i64::try_from(record.seq).unwrap_or(i64::MAX));
+        let text = serde_json::to_string(record).map_err(|error| StoreError::Database {
+            action: "encode a record",
+            url: db.url().to_owned(),
+            reason: error.to_string(),
+        })?;
+        texts.push(text);
+    }
+    let status = records.filter_map(|record| status_after(&record.event)).last();
+    match db.client().execute(statement, &[&run_id, &fence, &status, &seqs, &texts]).await {
+        Ok(0) => Err(StoreError::Fenced { run_id: run_id.to_owned() }),
+        Ok(_) => Ok(()),
+        Err(error) if error.code().is_some_and(|code| code.code() == UNIQUE_VIOLATION) => {
+            Err(StoreError::Conflict { run_id: run_id.to_owned(), seq: seqs.first().map_or(0, |&seq| seq as u64) })
+        }
+        Err(error) => Err(db.error("write the run's records", &error)),
+    }
+}
+
+/// The run status an event leaves the run in, for `runner_runs.status`; `None` for events
+/// that do not change it.
+fn status_after(event: &Event) -> Option<&'static str> {
+    match event {
+        Event::RunCreated { .. } | Event::RunResumed => Some("running"),
+        Event::RunPaused { .. } => Some("paused"),
+        Event::RunCancelled { .. } => Some("cancelled"),
+        Event::RunCompleted { status, .. } => Some(status.as_str()),
+        _ => None,
+    }
+}
