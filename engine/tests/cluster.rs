@@ -9,50 +9,10 @@ use std::time::Duration;
 use engine::cluster::{Leases, Plans, Remote, Worker};
 use engine::driver::Driver;
 use engine::store::MemoryStore;
+use engine::store::postgres::Database;
 use engine::{Command, Outcome, RunStatus, Start};
+use testkit::pg::TestDatabase;
 use tokio_util::sync::CancellationToken;
-
-/// A schema of its own on the test database, dropped at the end; `None` when no server
-/// answers (the test is then skipped, unless `RUNNER_REQUIRE_POSTGRES=1`).
-struct Schema {
-    url: String,
-    admin: tokio_postgres::Client,
-    name: String,
-}
-
-impl Schema {
-    async fn new() -> Option<Schema> {
-        let base = std::env::var("RUNNER_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let admin = match tokio_postgres::connect(&base, tokio_postgres::NoTls).await {
-            Ok((client, connection)) => {
-                tokio::spawn(connection);
-                client
-            }
-            Err(error) => {
-                assert!(
-                    std::env::var("RUNNER_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                    "RUNNER_REQUIRE_POSTGRES=1 but PostgreSQL does not answer: {error}"
-                );
-                eprintln!("skipped: PostgreSQL does not answer at {base}: {error}");
-                return None;
-            }
-        };
-        let name = format!("t_cluster_{}_{}", std::process::id(), rand_suffix());
-        admin.batch_execute(&format!("CREATE SCHEMA {name}")).await.expect("a schema for the test");
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-csearch_path%3D{name}");
-        Some(Schema { url, admin, name })
-    }
-
-    async fn drop(self) {
-        let _ = self.admin.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name)).await;
-    }
-}
-
-fn rand_suffix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos().into())
-}
 
 /// A folder with a script that logs the start and end of each run of it (with its input) to
 /// `log`, sleeping between; removed when dropped.
@@ -132,18 +92,19 @@ fn leases() -> Leases {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrency_limit_of_four_is_four_across_all_workers() {
-    let Some(schema) = Schema::new().await else { return };
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
     let folder = Folder::new("limit");
     let plan = plan(&folder.0, 24, "0.1", 4);
     let stop = CancellationToken::new();
     let workers: Vec<_> = (0..3)
         .map(|n| {
             let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(8).leases(leases());
-            let (url, stop) = (schema.url.clone(), stop.clone());
-            tokio::spawn(async move { worker.run(&url, stop).await })
+            let (db, stop) = (db.clone(), stop.clone());
+            tokio::spawn(async move { worker.run(&db, stop).await })
         })
         .collect();
-    let remote = Remote::connect(&schema.url, "run-limit", leases()).await.expect("the coordinator connects");
+    let remote = Remote::start(&db, "run-limit", leases()).await.expect("the coordinator connects");
     let store = MemoryStore::new();
     let driver = Driver::new("run-limit".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
@@ -161,12 +122,12 @@ async fn a_concurrency_limit_of_four_is_four_across_all_workers() {
     assert_eq!(log.lines().filter(|l| l.starts_with("start")).count(), 24, "{log}");
     let most = most_at_once(&log);
     assert!(most <= 4, "at most four ran at once in the cluster, saw {most}:\n{log}");
-    schema.drop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_claims_only_the_runtimes_it_accepts() {
-    let Some(schema) = Schema::new().await else { return };
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
     let folder = Folder::new("runtimes");
     let plan = plan(&folder.0, 6, "0", 6);
     let stop = CancellationToken::new();
@@ -174,12 +135,12 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
         let worker = Worker::new(id, plans_of(&plan))
             .runtimes(runtimes.iter().map(|&r| r.to_owned()).collect())
             .leases(leases());
-        let (url, stop) = (schema.url.clone(), stop.clone());
-        tokio::spawn(async move { worker.run(&url, stop).await })
+        let (db, stop) = (db.clone(), stop.clone());
+        tokio::spawn(async move { worker.run(&db, stop).await })
     };
     let llm_only = spawn("llm-only", &["llm"]);
     let commands = spawn("commands", &["command"]);
-    let remote = Remote::connect(&schema.url, "run-runtimes", leases()).await.expect("the coordinator connects");
+    let remote = Remote::start(&db, "run-runtimes", leases()).await.expect("the coordinator connects");
     let driver =
         Driver::new("run-runtimes".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
@@ -190,5 +151,4 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(llm_only.done.load(Ordering::Relaxed), 0);
     assert_eq!(commands.done.load(Ordering::Relaxed), 6);
-    schema.drop().await;
 }

@@ -31,6 +31,7 @@ mod survivors;
 mod telemetry;
 mod test;
 mod validate;
+mod worker;
 
 use std::process::ExitCode;
 

@@ -3,13 +3,12 @@
 //! [`Worker`] that claims attempts, holds a lease on each while it runs, and writes the reply
 //! back only while its claim is still current (fencing).
 
-mod connection;
+mod leases;
 mod queue;
 mod remote;
 mod worker;
 
-pub use connection::Leases;
-pub use queue::MIGRATION;
+pub use leases::Leases;
 pub use remote::Remote;
 pub use worker::{Plans, Tally, Worker};
 
@@ -20,10 +19,10 @@ pub const REMOTE_RUNTIMES: [&str; 3] = ["command", "llm", "http"];
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 #[non_exhaustive]
 pub enum ClusterError {
-    /// The database did not answer or refused the connection.
-    #[error("cannot connect to the attempts queue: {0}")]
-    #[diagnostic(code(cluster::connect), help("check the --store URL and that PostgreSQL is running"))]
-    Connect(String),
+    /// The connection to the database was lost.
+    #[error("the connection to the attempts queue was lost")]
+    #[diagnostic(code(cluster::lost))]
+    Lost,
     /// A statement on the queue failed.
     #[error("the attempts queue failed: {0}")]
     #[diagnostic(code(cluster::query))]
@@ -32,6 +31,12 @@ pub enum ClusterError {
 
 impl From<tokio_postgres::Error> for ClusterError {
     fn from(error: tokio_postgres::Error) -> Self {
+        ClusterError::Query(error.to_string())
+    }
+}
+
+impl From<crate::store::StoreError> for ClusterError {
+    fn from(error: crate::store::StoreError) -> Self {
         ClusterError::Query(error.to_string())
     }
 }

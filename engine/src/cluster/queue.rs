@@ -11,9 +11,6 @@ use tokio_postgres::Client;
 use super::ClusterError;
 use crate::runtime::{Attempt, Reply};
 
-/// The queue's table, as a migration.
-pub const MIGRATION: &str = include_str!("attempts.sql");
-
 /// The channel a queued (or released) attempt is announced on; the payload is its runtime.
 pub(crate) const QUEUED: &str = "runner_attempts";
 /// The channel an accepted reply is announced on; the payload is its run id.
@@ -33,14 +30,6 @@ pub(crate) struct Claimed {
     pub request: Attempt,
     /// Whether another worker held it before and its lease expired.
     pub reclaimed: bool,
-}
-
-/// Creates the table when it is missing; a transaction-scoped advisory lock keeps two processes
-/// starting at once from racing.
-pub(crate) async fn migrate(client: &Client) -> Result<(), ClusterError> {
-    let sql = format!("BEGIN; SELECT pg_advisory_xact_lock(7402011); {MIGRATION}; COMMIT;");
-    client.batch_execute(&sql).await?;
-    Ok(())
 }
 
 /// Queues an attempt of `run_id` for `agent` (whose runtime is `runtime`) and announces it.

@@ -6,13 +6,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, oneshot};
-use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{Leases, connect};
+use super::leases::Leases;
 use super::{ClusterError, REMOTE_RUNTIMES, queue};
 use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply};
+use crate::store::postgres::Database;
 
 /// The attempts queue as one run's coordinator uses it.
 #[derive(Clone)]
@@ -21,7 +22,7 @@ pub struct Remote {
 }
 
 struct Inner {
-    client: Client,
+    db: Database,
     run_id: String,
     /// The attempts queued and not yet answered, by row.
     waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
@@ -30,18 +31,17 @@ struct Inner {
 }
 
 impl Remote {
-    /// Connects to the queue at `url` for run `run_id`, creating the table if needed. Attempts
-    /// of the run still in the queue (left by a coordinator before this one) are withdrawn:
-    /// the run's log dispatches again whatever it does not record as finished.
-    pub async fn connect(url: &str, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
-        let (client, mut notes) = connect(url, &[queue::DONE]).await?;
-        queue::migrate(&client).await?;
-        let withdrawn = queue::withdraw_run(&client, run_id).await?;
+    /// The queue in `db` as run `run_id`'s coordinator uses it. Attempts of the run still in
+    /// the queue (left by a coordinator before this one) are withdrawn: the run's log
+    /// dispatches again whatever it does not record as finished.
+    pub async fn start(db: &Database, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
+        let mut notes = db.listen(queue::DONE).await?;
+        let withdrawn = queue::withdraw_run(db.client(), run_id).await?;
         if withdrawn > 0 {
             tracing::info!(run = run_id, withdrawn, "withdrew the attempts an earlier coordinator queued");
         }
         let inner = Arc::new(Inner {
-            client,
+            db: db.clone(),
             run_id: run_id.to_owned(),
             waiting: Mutex::new(HashMap::new()),
             wake: Notify::new(),
@@ -52,9 +52,9 @@ impl Remote {
                 let Some(inner) = weak.upgrade() else { return };
                 tokio::select! {
                     note = notes.recv() => match note {
-                        Some(note) if note.payload() != inner.run_id => continue,
-                        Some(_) => {}
-                        None => {
+                        Ok(note) if note.channel != queue::DONE || note.payload != inner.run_id => continue,
+                        Ok(_) | Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => {
                             inner.give_up("the connection to the attempts queue was lost");
                             return;
                         }
@@ -93,7 +93,7 @@ impl Inner {
 
     /// Queues `attempt` and waits for its reply; a cancel withdraws it.
     async fn carry_out(&self, agent: &str, runtime: &str, attempt: Attempt, cancel: CancellationToken) -> Reply {
-        let id = match queue::enqueue(&self.client, &self.run_id, agent, runtime, &attempt).await {
+        let id = match queue::enqueue(self.db.client(), &self.run_id, agent, runtime, &attempt).await {
             Ok(id) => id,
             Err(error) => return Reply::transient(format!("cannot queue the attempt for a worker: {error}")),
         };
@@ -104,7 +104,7 @@ impl Inner {
             reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
             () = cancel.cancelled() => {
                 self.waiting().remove(&id);
-                if let Err(error) = queue::withdraw(&self.client, id).await {
+                if let Err(error) = queue::withdraw(self.db.client(), id).await {
                     tracing::warn!(%error, "cannot withdraw a cancelled attempt");
                 }
                 Reply::refused("cancelled")
@@ -119,7 +119,7 @@ async fn collect(inner: &Inner) {
     if ids.is_empty() {
         return;
     }
-    match queue::collect(&inner.client, &ids).await {
+    match queue::collect(inner.db.client(), &ids).await {
         Ok(replies) => {
             let mut waiting = inner.waiting();
             for (id, reply) in replies {

@@ -9,15 +9,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use manifest::Plan;
+use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinSet;
-use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{Leases, connect};
+use super::leases::Leases;
 use super::queue::{self, Claimed};
 use super::{ClusterError, REMOTE_RUNTIMES};
 use crate::llm::LlmAgents;
 use crate::runtime::{AgentRuntime, Agents, Registry, Reply};
+use crate::store::postgres::Database;
 
 /// Reads the current plan of a run (its `RunCreated`'s, or its last replan's) by run id; the
 /// error says why it cannot.
@@ -77,13 +78,12 @@ impl Worker {
         self
     }
 
-    /// Works the queue at `url` until `stop` fires; attempts still running then are stopped and
+    /// Works the queue in `db` until `stop` fires; attempts still running then are stopped and
     /// given back to the queue. Returns what it did.
-    pub async fn run(self, url: &str, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
-        let (client, mut notes) = connect(url, &[queue::QUEUED]).await?;
-        queue::migrate(&client).await?;
+    pub async fn run(self, db: &Database, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
+        let mut notes = db.listen(queue::QUEUED).await?;
         let shared = Arc::new(Shared {
-            client,
+            db: db.clone(),
             id: self.id,
             leases: self.leases,
             plans: self.plans,
@@ -97,7 +97,7 @@ impl Worker {
             let mut full = true;
             if free > 0 {
                 let claimed =
-                    queue::claim(&shared.client, &shared.id, free, &self.runtimes, shared.leases.lease).await?;
+                    queue::claim(shared.db.client(), &shared.id, free, &self.runtimes, shared.leases.lease).await?;
                 full = claimed.len() == free;
                 for row in claimed {
                     running.spawn(Arc::clone(&shared).execute(row, stop.child_token()));
@@ -110,8 +110,8 @@ impl Worker {
                 () = stop.cancelled() => break,
                 Some(_) = running.join_next(), if !running.is_empty() => {}
                 note = notes.recv(), if !full => {
-                    if note.is_none() {
-                        return Err(ClusterError::Connect("the connection to the attempts queue was lost".to_owned()));
+                    if let Err(RecvError::Closed) = note {
+                        return Err(ClusterError::Lost);
                     }
                     // One claim answers every announcement that arrived meanwhile.
                     while notes.try_recv().is_ok() {}
@@ -126,7 +126,7 @@ impl Worker {
 
 /// What every attempt of a worker shares.
 struct Shared {
-    client: Client,
+    db: Database,
     id: String,
     leases: Leases,
     plans: Plans,
@@ -163,7 +163,7 @@ impl Shared {
                         return;
                     }
                     () = stop.cancelled() => {
-                        if let Err(error) = queue::release(&self.client, row.id, row.claim).await {
+                        if let Err(error) = queue::release(self.db.client(), row.id, row.claim).await {
                             tracing::warn!(%error, "cannot give an attempt back to the queue");
                         }
                         return;
@@ -172,7 +172,7 @@ impl Shared {
             }
             Err(reason) => Reply::refused(reason),
         };
-        match queue::finish(&self.client, row.id, row.claim, &reply).await {
+        match queue::finish(self.db.client(), row.id, row.claim, &reply).await {
             Ok(true) => {
                 self.tally.done.fetch_add(1, Ordering::Relaxed);
             }
@@ -192,7 +192,7 @@ impl Shared {
     async fn keep_claim(&self, id: i64, claim: i64) {
         loop {
             tokio::time::sleep(self.leases.renew).await;
-            match queue::renew(&self.client, id, claim, self.leases.lease).await {
+            match queue::renew(self.db.client(), id, claim, self.leases.lease).await {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(error) => tracing::warn!(%error, "cannot renew a claim; trying again"),

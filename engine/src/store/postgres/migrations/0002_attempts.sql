@@ -1,6 +1,6 @@
 -- The attempts queue: one row per attempt a coordinator hands to the workers (docs/workers.md).
-CREATE SEQUENCE IF NOT EXISTS runner_attempt_claims;
-CREATE TABLE IF NOT EXISTS runner_attempts (
+CREATE SEQUENCE runner_attempt_claims;
+CREATE TABLE runner_attempts (
     id          bigserial PRIMARY KEY,
     run_id      text        NOT NULL,
     task        text        NOT NULL,
@@ -15,5 +15,5 @@ CREATE TABLE IF NOT EXISTS runner_attempts (
     result      text,
     queued_at   timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS runner_attempts_open ON runner_attempts (runtime, id) WHERE state <> 'done';
-CREATE INDEX IF NOT EXISTS runner_attempts_run ON runner_attempts (run_id);
+CREATE INDEX runner_attempts_open ON runner_attempts (runtime, id) WHERE state <> 'done';
+CREATE INDEX runner_attempts_run ON runner_attempts (run_id);
