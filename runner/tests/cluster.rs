@@ -1,0 +1,252 @@
+//! Workers and coordinators as real processes on the real PostgreSQL (each test in a schema
+//! of its own): a plan of a few hundred command tasks that each append a line to a file, run
+//! by three `runner worker`s and a coordinator while processes are killed and paused. Every
+//! run finishes, no task is recorded as succeeded twice, no task runs again once its success
+//! is recorded, and a worker paused past its lease has its late result refused.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::store::EventStore as _;
+use engine::store::postgres::{Database, LeaseTimes};
+use engine::{Command, Event, Handler as _, Record, RunState, Start};
+use serde_json::Value;
+use support::{Env, plan};
+use testkit::pg::TestDatabase;
+
+/// Every lease in these tests, in milliseconds: short, so that takeovers come quickly.
+const LEASE_MS: &str = "1500";
+/// The run every test drives.
+const RUN: &str = "r";
+
+/// Appends `start <time> <task>` to the file named by `$1` (the time as records stamp it, so
+/// the two compare as text), sleeps `$2` seconds, and prints `did <task>`.
+const TASK_SCRIPT: &str = "read -r task\n\
+                           echo \"start $(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) $task\" >> \"$1\"\n\
+                           sleep \"$2\"\n\
+                           echo \"did $task\"\n";
+
+/// Three workers, a coordinator, and the database they share.
+struct Cluster {
+    env: Env,
+    db: TestDatabase,
+    workers: Vec<Child>,
+    tasks: usize,
+}
+
+impl Cluster {
+    /// A plan of `tasks` independent tasks that each take `seconds`, and three workers of four
+    /// attempts each; `None` when no database answers.
+    fn new(test: &str, tasks: usize, seconds: &str) -> Option<Cluster> {
+        let db = TestDatabase::new(test)?;
+        let env = Env::new();
+        let script = env.write("task.sh", TASK_SCRIPT);
+        let lines = env.dir().join("lines.txt");
+        let agent = format!("    slow: {{runtime: command, command: [sh, {script:?}, {lines:?}, '{seconds}']}}");
+        let workflow: Vec<String> =
+            (0..tasks).map(|i| format!("    - {{id: t{i}, agent: slow, input: t{i}}}")).collect();
+        env.write("plan.yaml", &plan("cluster", &agent, &workflow.join("\n")));
+        let mut cluster = Cluster { env, db, workers: Vec::new(), tasks };
+        for n in 0..3 {
+            let worker = cluster.process(&format!("worker-{n}"), &["worker", "--concurrency", "4"]);
+            cluster.workers.push(worker);
+        }
+        Some(cluster)
+    }
+
+    /// `runner ARGS --store URL` with the short leases, its stderr in `<name>.err`.
+    fn process(&self, name: &str, args: &[&str]) -> Child {
+        let stderr = File::create(self.err(name)).expect("the stderr file is created");
+        self.env
+            .runner_process()
+            .args(args)
+            .args(["--store", &self.db.url])
+            .env("RUNNER_LEASE_MS", LEASE_MS)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("runner starts")
+    }
+
+    fn err(&self, name: &str) -> PathBuf {
+        self.env.dir().join(format!("{name}.err"))
+    }
+
+    /// What a process wrote to stderr so far.
+    fn stderr(&self, name: &str) -> String {
+        std::fs::read_to_string(self.err(name)).unwrap_or_default()
+    }
+
+    /// The index of the worker that holds the run's lease, if one does.
+    fn coordinating_worker(&self) -> Option<usize> {
+        let sql = format!("SELECT owner FROM runner_runs WHERE run_id = '{RUN}' AND lease_until > now()");
+        let owner = self.db.column(&sql).into_iter().flatten().next()?;
+        self.workers.iter().position(|w| owner.ends_with(&format!(" pid {}", w.id())))
+    }
+
+    /// Records the run (its `RunCreated` only) and lets go of its lease, as `apply --detach`
+    /// does: nobody coordinates it until a worker takes it over.
+    fn submit(&self) {
+        let loaded = manifest::load_file(&self.env.dir().join("plan.yaml"));
+        let plan = Arc::new(loaded.plan.expect("the plan loads"));
+        let source = self.env.dir().join("plan.yaml").display().to_string();
+        let start = Start { plan, source: Some(source), ..Start::default() };
+        let mut events = RunState::new().process(Command::Start(start)).expect("the run starts");
+        events.retain(|event| matches!(event, Event::RunCreated { .. }));
+        let record = Record { seq: 1, at: engine::clock::now().into(), run_id: RUN.into(), event: events.remove(0) };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async {
+            let db = Database::connect(&self.db.url).await.expect("the database answers");
+            let lease = db.create_run(RUN, "cluster", "test", LeaseTimes::default()).await.expect("the run is created");
+            db.store(&lease).append(vec![record]).await.expect("RunCreated is recorded");
+            lease.release().await.expect("the lease is let go");
+        });
+    }
+
+    /// The run's records, in order.
+    fn records(&self) -> Vec<Value> {
+        let sql = format!("SELECT record FROM runner_events WHERE run_id = '{RUN}' ORDER BY seq");
+        self.db.column(&sql).into_iter().flatten().filter_map(|text| serde_json::from_str(&text).ok()).collect()
+    }
+
+    /// The time each task's success was recorded at, by task; a task recorded twice fails.
+    fn successes(&self) -> BTreeMap<String, String> {
+        let mut successes = BTreeMap::new();
+        for record in self.records().iter().filter(|r| r["type"] == "TaskSucceeded") {
+            let (task, at) = (record["task"].as_str().unwrap_or_default(), record["at"].as_str().unwrap_or_default());
+            let earlier = successes.insert(task.to_owned(), at.to_owned());
+            assert!(earlier.is_none(), "task `{task}` is recorded as succeeded twice");
+        }
+        successes
+    }
+
+    /// The run's status as its row has it.
+    fn status(&self) -> String {
+        let sql = format!("SELECT status FROM runner_runs WHERE run_id = '{RUN}'");
+        self.db.column(&sql).into_iter().flatten().next().unwrap_or_default()
+    }
+
+    /// How many attempts the process `pid` holds claims on.
+    fn claimed_by(&self, pid: u32) -> usize {
+        let sql = format!("SELECT count(*) FROM runner_attempts WHERE state = 'claimed' AND worker LIKE '% pid {pid}'");
+        self.db.column(&sql).into_iter().flatten().next().and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    /// Waits (polling) until `done` holds, failing after 40 s with `what`.
+    fn wait_until(&self, what: &str, done: impl Fn(&Cluster) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            assert!(started.elapsed() < Duration::from_secs(40), "not within 40 s: {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the run to succeed, stops the workers (SIGTERM), and checks what happened:
+    /// every task recorded as succeeded once, and started only before that was recorded.
+    fn finish(mut self) -> Cluster {
+        self.wait_until("the run succeeds", |c| c.status() == "succeeded");
+        for worker in &mut self.workers {
+            if matches!(worker.try_wait(), Ok(None)) {
+                signal(worker, "TERM");
+                let _ = worker.wait();
+            }
+        }
+        let successes = self.successes();
+        assert_eq!(successes.len(), self.tasks, "every task succeeded");
+        let lines = std::fs::read_to_string(self.env.dir().join("lines.txt")).expect("the tasks wrote lines");
+        let mut starts = 0;
+        for line in lines.lines() {
+            let mut words = line.split(' ');
+            let (Some("start"), Some(at), Some(task)) = (words.next(), words.next(), words.next()) else {
+                panic!("a line the script does not write: {line}");
+            };
+            let Some(succeeded) = successes.get(task) else { panic!("a line of a task the plan lacks: {line}") };
+            assert!(
+                at <= succeeded.as_str(),
+                "task `{task}` ran at {at}, after its success was recorded at {succeeded}"
+            );
+            starts += 1;
+        }
+        assert!(starts >= self.tasks, "each task ran at least once");
+        self
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for worker in &mut self.workers {
+            let _ = worker.kill();
+            let _ = worker.wait();
+        }
+    }
+}
+
+/// Sends `SIG<name>` to a child.
+fn signal(child: &Child, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{name} {}", child.id());
+}
+
+#[test]
+fn a_run_nobody_coordinates_is_taken_over_by_a_worker() {
+    let Some(cluster) = Cluster::new("submitted", 60, "0.05") else { return };
+    cluster.submit();
+    let cluster = cluster.finish();
+    let coordinators =
+        (0..3).filter(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`")).count();
+    assert_eq!(coordinators, 1, "one worker coordinated the run");
+}
+
+#[test]
+fn a_killed_worker_and_a_killed_coordinator_lose_no_task_and_repeat_none_done() {
+    let Some(mut cluster) = Cluster::new("killed", 240, "0.05") else { return };
+    cluster.submit();
+    cluster.wait_until("a worker coordinates the run", |c| c.coordinating_worker().is_some());
+    let coordinator = cluster.coordinating_worker().expect("a worker coordinates the run");
+    let victim = (coordinator + 1) % 3;
+    let pid = cluster.workers[victim].id();
+    cluster.wait_until("40 tasks succeed and the victim holds claims", |c| {
+        c.successes().len() >= 40 && c.claimed_by(pid) > 0
+    });
+    cluster.workers[victim].kill().expect("the worker is killed");
+    let _ = cluster.workers[victim].wait();
+    cluster.wait_until("100 tasks succeed", |c| c.successes().len() >= 100);
+    assert!(cluster.successes().len() < 240, "the run is still under way when its coordinator is killed");
+    cluster.workers[coordinator].kill().expect("the coordinator is killed");
+    let _ = cluster.workers[coordinator].wait();
+    let cluster = cluster.finish();
+    let survivor = 3 - coordinator - victim;
+    let stderr = cluster.stderr(&format!("worker-{survivor}"));
+    assert!(stderr.contains("coordinating run `r`"), "the last worker took the run over:\n{stderr}");
+}
+
+#[test]
+fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
+    let Some(cluster) = Cluster::new("paused", 120, "0.3") else { return };
+    cluster.submit();
+    cluster.wait_until("a worker coordinates the run", |c| c.coordinating_worker().is_some());
+    let coordinator = cluster.coordinating_worker().expect("a worker coordinates the run");
+    let paused = (coordinator + 1) % 3;
+    let pid = cluster.workers[paused].id();
+    cluster.wait_until("the worker to pause holds claims", |c| c.claimed_by(pid) > 0);
+    signal(&cluster.workers[paused], "STOP");
+    // Its claims run out and other workers claim those attempts again.
+    cluster.wait_until("the paused worker's claims are taken over", |c| c.claimed_by(pid) == 0);
+    signal(&cluster.workers[paused], "CONT");
+    let cluster = cluster.finish();
+    let stderr = cluster.stderr(&format!("worker-{paused}"));
+    assert!(
+        stderr.contains("was refused") || stderr.contains("lost the claim"),
+        "the paused worker's late result was refused:\n{stderr}"
+    );
+}
