@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use engine::{Command, Start};
+use engine::store::EventStore as _;
+use engine::{Command, Event, Handler as _, RunState, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
@@ -17,8 +18,10 @@ use crate::diagnostics::render_human;
 use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::grouping::thousands;
-use crate::home::{RunDir, new_run_id};
+use crate::home::new_run_id;
+use crate::home::{records_after, refused, store_error};
 use crate::live::say;
+use crate::store::{Held, Run, RunStore, Runs};
 
 /// The arguments of `runner apply`.
 #[derive(Debug, Args)]
@@ -40,6 +43,13 @@ pub struct ApplyArgs {
     /// The run id (default: `<plan>-<YYYYMMDD-HHMMSS>-<4 hex>`); an existing id is refused.
     #[arg(long)]
     run_id: Option<String>,
+    /// With --store: record the run and print its id without coordinating it; a `runner
+    /// worker` takes it over.
+    #[arg(long)]
+    detach: bool,
+    /// With --store: leave every attempt to the workers instead of also running some here.
+    #[arg(long)]
+    no_local_work: bool,
     /// Set when the plan was already shown and confirmed (`runner plan --apply`).
     #[arg(skip)]
     reviewed: bool,
@@ -48,7 +58,17 @@ pub struct ApplyArgs {
 impl ApplyArgs {
     /// Applying `plan` that somebody already confirmed (`runner plan --apply`).
     pub fn confirmed(plan: PathBuf) -> Self {
-        ApplyArgs { plan, yes: true, dry_run: false, vars: Vec::new(), strategy: None, run_id: None, reviewed: true }
+        ApplyArgs {
+            plan,
+            yes: true,
+            dry_run: false,
+            vars: Vec::new(),
+            strategy: None,
+            run_id: None,
+            detach: false,
+            no_local_work: false,
+            reviewed: true,
+        }
     }
 }
 
@@ -98,9 +118,16 @@ impl std::fmt::Display for VarError {
 impl std::error::Error for VarError {}
 
 /// Loads, reviews, confirms and runs a plan; returns the run's exit code.
-pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
+pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
+    if (args.detach || args.no_local_work) && matches!(runs, Runs::Home) {
+        eprintln!(
+            "error: --detach and --no-local-work need the runs in PostgreSQL (--store postgres://... or RUNNER_STORE): \
+             only workers reach a run there"
+        );
+        return Ok(EXIT_USAGE);
+    }
     if let Some(run_id) = &args.run_id {
-        RunDir::new(run_id)?;
+        runs.check_id(run_id)?;
     }
     let mut loaded = manifest::load_file(&args.plan);
     let Some((plan, graph)) = loaded.valid() else {
@@ -144,7 +171,7 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         unreachable!("a valid plan has a plan and a graph");
     };
     drop(loaded);
-    let (run, lock, store) = RunDir::create(&run_id)?;
+    let (run, lock, store) = runs.create(&run_id, &plan.name)?;
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
@@ -157,8 +184,27 @@ pub fn run(args: &ApplyArgs) -> anyhow::Result<u8> {
         trace,
         ..Start::default()
     };
-    say(&format!("run `{run_id}`: log {}", run.log().display()));
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
+    if args.detach {
+        return detach(&run, lock, &store, start);
+    }
+    say(&format!("run `{run_id}`: {}", run.place()));
+    let local_work = !args.no_local_work;
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work }, Command::Start(start))
+}
+
+/// Records the run's `RunCreated` only, lets go of its lease and prints the run id: the first
+/// worker that finds the run without a coordinator takes it over and dispatches its tasks.
+fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Result<u8> {
+    let mut events = RunState::new().process(Command::Start(start)).map_err(|e| refused(run.id(), &e))?;
+    // Dispatches are the coordinator's to record, when it starts the attempts.
+    events.retain(|event| matches!(event, Event::RunCreated { .. } | Event::TaskReused { .. }));
+    let records = records_after(&[], run.id(), events);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(store.append(records)).map_err(store_error)?;
+    lock.release(run);
+    eprintln!("run `{}` submitted: a `runner worker --store URL` coordinates it", run.id());
+    say(run.id());
+    Ok(0)
 }
 
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at

@@ -7,35 +7,35 @@ use std::time::{Duration, Instant};
 
 use engine::{Command, Event};
 
-use crate::home::{RunDir, fold, record};
+use crate::home::fold;
 use crate::live::say;
+use crate::store::Runs;
 
 /// How long to wait for the driving process to record the cancellation.
 const WAIT: Duration = Duration::from_secs(5);
 
 /// Cancels a run.
-pub fn run(run_id: &str) -> anyhow::Result<u8> {
-    say(&cancel(run_id)?);
+pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
+    say(&cancel(runs, run_id)?);
     Ok(0)
 }
 
 /// Cancels a run and says what happened, in one line.
-pub fn cancel(run_id: &str) -> anyhow::Result<String> {
-    let run = RunDir::existing(run_id)?;
+pub fn cancel(runs: &Runs, run_id: &str) -> anyhow::Result<String> {
+    let run = runs.existing(run_id)?;
     let (records, _) = run.load()?;
     let state = fold(&records);
     if state.status.is_final() {
         return Ok(format!("run `{run_id}` has already ended: {}; nothing to cancel", state.status.as_str()));
     }
-    if let Some(pid) = run.driver_pid() {
-        std::fs::write(run.cancel_path(), format!("{}\n", std::process::id()))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", run.cancel_path().display()))?;
+    if let Some(driver) = run.driver() {
+        run.request_cancel()?;
         let started = Instant::now();
         while started.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(100));
             let (records, _) = run.load()?;
             if records.iter().any(|r| matches!(r.event, Event::RunCancelled { .. })) {
-                return Ok(format!("run `{run_id}` cancelled (process {pid} stopped it)"));
+                return Ok(format!("run `{run_id}` cancelled ({driver} stopped it)"));
             }
             if fold(&records).status.is_final() {
                 return Ok(format!(
@@ -45,13 +45,13 @@ pub fn cancel(run_id: &str) -> anyhow::Result<String> {
             }
         }
         anyhow::bail!(
-            "asked process {pid} to cancel run `{run_id}`, but it has not recorded it within {} s",
+            "asked {driver} to cancel run `{run_id}`, but it has not recorded it within {} s",
             WAIT.as_secs()
         );
     }
     // Nobody drives the run: end what a runner that died left running.
     crate::survivors::end(&run)?;
     let command = Command::Cancel { reason: "cancelled by runner cancel".to_owned() };
-    record(&run, command)?;
+    run.record(command)?;
     Ok(format!("run `{run_id}` cancelled"))
 }

@@ -16,6 +16,10 @@ pub struct Cli {
     /// How diagnostics on stderr are written; `RUST_LOG` picks which (e.g. `RUST_LOG=info`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Where runs live: a PostgreSQL URL (`postgres://USER@HOST:PORT/DATABASE`) shared by
+    /// several machines; default `RUNNER_STORE`, else the run folders under RUNNER_HOME.
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,7 +67,7 @@ enum Command {
     Models,
     /// Ask a server what it serves and whether tool calls and JSON mode work there.
     Probe(crate::probe::ProbeArgs),
-    /// List the runs under RUNNER_HOME, newest first.
+    /// List the runs under RUNNER_HOME (or in the --store database), newest first.
     Runs,
     /// Show where a run stands: its status and each task's.
     Status {
@@ -154,28 +158,30 @@ enum Command {
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    let store = cli.store.as_deref();
+    let runs = || crate::store::Runs::choose(store);
     match cli.command {
         Command::Validate { plan, format } => crate::validate::run(&plan, format),
         Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema { test } => crate::schema::run(test),
         Command::Test(args) => crate::test::run(&args),
-        Command::Apply(args) => crate::apply::run(&args),
-        Command::Plan(args) => crate::plan::run(&args),
+        Command::Apply(args) => crate::apply::run(&runs()?, &args),
+        Command::Plan(args) => crate::plan::run(&args, store),
         Command::Models => crate::models::run(),
         Command::Probe(args) => crate::probe::run(&args),
-        Command::Runs => crate::runs::run(),
-        Command::Status { run, format } => crate::status::run(&run, format),
-        Command::Logs { run, follow } => crate::logs::logs(&run, follow),
-        Command::Output { run, task } => crate::output::run(&run, task.as_deref()),
-        Command::Events { run } => crate::logs::events(&run),
-        Command::Resume { run } => crate::resume::run(&run),
-        Command::Cancel { run } => crate::cancel::run(&run),
-        Command::Retry { run, from, run_id } => crate::retry::run(&run, from.as_deref(), run_id.as_deref()),
-        Command::Serve(args) => crate::serve::run(&args),
-        Command::Worker(args) => crate::worker::run(&args),
-        Command::Answer { run, task, text } => crate::decide::answer(&run, &task, &text),
-        Command::Approve { run, task, comment } => crate::decide::decide(&run, &task, true, comment),
-        Command::Reject { run, task, comment } => crate::decide::decide(&run, &task, false, comment),
+        Command::Runs => crate::runs::run(&runs()?),
+        Command::Status { run, format } => crate::status::run(&runs()?, &run, format),
+        Command::Logs { run, follow } => crate::logs::logs(&runs()?, &run, follow),
+        Command::Output { run, task } => crate::output::run(&runs()?, &run, task.as_deref()),
+        Command::Events { run } => crate::logs::events(&runs()?, &run),
+        Command::Resume { run } => crate::resume::run(&runs()?, &run),
+        Command::Cancel { run } => crate::cancel::run(&runs()?, &run),
+        Command::Retry { run, from, run_id } => crate::retry::run(&runs()?, &run, from.as_deref(), run_id.as_deref()),
+        Command::Serve(args) => crate::serve::run(&runs()?, &args),
+        Command::Worker(args) => crate::worker::run(&runs()?, &args),
+        Command::Answer { run, task, text } => crate::decide::answer(&runs()?, &run, &task, &text),
+        Command::Approve { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, true, comment),
+        Command::Reject { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, false, comment),
     }
 }

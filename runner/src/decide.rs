@@ -3,23 +3,23 @@
 
 use engine::{Command, Record, RunState};
 
-use crate::home::{RunDir, record};
 use crate::live::{line, say};
+use crate::store::Runs;
 
 /// Records an answer to a task's question.
-pub fn answer(run_id: &str, task: &str, text: &str) -> anyhow::Result<u8> {
+pub fn answer(runs: &Runs, run_id: &str, task: &str, text: &str) -> anyhow::Result<u8> {
     let command = Command::Answer { task: task.to_owned(), text: text.to_owned() };
-    recorded(run_id, command)
+    recorded(runs, run_id, command)
 }
 
 /// Records a review decision.
-pub fn decide(run_id: &str, task: &str, approved: bool, comment: Option<String>) -> anyhow::Result<u8> {
+pub fn decide(runs: &Runs, run_id: &str, task: &str, approved: bool, comment: Option<String>) -> anyhow::Result<u8> {
     let command = Command::Decide { task: task.to_owned(), approved, comment };
-    recorded(run_id, command)
+    recorded(runs, run_id, command)
 }
 
-fn recorded(run_id: &str, command: Command) -> anyhow::Result<u8> {
-    let (state, records) = record_decision(run_id, command)?;
+fn recorded(runs: &Runs, run_id: &str, command: Command) -> anyhow::Result<u8> {
+    let (state, records) = record_decision(runs, run_id, command)?;
     say("recorded:");
     for record in &records {
         say(&format!("  {}", line(record)));
@@ -30,12 +30,12 @@ fn recorded(run_id: &str, command: Command) -> anyhow::Result<u8> {
 
 /// Records an answer or a decision in a run that no process drives, as `runner answer`,
 /// `approve` and `reject` do; returns the state after it and the new records.
-pub fn record_decision(run_id: &str, command: Command) -> anyhow::Result<(RunState, Vec<Record>)> {
-    let run = RunDir::existing(run_id)?;
-    if let Some(pid) = run.driver_pid() {
-        anyhow::bail!("run `{run_id}` is being driven by process {pid}: answer at its prompt, or cancel it first");
+pub fn record_decision(runs: &Runs, run_id: &str, command: Command) -> anyhow::Result<(RunState, Vec<Record>)> {
+    let run = runs.existing(run_id)?;
+    if let Some(driver) = run.driver() {
+        anyhow::bail!("run `{run_id}` is being driven by {driver}: answer at its prompt, or cancel it first");
     }
-    record(&run, command)
+    run.record(command)
 }
 
 fn next_step(run_id: &str, state: &RunState) {

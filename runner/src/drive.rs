@@ -9,18 +9,18 @@ use std::time::Duration;
 
 use anyhow::Context;
 use engine::driver::Driver;
-use engine::store::JsonlStore;
 use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
-use crate::home::{Lock, RunDir};
 use crate::live::{Live, say};
+use crate::store::{Held, Run, RunStore};
+use crate::worker::Coordination;
 
 /// How long the driving process waits between looks for a `cancel` file.
-const CANCEL_POLL: Duration = Duration::from_millis(200);
+pub const CANCEL_POLL: Duration = Duration::from_millis(200);
 
 /// The exit code for a run's status (DESIGN.md, section 6).
 pub fn exit_code(status: RunStatus) -> u8 {
@@ -34,25 +34,28 @@ pub fn exit_code(status: RunStatus) -> u8 {
     }
 }
 
-/// A run ready to be driven: its folder, held lock, and the folder its commands run in.
+/// A run ready to be driven: the run, its held lock, and the folder its commands run in.
 pub struct Session {
     /// The run.
-    pub run: RunDir,
-    /// The lock this process holds while it drives the run.
-    pub lock: Lock,
+    pub run: Run,
+    /// The lock (or lease) this process holds while it drives the run.
+    pub lock: Held,
     /// The folder commands run in.
     pub workdir: std::path::PathBuf,
     /// An open store and the records already in it, for the first turn.
-    pub opened: Option<(JsonlStore, Vec<Record>)>,
+    pub opened: Option<(RunStore, Vec<Record>)>,
     /// The run's span: every span the run opens in this process nests in it.
     pub span: tracing::Span,
+    /// With the PostgreSQL store, whether this process also works attempts from the queue
+    /// (`apply --no-local-work` leaves them all to workers).
+    pub local_work: bool,
 }
 
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
-    let Session { run, lock, workdir, mut opened, span } = session;
-    let _ = std::fs::remove_file(run.cancel_path());
+    let Session { run, lock, workdir, mut opened, span, local_work } = session;
+    run.clear_cancel();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     // SIGTERM halts (records nothing); it also ends a prompt, as a cancel does.
@@ -66,36 +69,41 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     };
     runtime.spawn(watch_sigterm(terminate, halt.clone()));
     runtime.spawn(watch_ctrl_c(cancel.clone(), Arc::clone(&reason)));
-    runtime.spawn(watch_cancel_file(cancel.clone(), Arc::clone(&reason), run.cancel_path()));
+    runtime.spawn(watch_cancel_request(cancel.clone(), Arc::clone(&reason), run.cancel_requested()));
 
     let interactive = std::io::stdin().is_terminal();
     let live = Live::new(std::io::stderr().is_terminal());
     let mut commands = VecDeque::from([first]);
     let mut state = RunState::new();
-    let mark = crate::survivors::mark(&run);
+    let mark = run.mark();
+    // With the PostgreSQL store, attempts go to the workers' queue.
+    let cluster = Coordination::start(&run, &runtime, local_work)?;
     while let Some(command) = commands.pop_front() {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
             None => {
-                let (store, loaded) = run.open()?;
+                let (store, loaded) = run.open(&lock)?;
                 if let Some(warning) = loaded.warning {
                     eprintln!("warning: {warning}");
                 }
                 (store, loaded.records)
             }
         };
-        let driver = Driver::new(run.id.clone(), store, &records, workdir.clone())
+        let mut driver = Driver::new(run.id().to_owned(), store, &records, workdir.clone())
             .observe(live.observer())
             .cancel_reason(Arc::clone(&reason))
             .mark_processes(mark.as_str())
             .halt_on(halt.clone());
+        if let Some(cluster) = &cluster {
+            driver = driver.with_runtimes(cluster.registry());
+        }
         state = match runtime.block_on(driver.run(command, cancel.clone()).instrument(span.clone())) {
             Ok(state) => state,
-            Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(&run.id, &error)),
+            Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(run.id(), &error)),
             Err(engine::driver::DriverError::Store(error)) => {
-                return Err(crate::home::store_error(error).context(format!("run `{}`", run.id)));
+                return Err(crate::home::store_error(error).context(format!("run `{}`", run.id())));
             }
-            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id))),
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("run `{}`", run.id()))),
         };
         if state.status.is_final() || halt.is_cancelled() {
             break;
@@ -119,15 +127,22 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         }
     }
     live.clear();
-    let _ = std::fs::remove_file(run.cancel_path());
+    if let Some(cluster) = cluster {
+        cluster.stop(&runtime);
+    }
+    run.clear_cancel();
     span.record("status", state.status.as_str());
     let halted = halt.is_cancelled() && !state.status.is_final();
     if halted {
-        say(&format!("run `{}` stopped by SIGTERM, its agents ended; continue with: runner resume {}", run.id, run.id));
+        say(&format!(
+            "run `{}` stopped by SIGTERM, its agents ended; continue with: runner resume {}",
+            run.id(),
+            run.id()
+        ));
     } else {
-        summary(&run.id, &state);
+        summary(run.id(), &state);
     }
-    drop(lock);
+    lock.release(&run);
     runtime.shutdown_background();
     Ok(if halted { EXIT_TERMINATED } else { exit_code(state.status) })
 }
@@ -173,19 +188,19 @@ async fn watch_sigterm(mut terminate: tokio::signal::unix::Signal, halt: Cancell
     }
 }
 
-/// Cancels when `runner cancel` writes the run's `cancel` file.
-async fn watch_cancel_file(cancel: CancellationToken, reason: Arc<OnceLock<String>>, path: std::path::PathBuf) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(CANCEL_POLL) => {}
-            () = cancel.cancelled() => return,
-        }
-        if path.exists() {
+/// Cancels when `runner cancel` asks for it (the run's `cancel` file, or its row in the database).
+async fn watch_cancel_request(
+    cancel: CancellationToken,
+    reason: Arc<OnceLock<String>>,
+    requested: impl Future<Output = ()>,
+) {
+    tokio::select! {
+        () = requested => {
             eprintln!("cancelling the run: `runner cancel` asked for it");
             let _ = reason.set("cancelled by runner cancel".to_owned());
             cancel.cancel();
-            return;
         }
+        () = cancel.cancelled() => {}
     }
 }
 

@@ -23,9 +23,11 @@ pub const EXIT_CANCELLED: u8 = 130;
 pub const EXIT_TERMINATED: u8 = 143;
 
 /// The exit code for an error that stopped a command: [`EXIT_IO`] when a file could not be
-/// read or written or a run's log is damaged, [`EXIT_USAGE`] otherwise.
+/// read or written, a run's log is damaged or the database failed, [`EXIT_USAGE`] otherwise.
 pub fn exit_code_of(error: &anyhow::Error) -> u8 {
-    let store = |error: &StoreError| matches!(error, StoreError::Io { .. } | StoreError::Corrupt { .. });
+    let store = |error: &StoreError| {
+        matches!(error, StoreError::Io { .. } | StoreError::Corrupt { .. } | StoreError::Database { .. })
+    };
     let io = error.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some()
             || cause.downcast_ref::<StoreError>().is_some_and(store)

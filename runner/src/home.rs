@@ -220,7 +220,7 @@ pub fn store_error(error: StoreError) -> anyhow::Error {
 }
 
 /// Refuses ids that are not plain, portable file names.
-fn check_id(id: &str) -> anyhow::Result<()> {
+pub fn check_id(id: &str) -> anyhow::Result<()> {
     let plain = id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if id.is_empty() || id.len() > 128 || id.starts_with('.') || !plain {
         bail!("`{id}` is not a valid run id: use letters, digits, `-`, `_` and `.` (not first), at most 128");
@@ -317,22 +317,6 @@ pub fn records_after(records: &[Record], run_id: &str, events: Vec<Event>) -> Ve
         .zip(last + 1..)
         .map(|(event, seq)| Record { seq, at: Arc::clone(&at), run_id: Arc::clone(&run_id), event })
         .collect()
-}
-
-/// Records what a command given on the command line means (an answer, a decision, a
-/// cancellation) without driving the run: under the run's lock, folds the log, lets the engine
-/// decide and appends its events. Returns the state after them and the new records.
-pub fn record(run: &RunDir, command: engine::Command) -> anyhow::Result<(RunState, Vec<Record>)> {
-    let _lock = run.lock()?;
-    let (store, loaded) = run.open()?;
-    if let Some(warning) = &loaded.warning {
-        eprintln!("warning: {warning}");
-    }
-    let mut state = fold(&loaded.records);
-    let events = state.process(command).map_err(|e| refused(&run.id, &e))?;
-    let records = records_after(&loaded.records, &run.id, events);
-    append(&store, records.clone())?;
-    Ok((state, records))
 }
 
 /// An engine refusal as a one-line error, with its help when it has one.

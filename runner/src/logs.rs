@@ -9,14 +9,15 @@ use engine::{Handler, Record, RunState, RunStatus};
 use crate::diagnostics::print;
 use crate::home::RunDir;
 use crate::live::line;
+use crate::store::Runs;
 
 /// How often `--follow` looks for new events.
 const POLL: Duration = Duration::from_millis(200);
 
 /// Prints a run's events as readable lines; with `follow`, keeps printing new ones until the
 /// run ends, pauses, or is left without a process driving it.
-pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
+pub fn logs(runs: &Runs, run_id: &str, follow: bool) -> anyhow::Result<u8> {
+    let run = runs.existing(run_id)?;
     if !follow {
         let (records, warning) = run.load()?;
         if let Some(warning) = warning {
@@ -35,15 +36,17 @@ pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
     let mut tail = Tail::default();
     let mut state = RunState::new();
     let mut last_chance = false;
+    let mut seq = 0;
     loop {
-        for record in tail.read(&run)? {
+        for record in run.records_after(&mut tail, seq)? {
+            seq = record.seq;
             state.apply(&record.event);
             print(&format!("{}\n", line(&record)))?;
         }
         if state.status.is_final() || state.status == RunStatus::Paused {
             return Ok(0);
         }
-        if run.driver_pid().is_none() {
+        if run.driver().is_none() {
             // Read once more: the process may have written its last events and left.
             if last_chance {
                 eprintln!("run `{run_id}` is not being driven (interrupted); `runner resume {run_id}` continues it");
@@ -58,8 +61,8 @@ pub fn logs(run_id: &str, follow: bool) -> anyhow::Result<u8> {
 }
 
 /// Prints a run's records as JSON lines (re-serialised, so a torn last line is left out).
-pub fn events(run_id: &str) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
+pub fn events(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
+    let run = runs.existing(run_id)?;
     let (records, warning) = run.load()?;
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");

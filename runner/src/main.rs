@@ -27,6 +27,7 @@ mod sarif;
 mod schema;
 mod serve;
 mod status;
+mod store;
 mod survivors;
 mod telemetry;
 mod test;

@@ -4,7 +4,8 @@
 use engine::{RunState, TaskStatus};
 
 use crate::diagnostics::print;
-use crate::home::{RunDir, fold};
+use crate::home::fold;
+use crate::store::Runs;
 
 /// How long a sink output `apply` prints at its end may be; longer ones get a command instead.
 const BRIEF_LINES: usize = 5;
@@ -12,8 +13,8 @@ const BRIEF_CHARS: usize = 400;
 
 /// Prints the output of `task`, or of every sink with an output (each headed by its id when
 /// there are several); an unknown task, or nothing to print, is an error.
-pub fn run(run_id: &str, task: Option<&str>) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
+pub fn run(runs: &Runs, run_id: &str, task: Option<&str>) -> anyhow::Result<u8> {
+    let run = runs.existing(run_id)?;
     let (records, warning) = run.load()?;
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");

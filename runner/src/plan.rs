@@ -139,7 +139,7 @@ pub struct Outcome {
 }
 
 /// Plans a request; returns the exit code.
-pub fn run(args: &PlanArgs) -> anyhow::Result<u8> {
+pub fn run(args: &PlanArgs, store: Option<&str>) -> anyhow::Result<u8> {
     if let Some(id) = &args.show {
         return crate::provenance::show(id);
     }
@@ -222,7 +222,10 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<u8> {
         eprint!("{}", summary(&loaded));
         let choice = if args.yes && loaded.is_valid() { Choice::Yes } else { ask(loaded.is_valid())? };
         match choice {
-            Choice::Yes => return crate::apply::run(&crate::apply::ApplyArgs::confirmed(path.clone())),
+            Choice::Yes => {
+                let runs = crate::store::Runs::choose(store)?;
+                return crate::apply::run(&runs, &crate::apply::ApplyArgs::confirmed(path.clone()));
+            }
             Choice::No => {
                 eprintln!("declined: nothing ran");
                 return Ok(EXIT_DECLINED);

@@ -4,15 +4,16 @@
 use engine::Command;
 
 use crate::drive::{Session, drive, exit_code};
-use crate::home::{Created, RunDir, fold};
+use crate::home::{Created, fold};
 use crate::live::say;
+use crate::store::Runs;
 
 /// Resumes a run; the exit code is the run's, as for `apply`. A run that has already ended is
 /// left alone and its exit code returned.
-pub fn run(run_id: &str) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
+pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
+    let run = runs.existing(run_id)?;
     let lock = run.lock()?;
-    let (store, loaded) = run.open()?;
+    let (store, loaded) = run.open(&lock)?;
     if let Some(warning) = &loaded.warning {
         eprintln!("warning: {warning}");
     }
@@ -30,5 +31,8 @@ pub fn run(run_id: &str) -> anyhow::Result<u8> {
     crate::apply::refuse_unset_keys(&state.plan)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
     let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
-    drive(Session { run, lock, workdir, opened: Some((store, loaded.records)), span }, Command::Continue)
+    drive(
+        Session { run, lock, workdir, opened: Some((store, loaded.records)), span, local_work: true },
+        Command::Continue,
+    )
 }

@@ -9,13 +9,14 @@ use anyhow::bail;
 use engine::{Command, Start, TaskStatus};
 
 use crate::drive::{Session, drive};
-use crate::home::{Created, RunDir, fold, new_run_id};
+use crate::home::{Created, fold, new_run_id};
 use crate::live::say;
+use crate::store::{Run, Runs};
 
 /// Starts and drives the new run; the exit code is the new run's, as for `apply`. The plan was
 /// confirmed when the first run was applied, so retry does not ask again.
-pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Result<u8> {
-    let old = RunDir::existing(old_id)?;
+pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Result<u8> {
+    let old = runs.existing(old_id)?;
     let (records, warning) = old.load()?;
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");
@@ -52,13 +53,13 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
     crate::apply::refuse_unset_keys(plan)?;
     end_survivors(&old, &state)?;
     let new_id = run_id.map_or_else(|| new_run_id(&plan.name), str::to_owned);
-    let (run, lock, store) = RunDir::create(&new_id)?;
+    let (run, lock, store) = runs.create(&new_id, &plan.name)?;
     let workdir = created.workdir();
     say(&format!(
-        "run `{new_id}` retries `{old_id}`: reusing {} of {} task outputs; log {}",
+        "run `{new_id}` retries `{old_id}`: reusing {} of {} task outputs; {}",
         reuse.len(),
         plan.tasks.len(),
-        run.log().display()
+        run.place()
     ));
     let (span, trace) = crate::telemetry::run_span(&new_id, &plan.name, None);
     let start = Start {
@@ -71,17 +72,22 @@ pub fn run(old_id: &str, from: Option<&str>, run_id: Option<&str>) -> anyhow::Re
         graph: None,
         trace,
     };
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
+    drive(
+        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true },
+        Command::Start(start),
+    )
 }
 
 /// Ends what a runner that died while driving the old run left running, as `resume` would: the
 /// new run works in the same folder and would otherwise run its tasks alongside the old
 /// attempts. The old run's lock is held meanwhile, so no `resume` of it starts halfway; a run
 /// that a live process still drives keeps its programs.
-fn end_survivors(old: &RunDir, state: &engine::RunState) -> anyhow::Result<()> {
-    if state.status.is_final() || old.driver_pid().is_some() {
+fn end_survivors(old: &Run, state: &engine::RunState) -> anyhow::Result<()> {
+    if state.status.is_final() || old.driver().is_some() {
         return Ok(());
     }
-    let _lock = old.lock()?;
-    crate::survivors::end(old)
+    let lock = old.lock()?;
+    let ended = crate::survivors::end(old);
+    lock.release(old);
+    ended
 }

@@ -1,7 +1,9 @@
-//! `runner runs`: the runs under `$RUNNER_HOME`, newest first.
+//! `runner runs`: the runs under `$RUNNER_HOME`, or of every machine in the database
+//! `--store` names, newest first.
 
 use crate::diagnostics::print;
 use crate::home::{Created, RunDir, fold, runs_dir};
+use crate::store::{Run, Runs};
 
 /// One row of the table.
 struct Row {
@@ -13,7 +15,11 @@ struct Row {
 }
 
 /// Prints the table of runs; "no runs" when there are none.
-pub fn run() -> anyhow::Result<u8> {
+pub fn run(runs: &Runs) -> anyhow::Result<u8> {
+    if let Runs::Postgres(_) = runs {
+        let rows: Vec<Row> = runs.rows()?.iter().map(|(run, row)| self::row(run, || row.leased)).collect();
+        return table(rows, &runs.place());
+    }
     let folder = runs_dir();
     let entries = match std::fs::read_dir(&folder) {
         Ok(entries) => entries,
@@ -27,10 +33,16 @@ pub fn run() -> anyhow::Result<u8> {
     for entry in entries.flatten() {
         let id = entry.file_name().to_string_lossy().into_owned();
         let Ok(run) = RunDir::existing(&id) else { continue };
-        rows.push(row(&run));
+        let run = Run::Dir(run);
+        rows.push(row(&run, || run.driver().is_some()));
     }
+    table(rows, &folder.display().to_string())
+}
+
+/// Prints the rows newest first, or that there are none in `place`.
+fn table(mut rows: Vec<Row>, place: &str) -> anyhow::Result<u8> {
     if rows.is_empty() {
-        print(&format!("no runs in {}\n", folder.display()))?;
+        print(&format!("no runs in {place}\n"))?;
         return Ok(0);
     }
     rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.id.cmp(&a.id)));
@@ -53,9 +65,9 @@ pub fn run() -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn row(run: &RunDir) -> Row {
+fn row(run: &Run, driven: impl FnOnce() -> bool) -> Row {
     let unknown = |status: &str| Row {
-        id: run.id.clone(),
+        id: run.id().to_owned(),
         plan: "?".into(),
         status: status.into(),
         tasks: "-".into(),
@@ -65,9 +77,9 @@ fn row(run: &RunDir) -> Row {
     let Some(created) = Created::of(&records) else { return unknown("not started") };
     let state = fold(&records);
     let succeeded = state.tasks.iter().filter(|t| t.status == engine::TaskStatus::Succeeded).count();
-    let status = crate::status::shown_status(&state, run).to_owned();
+    let status = crate::status::shown(&state, driven).to_owned();
     Row {
-        id: run.id.clone(),
+        id: run.id().to_owned(),
         plan: created.plan.name,
         status,
         tasks: format!("{succeeded}/{}", state.tasks.len()),

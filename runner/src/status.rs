@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::diagnostics::print;
 use crate::format::Format;
-use crate::home::{Created, RunDir, fold};
+use crate::home::{Created, fold};
+use crate::store::{Run, Runs};
 
 /// The JSON document `status --format json` prints.
 #[derive(Debug, Serialize)]
@@ -36,8 +37,8 @@ struct JsonTask<'a> {
 }
 
 /// Prints a run's status; exit 0 whatever the run's status (the exit code is `apply`'s job).
-pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
-    let run = RunDir::existing(run_id)?;
+pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
+    let run = runs.existing(run_id)?;
     let (records, warning) = run.load()?;
     let Some(created) = Created::of(&records) else {
         anyhow::bail!("run `{run_id}` has no RunCreated event: it never started");
@@ -84,9 +85,14 @@ pub fn run(run_id: &str, format: Format) -> anyhow::Result<u8> {
 
 /// The status a run shows: its recorded status, or `interrupted` when it is still running by
 /// its log but no live process drives it (the process crashed or was killed).
-pub fn shown_status(state: &RunState, run: &RunDir) -> &'static str {
+pub fn shown_status(state: &RunState, run: &Run) -> &'static str {
+    shown(state, || run.driver().is_some())
+}
+
+/// The status a run shows, asking `driven` only when its log says it is still running.
+pub fn shown(state: &RunState, driven: impl FnOnce() -> bool) -> &'static str {
     let unfinished = !state.status.is_final() && state.status != RunStatus::Paused;
-    if unfinished && run.driver_pid().is_none() { INTERRUPTED } else { state.status.as_str() }
+    if unfinished && !driven() { INTERRUPTED } else { state.status.as_str() }
 }
 
 /// The status of a run that no process drives although it has not ended.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::home::RunDir;
 use crate::live::say;
+use crate::store::Run;
 
 /// How long `resume` waits for the survivors to be gone after SIGKILL.
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -23,8 +24,8 @@ pub fn mark(run: &RunDir) -> String {
 
 /// Ends the processes of `run` that a dead runner left behind, and says which attempts they
 /// belonged to.
-pub fn end(run: &RunDir) -> anyhow::Result<()> {
-    let mark = mark(run);
+pub fn end(run: &Run) -> anyhow::Result<()> {
+    let mark = run.mark();
     let ended = engine::survivors::end(&mark, PATIENCE).map_err(|e| anyhow::anyhow!("{e}"))?;
     if ended.is_empty() {
         return Ok(());

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use engine::cluster::{Leases, Plans, Remote, Worker};
+use engine::cluster::{ClusterError, Leases, Plans, Remote, Worker};
 use engine::driver::Driver;
 use engine::store::postgres::{Database, LeaseTimes, RunLease};
 use engine::{Command, RunState};
@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::home::{Created, fold};
+use crate::store::{Run, Runs};
 
 /// The environment variable that sets the length of every lease, in milliseconds (attempts'
 /// and runs'; default 10 s): tests shorten it.
@@ -23,10 +24,6 @@ pub const LEASE_MS: &str = "RUNNER_LEASE_MS";
 /// The arguments of `runner worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// The PostgreSQL database of the runs and the attempts queue
-    /// (postgres://USER@HOST:PORT/DATABASE; default: `RUNNER_STORE`).
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
     /// How many attempts this worker carries out at a time.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
@@ -68,21 +65,20 @@ pub fn leases() -> (Leases, LeaseTimes) {
     }
 }
 
-/// Runs a worker until SIGINT or SIGTERM; exit 0 then.
-pub fn run(args: &WorkerArgs) -> anyhow::Result<u8> {
+/// Runs a worker on the database `runs` names until SIGINT or SIGTERM; exit 0 then.
+pub fn run(runs: &Runs, args: &WorkerArgs) -> anyhow::Result<u8> {
+    let Runs::Postgres(pg) = runs else {
+        anyhow::bail!(
+            "a worker needs the database the runs are in: pass --store postgres://USER@HOST:PORT/DATABASE or set \
+             RUNNER_STORE"
+        );
+    };
+    let db = pg.db().clone();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let stop = CancellationToken::new();
         watch_signals(stop.clone())?;
-        let url =
-            args.store.clone().or_else(|| std::env::var("RUNNER_STORE").ok()).filter(|url| !url.trim().is_empty());
-        let Some(url) = url else {
-            anyhow::bail!(
-                "a worker needs the database the runs are in: pass --store postgres://... or set RUNNER_STORE"
-            );
-        };
-        let db = Database::connect(&url).await.map_err(crate::home::store_error)?;
         let owner = engine::store::postgres::this_process();
         let (leases, times) = leases();
         let worker = Worker::new(owner.clone(), plans(&db))
@@ -108,6 +104,52 @@ pub fn run(args: &WorkerArgs) -> anyhow::Result<u8> {
         );
         Ok(0)
     })
+}
+
+/// The coordinator's side of the cluster while it drives a run in PostgreSQL: the queue its
+/// attempts go to, and the worker inside this process unless `--no-local-work`.
+pub struct Coordination {
+    remote: Remote,
+    local: Option<(CancellationToken, LocalWorker)>,
+}
+
+/// The worker inside a coordinating process, as it ends.
+type LocalWorker = tokio::task::JoinHandle<Result<Arc<engine::cluster::Tally>, ClusterError>>;
+
+impl Coordination {
+    /// Starts coordinating `run` on `runtime`; `None` for a run in a folder, which runs its
+    /// attempts itself as always.
+    pub fn start(run: &Run, runtime: &tokio::runtime::Runtime, local_work: bool) -> anyhow::Result<Option<Self>> {
+        let Run::Pg { id, pg } = run else { return Ok(None) };
+        let db = pg.db().clone();
+        let (leases, _) = leases();
+        let remote = runtime.block_on(Remote::start(&db, id, leases))?;
+        let local = local_work.then(|| {
+            let stop = CancellationToken::new();
+            let worker = Worker::new(engine::store::postgres::this_process(), plans(&db)).leases(leases);
+            let handle = runtime.spawn({
+                let stop = stop.clone();
+                async move { worker.run(&db, stop).await }
+            });
+            (stop, handle)
+        });
+        Ok(Some(Coordination { remote, local }))
+    }
+
+    /// The runtimes the run's agents get: `command`, `llm` and `http` through the queue.
+    pub fn registry(&self) -> engine::runtime::Registry {
+        self.remote.registry()
+    }
+
+    /// Stops the worker inside this process, giving back what it still runs.
+    pub fn stop(self, runtime: &tokio::runtime::Runtime) {
+        if let Some((stop, handle)) = self.local {
+            stop.cancel();
+            if let Ok(Err(error)) = runtime.block_on(handle) {
+                eprintln!("warning: the worker in this process stopped: {error}");
+            }
+        }
+    }
 }
 
 /// Reads a run's current plan from the store, for the worker's agents.

@@ -10,12 +10,8 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::store::EventStore as _;
-use engine::store::postgres::{Database, LeaseTimes};
-use engine::{Command, Event, Handler as _, Record, RunState, Start};
 use serde_json::Value;
 use support::{Env, plan};
 use testkit::pg::TestDatabase;
@@ -25,10 +21,12 @@ const LEASE_MS: &str = "1500";
 /// The run every test drives.
 const RUN: &str = "r";
 
-/// Appends `start <time> <task>` to the file named by `$1` (the time as records stamp it, so
-/// the two compare as text), sleeps `$2` seconds, and prints `did <task>`.
-const TASK_SCRIPT: &str = "read -r task\n\
-                           echo \"start $(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) $task\" >> \"$1\"\n\
+/// Appends `start <time> <run>/<task>/<attempt>` to the file named by `$1` (the time as
+/// records stamp it, so the two compare as text; the attempt from the mark every program of
+/// an attempt carries, as the input may never come if its worker dies at once), sleeps `$2`
+/// seconds, and prints `did <task>`.
+const TASK_SCRIPT: &str = "echo \"start $(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) $RUNNER_ATTEMPT\" >> \"$1\"\n\
+                           read -r task\n\
                            sleep \"$2\"\n\
                            echo \"did $task\"\n";
 
@@ -52,6 +50,8 @@ impl Cluster {
         let workflow: Vec<String> =
             (0..tasks).map(|i| format!("    - {{id: t{i}, agent: slow, input: t{i}}}")).collect();
         env.write("plan.yaml", &plan("cluster", &agent, &workflow.join("\n")));
+        // The tables exist before anything polls them.
+        env.runner().args(["runs", "--store", &db.url]).assert().success();
         let mut cluster = Cluster { env, db, workers: Vec::new(), tasks };
         for n in 0..3 {
             let worker = cluster.process(&format!("worker-{n}"), &["worker", "--concurrency", "4"]);
@@ -91,23 +91,22 @@ impl Cluster {
         self.workers.iter().position(|w| owner.ends_with(&format!(" pid {}", w.id())))
     }
 
-    /// Records the run (its `RunCreated` only) and lets go of its lease, as `apply --detach`
-    /// does: nobody coordinates it until a worker takes it over.
-    fn submit(&self) {
-        let loaded = manifest::load_file(&self.env.dir().join("plan.yaml"));
-        let plan = Arc::new(loaded.plan.expect("the plan loads"));
-        let source = self.env.dir().join("plan.yaml").display().to_string();
-        let start = Start { plan, source: Some(source), ..Start::default() };
-        let mut events = RunState::new().process(Command::Start(start)).expect("the run starts");
-        events.retain(|event| matches!(event, Event::RunCreated { .. }));
-        let record = Record { seq: 1, at: engine::clock::now().into(), run_id: RUN.into(), event: events.remove(0) };
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-        runtime.block_on(async {
-            let db = Database::connect(&self.db.url).await.expect("the database answers");
-            let lease = db.create_run(RUN, "cluster", "test", LeaseTimes::default()).await.expect("the run is created");
-            db.store(&lease).append(vec![record]).await.expect("RunCreated is recorded");
-            lease.release().await.expect("the lease is let go");
-        });
+    /// `runner apply --detach`: the run is recorded and left to the workers.
+    fn detach(&self) {
+        let output = self
+            .env
+            .runner()
+            .args(["apply", "plan.yaml", "--yes", "--run-id", RUN, "--detach", "--store", &self.db.url])
+            .output()
+            .expect("runner runs");
+        assert!(output.status.success(), "apply --detach: {}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.lines().last(), Some(RUN), "apply --detach prints the run id last");
+    }
+
+    /// The coordinator: `apply` of the plan, working no attempts itself.
+    fn coordinator(&self) -> Child {
+        self.process("coordinator", &["apply", "plan.yaml", "--yes", "--run-id", RUN, "--no-local-work"])
     }
 
     /// The run's records, in order.
@@ -164,9 +163,10 @@ impl Cluster {
         let mut starts = 0;
         for line in lines.lines() {
             let mut words = line.split(' ');
-            let (Some("start"), Some(at), Some(task)) = (words.next(), words.next(), words.next()) else {
+            let (Some("start"), Some(at), Some(mark)) = (words.next(), words.next(), words.next()) else {
                 panic!("a line the script does not write: {line}");
             };
+            let task = mark.split('/').nth(1).unwrap_or_default();
             let Some(succeeded) = successes.get(task) else { panic!("a line of a task the plan lacks: {line}") };
             assert!(
                 at <= succeeded.as_str(),
@@ -198,53 +198,58 @@ fn signal(child: &Child, name: &str) {
 }
 
 #[test]
-fn a_run_nobody_coordinates_is_taken_over_by_a_worker() {
-    let Some(cluster) = Cluster::new("submitted", 60, "0.05") else { return };
-    cluster.submit();
+fn a_detached_run_is_coordinated_by_a_worker_and_by_another_when_that_one_dies() {
+    let Some(mut cluster) = Cluster::new("detached", 160, "0.05") else { return };
+    cluster.detach();
+    cluster.wait_until("a worker coordinates the run and 20 tasks succeed", |c| {
+        c.coordinating_worker().is_some() && c.successes().len() >= 20
+    });
+    let first = cluster.coordinating_worker().expect("a worker coordinates the run");
+    assert!(cluster.successes().len() < 160, "the run is still under way when its coordinator is killed");
+    cluster.workers[first].kill().expect("the coordinating worker is killed");
+    let _ = cluster.workers[first].wait();
     let cluster = cluster.finish();
-    let coordinators =
-        (0..3).filter(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`")).count();
-    assert_eq!(coordinators, 1, "one worker coordinated the run");
+    let records = cluster.records();
+    let first_attempts = records.iter().filter(|r| r["type"] == "TaskDispatched" && r["attempt"] == 1).count();
+    assert_eq!(first_attempts, 160, "a detached run's tasks are dispatched by its coordinator, from attempt 1");
+    let second = (0..3)
+        .filter(|&n| n != first)
+        .find(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`"));
+    assert!(second.is_some(), "another worker took the run over");
 }
 
 #[test]
 fn a_killed_worker_and_a_killed_coordinator_lose_no_task_and_repeat_none_done() {
     let Some(mut cluster) = Cluster::new("killed", 240, "0.05") else { return };
-    cluster.submit();
-    cluster.wait_until("a worker coordinates the run", |c| c.coordinating_worker().is_some());
-    let coordinator = cluster.coordinating_worker().expect("a worker coordinates the run");
-    let victim = (coordinator + 1) % 3;
-    let pid = cluster.workers[victim].id();
-    cluster.wait_until("40 tasks succeed and the victim holds claims", |c| {
+    let mut coordinator = cluster.coordinator();
+    let pid = cluster.workers[0].id();
+    cluster.wait_until("40 tasks succeed and worker 0 holds claims", |c| {
         c.successes().len() >= 40 && c.claimed_by(pid) > 0
     });
-    cluster.workers[victim].kill().expect("the worker is killed");
-    let _ = cluster.workers[victim].wait();
+    cluster.workers[0].kill().expect("worker 0 is killed");
+    let _ = cluster.workers[0].wait();
     cluster.wait_until("100 tasks succeed", |c| c.successes().len() >= 100);
     assert!(cluster.successes().len() < 240, "the run is still under way when its coordinator is killed");
-    cluster.workers[coordinator].kill().expect("the coordinator is killed");
-    let _ = cluster.workers[coordinator].wait();
+    coordinator.kill().expect("the coordinator is killed");
+    let _ = coordinator.wait();
     let cluster = cluster.finish();
-    let survivor = 3 - coordinator - victim;
-    let stderr = cluster.stderr(&format!("worker-{survivor}"));
-    assert!(stderr.contains("coordinating run `r`"), "the last worker took the run over:\n{stderr}");
+    let took_over = (1..3).any(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`"));
+    assert!(took_over, "a worker coordinated the run after its coordinator died");
 }
 
 #[test]
 fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
     let Some(cluster) = Cluster::new("paused", 120, "0.3") else { return };
-    cluster.submit();
-    cluster.wait_until("a worker coordinates the run", |c| c.coordinating_worker().is_some());
-    let coordinator = cluster.coordinating_worker().expect("a worker coordinates the run");
-    let paused = (coordinator + 1) % 3;
-    let pid = cluster.workers[paused].id();
-    cluster.wait_until("the worker to pause holds claims", |c| c.claimed_by(pid) > 0);
-    signal(&cluster.workers[paused], "STOP");
+    let mut coordinator = cluster.coordinator();
+    let pid = cluster.workers[1].id();
+    cluster.wait_until("worker 1 holds claims", |c| c.claimed_by(pid) > 0);
+    signal(&cluster.workers[1], "STOP");
     // Its claims run out and other workers claim those attempts again.
-    cluster.wait_until("the paused worker's claims are taken over", |c| c.claimed_by(pid) == 0);
-    signal(&cluster.workers[paused], "CONT");
+    cluster.wait_until("worker 1's claims are taken over", |c| c.claimed_by(pid) == 0);
+    signal(&cluster.workers[1], "CONT");
     let cluster = cluster.finish();
-    let stderr = cluster.stderr(&format!("worker-{paused}"));
+    assert_eq!(coordinator.wait().expect("the coordinator ends").code(), Some(0), "{}", cluster.stderr("coordinator"));
+    let stderr = cluster.stderr("worker-1");
     assert!(
         stderr.contains("was refused") || stderr.contains("lost the claim"),
         "the paused worker's late result was refused:\n{stderr}"

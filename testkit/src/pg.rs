@@ -73,7 +73,7 @@ impl TestDatabase {
         let sql = sql.to_owned();
         let rows = on_own_thread(move || async move {
             let client = connect(&url).await?;
-            let rows = client.simple_query(&sql).await.map_err(|e| e.to_string())?;
+            let rows = client.simple_query(&sql).await.map_err(|e| shown(&e))?;
             Ok(rows
                 .into_iter()
                 .filter_map(|message| match message {
@@ -104,8 +104,16 @@ fn execute(url: &str, sql: &str) -> Result<(), String> {
     let (url, sql) = (url.to_owned(), sql.to_owned());
     on_own_thread(move || async move {
         let client = connect(&url).await?;
-        client.batch_execute(&sql).await.map_err(|e| e.to_string())
+        client.batch_execute(&sql).await.map_err(|e| shown(&e))
     })
+}
+
+/// A database error with the server's message, when it sent one.
+fn shown(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{error}: {}", db.message()),
+        None => error.to_string(),
+    }
 }
 
 async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {

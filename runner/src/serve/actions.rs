@@ -70,7 +70,8 @@ pub async fn reject(Path(id): Path<String>, Json(decision): Json<Decision>) -> R
 async fn decided(id: String, command: engine::Command, resume: bool) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
         existing(&id)?;
-        let (state, records) = crate::decide::record_decision(&id, command).map_err(|e| ApiError::refused(&e))?;
+        let (state, records) = crate::decide::record_decision(&crate::store::Runs::Home, &id, command)
+            .map_err(|e| ApiError::refused(&e))?;
         let mut message = format!("recorded {}", records.iter().map(|r| r.event.name()).collect::<Vec<_>>().join(", "));
         let waits = state.tasks.iter().any(|t| t.status == TaskStatus::Paused);
         if resume && !state.status.is_final() && !waits {
@@ -87,7 +88,7 @@ async fn decided(id: String, command: engine::Command, resume: bool) -> Result<J
 pub async fn cancel(Path(id): Path<String>, Json(_): Json<serde_json::Value>) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
         existing(&id)?;
-        let message = crate::cancel::cancel(&id).map_err(|e| ApiError::refused(&e))?;
+        let message = crate::cancel::cancel(&crate::store::Runs::Home, &id).map_err(|e| ApiError::refused(&e))?;
         Ok::<_, ApiError>(Done { message, run: id })
     })
     .await??;

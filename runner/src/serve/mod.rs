@@ -41,7 +41,14 @@ pub struct Served {
 }
 
 /// Serves until interrupted; refuses a non-loopback address without a token.
-pub fn run(args: &ServeArgs) -> anyhow::Result<u8> {
+pub fn run(runs: &crate::store::Runs, args: &ServeArgs) -> anyhow::Result<u8> {
+    if let crate::store::Runs::Postgres(pg) = runs {
+        anyhow::bail!(
+            "`runner serve` shows the run folders under RUNNER_HOME only, not the runs in {}: use \
+             `runner runs`, `status` and `logs --follow` with --store for those",
+            pg.db().url()
+        );
+    }
     let token =
         args.token.clone().or_else(|| std::env::var("RUNNER_SERVE_TOKEN").ok()).filter(|token| !token.is_empty());
     if !args.addr.ip().is_loopback() && token.is_none() {

@@ -52,7 +52,7 @@ fn rows() -> Result<Vec<RunRow>, ApiError> {
             Some(RunRow {
                 id: run.id.clone(),
                 plan: created.plan.name,
-                status: crate::status::shown_status(&state, &run).to_owned(),
+                status: crate::status::shown(&state, || run.driver_pid().is_some()).to_owned(),
                 started: created.at,
                 updated: records.last().map(|r| r.at.to_string()).unwrap_or_default(),
                 tokens: state.tokens,
@@ -177,7 +177,7 @@ pub async fn run(Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
             source: created.source,
             graph: GraphView::new(&state.plan, &state.graph),
             events: records.iter().map(EventView::new).collect(),
-            state: StateView::new(&state, crate::status::shown_status(&state, &run)),
+            state: StateView::new(&state, crate::status::shown(&state, || run.driver_pid().is_some())),
         })
     })
     .await??;
@@ -206,7 +206,11 @@ fn state_at(id: &str, at: Option<usize>) -> Result<(RunDir, Vec<Record>, RunStat
 pub async fn state(Path(id): Path<String>, Query(at): Query<At>) -> Result<Json<StateView>, ApiError> {
     let view = tokio::task::spawn_blocking(move || {
         let (run, _, state) = state_at(&id, at.at)?;
-        let status = if at.at.is_some() { state.status.as_str() } else { crate::status::shown_status(&state, &run) };
+        let status = if at.at.is_some() {
+            state.status.as_str()
+        } else {
+            crate::status::shown(&state, || run.driver_pid().is_some())
+        };
         Ok::<_, ApiError>(StateView::new(&state, status))
     })
     .await??;

@@ -360,7 +360,15 @@ fn reason(error: &tokio_postgres::Error) -> String {
             Some(detail) => format!("{} ({detail})", db.message()),
             None => db.message().to_owned(),
         },
-        None => redact(&error.to_string()),
+        None => {
+            let mut text = error.to_string();
+            let mut cause = std::error::Error::source(error);
+            while let Some(inner) = cause {
+                text.push_str(&format!(": {inner}"));
+                cause = inner.source();
+            }
+            redact(&text)
+        }
     }
 }
 
