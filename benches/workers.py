@@ -41,7 +41,7 @@ def plan_text(tasks, seconds):
 
 def psql(url, sql):
     subprocess.run(["psql", url, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def measure(runner, base, plan, workers, concurrency, timeout, folder):
