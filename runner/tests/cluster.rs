@@ -255,3 +255,26 @@ fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
         "the paused worker's late result was refused:\n{stderr}"
     );
 }
+
+#[test]
+fn detach_and_no_local_work_without_a_database_are_usage_errors() {
+    let env = Env::new();
+    env.write("plan.yaml", &plan("solo", "    echo: {runtime: mock}", "    - {id: a, agent: echo, input: hi}"));
+    for flag in ["--detach", "--no-local-work"] {
+        let output = env.runner().args(["apply", "plan.yaml", "--yes", flag]).env_remove("RUNNER_STORE").output();
+        let output = output.expect("runner runs");
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("need the runs in PostgreSQL"), "{flag}: {stderr}");
+        assert!(!env.home().join("runs").exists(), "{flag}: no run was created");
+    }
+}
+
+#[test]
+fn a_worker_without_a_database_says_what_it_needs() {
+    let env = Env::new();
+    let output = env.runner().args(["worker"]).env_remove("RUNNER_STORE").output().expect("runner runs");
+    assert_ne!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("a worker needs the database the runs are in"), "{stderr}");
+}
