@@ -12,6 +12,7 @@ use engine::store::MemoryStore;
 use engine::store::postgres::Database;
 use engine::{Command, Outcome, RunStatus, Start};
 use testkit::pg::TestDatabase;
+use testkit::{FakeOpenAi, Step};
 use tokio_util::sync::CancellationToken;
 
 /// A folder with a script that logs the start and end of each run of it (with its input) to
@@ -151,4 +152,48 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(llm_only.done.load(Ordering::Relaxed), 0);
     assert_eq!(commands.done.load(Ordering::Relaxed), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_max_concurrency_holds_across_workers() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let answer = Step::Delay(Duration::from_millis(200), Box::new(Step::Answer("ok".into())));
+    let server = FakeOpenAi::script(vec![answer]);
+    let mut yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: llm}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+         base_url: \"{}\", model: m, max_concurrency: 2}}\n  agent_definitions:\n    a: {{runtime: llm, provider: \
+         fake}}\n  workflow:\n",
+        server.base_url()
+    );
+    for i in 0..8 {
+        yaml.push_str(&format!("    - {{id: t{i}, agent: a, input: t{i}}}\n"));
+    }
+    let loaded = manifest::load_str("llm.yaml", "llm", &yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let plan = Arc::new(loaded.plan.expect("the plan loads"));
+    let stop = CancellationToken::new();
+    let workers: Vec<_> = (0..2)
+        .map(|n| {
+            // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster.
+            let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(3).leases(leases());
+            let (db, stop) = (db.clone(), stop.clone());
+            tokio::spawn(async move { worker.run(&db, stop).await })
+        })
+        .collect();
+    let remote = Remote::start(&db, "run-llm", leases()).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-llm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    let mut done = 0;
+    for worker in workers {
+        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
+    }
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(server.requests().len(), 8);
+    assert_eq!(server.max_in_flight(), 2, "two requests at a time in the cluster, as the provider allows");
+    assert_eq!(done, 8);
 }

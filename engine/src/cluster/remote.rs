@@ -6,13 +6,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use manifest::plan::Runtime;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
 use super::{ClusterError, REMOTE_RUNTIMES, queue};
-use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply};
+use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply, Setup};
 use crate::store::postgres::Database;
 
 /// The attempts queue as one run's coordinator uses it.
@@ -28,6 +29,9 @@ struct Inner {
     waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
     /// Wakes the collector when an attempt starts waiting.
     wake: Notify,
+    /// The `max_concurrency` of each provider, held here for the whole cluster: an `llm`
+    /// attempt is queued only with a permit of its provider's.
+    providers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl Remote {
@@ -45,6 +49,7 @@ impl Remote {
             run_id: run_id.to_owned(),
             waiting: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            providers: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
@@ -73,13 +78,24 @@ impl Remote {
         REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
             let remote = self.clone();
             registry.with(runtime, move |setup| {
-                Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime })
+                let limit = remote.inner.limit_of(setup);
+                Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime, limit })
             })
         })
     }
 }
 
 impl Inner {
+    /// The cluster-wide limit of an `llm` agent's provider, if it has one. A worker's own
+    /// limiter still holds each worker to it too; this holds the cluster.
+    fn limit_of(&self, setup: &Setup<'_>) -> Option<Arc<Semaphore>> {
+        let Runtime::Llm { provider, .. } = &setup.agent.runtime else { return None };
+        let name = provider.as_ref().map_or(crate::llm::DEFAULT_PROVIDER, |p| p.value.as_str());
+        let limit = setup.plan.providers.get(name)?.max_concurrency.filter(|&n| n > 0)?;
+        let mut providers = self.providers.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(Arc::clone(providers.entry(name.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(limit as usize)))))
+    }
+
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Reply>>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -137,11 +153,24 @@ struct RemoteRuntime {
     remote: Remote,
     agent: String,
     runtime: &'static str,
+    /// Its provider's cluster-wide limit, for an `llm` agent that has one.
+    limit: Option<Arc<Semaphore>>,
 }
 
 impl AgentRuntime for RemoteRuntime {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let (inner, agent, runtime) = (Arc::clone(&self.remote.inner), self.agent.clone(), self.runtime);
-        Box::pin(async move { inner.carry_out(&agent, runtime, attempt, cancel).await })
+        let limit = self.limit.clone();
+        Box::pin(async move {
+            // The semaphore is never closed, so acquiring fails only if it were.
+            let _permit = match limit {
+                Some(limit) => tokio::select! {
+                    permit = limit.acquire_owned() => permit.ok(),
+                    () = cancel.cancelled() => return Reply::refused("cancelled"),
+                },
+                None => None,
+            };
+            inner.carry_out(&agent, runtime, attempt, cancel).await
+        })
     }
 }

@@ -161,7 +161,7 @@ impl Agents {
         let by_agent: HashMap<String, Arc<dyn AgentRuntime>> = plan
             .agents
             .iter()
-            .map(|(name, agent)| (name.clone(), registry.build(&Setup { name, agent, hidden: &hidden, llm })))
+            .map(|(name, agent)| (name.clone(), registry.build(&Setup { name, agent, hidden: &hidden, llm, plan })))
             .collect();
         let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
         let mut by_task = Vec::with_capacity(plan.tasks.len());

@@ -18,6 +18,8 @@ pub struct Setup<'a> {
     pub hidden: &'a Arc<[String]>,
     /// Makes the runtime of an `llm` agent by name (shared across the plan's llm agents).
     pub llm: &'a dyn Fn(&str) -> Arc<dyn AgentRuntime>,
+    /// The plan the agent belongs to (its providers, for limits a runtime keeps).
+    pub plan: &'a manifest::Plan,
 }
 
 /// Builds the runtime of one agent. It gets only agents whose `runtime` has the name it was
