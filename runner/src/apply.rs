@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use engine::store::EventStore as _;
 use engine::{Command, Event, Handler as _, RunState, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
@@ -19,7 +18,7 @@ use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::grouping::thousands;
 use crate::home::new_run_id;
-use crate::home::{records_after, refused, store_error};
+use crate::home::{records_after, refused};
 use crate::live::say;
 use crate::store::{Held, Run, RunStore, Runs};
 
@@ -199,9 +198,8 @@ fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Resu
     // Dispatches are the coordinator's to record, when it starts the attempts.
     events.retain(|event| matches!(event, Event::RunCreated { .. } | Event::TaskReused { .. }));
     let records = records_after(&[], run.id(), events);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(store.append(records)).map_err(store_error)?;
-    lock.release(run);
+    run.append(store, records)?;
+    lock.release();
     eprintln!("run `{}` submitted: a `runner worker --store URL` coordinates it", run.id());
     say(run.id());
     Ok(0)

@@ -142,7 +142,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     } else {
         summary(run.id(), &state);
     }
-    lock.release(&run);
+    lock.release();
     runtime.shutdown_background();
     Ok(if halted { EXIT_TERMINATED } else { exit_code(state.status) })
 }

@@ -88,6 +88,6 @@ fn end_survivors(old: &Run, state: &engine::RunState) -> anyhow::Result<()> {
     }
     let lock = old.lock()?;
     let ended = crate::survivors::end(old);
-    lock.release(old);
+    lock.release();
     ended
 }

@@ -23,10 +23,17 @@ pub enum Runs {
 }
 
 /// A connected database and a runtime to wait for it from synchronous code.
-#[derive(Debug)]
 pub struct Postgres {
     db: Database,
     runtime: tokio::runtime::Runtime,
+    /// The URL as given, password included: only ever handed to a child process's environment.
+    url: String,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("db", &self.db).finish_non_exhaustive()
+    }
 }
 
 impl Postgres {
@@ -35,9 +42,15 @@ impl Postgres {
         self.runtime.block_on(future)
     }
 
-    /// The database.
+    /// The database (for the attempts queue).
     pub fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The URL as given, password included, for the environment of a child `runner` (never
+    /// for a message: [`Database::url`] hides the password).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 }
 
@@ -59,7 +72,7 @@ impl Runs {
             .build()
             .context("cannot start the async runtime")?;
         let db = runtime.block_on(Database::connect(&url)).map_err(store_error)?;
-        Ok(Runs::Postgres(Arc::new(Postgres { db, runtime })))
+        Ok(Runs::Postgres(Arc::new(Postgres { db, runtime, url })))
     }
 
     /// Where the runs are, for messages: a folder or a database URL (without its password).
@@ -106,7 +119,8 @@ impl Runs {
                     .block_on(pg.db.create_run(id, plan, &this_process(), crate::worker::leases().1))
                     .map_err(store_error)?;
                 let store = pg.db.store(&lease);
-                Ok((Run::Pg { id: id.to_owned(), pg: Arc::clone(pg) }, Held::Lease(lease), RunStore::Pg(store)))
+                let held = Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) });
+                Ok((Run::Pg { id: id.to_owned(), pg: Arc::clone(pg) }, held, RunStore::Pg(store)))
             }
         }
     }
@@ -137,24 +151,37 @@ pub enum Run {
     },
 }
 
-/// A run's lock while this process drives or records into it.
+/// A run's lock while this process drives or records into it; dropping it lets the run go.
 #[derive(Debug)]
 pub enum Held {
     /// The OS lock on the run folder's `lock` file.
     Lock(Lock),
     /// The run's lease in the database, renewed in the background.
-    Lease(RunLease),
+    Lease(Lease),
+}
+
+/// A held lease, released when dropped (on every path, errors included), so the next command
+/// finds the run free at once rather than after the lease runs out.
+#[derive(Debug)]
+pub struct Lease {
+    lease: Option<RunLease>,
+    pg: Arc<Postgres>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            let _ = self.pg.block_on(lease.release());
+        }
+    }
 }
 
 impl Held {
-    /// Lets the run go: a lease is released at once (not left to run out).
-    pub fn release(self, run: &Run) {
-        match (self, run) {
-            (Held::Lease(lease), Run::Pg { pg, .. }) => {
-                let _ = pg.block_on(lease.release());
-            }
-            (Held::Lease(lease), Run::Dir(_)) => drop(lease),
-            (Held::Lock(lock), _) => drop(lock),
+    /// Lets the run go now.
+    pub fn release(self) {
+        match self {
+            Held::Lock(lock) => drop(lock),
+            Held::Lease(lease) => drop(lease),
         }
     }
 }
@@ -235,7 +262,7 @@ impl Run {
                 let lease = pg
                     .block_on(pg.db.take_lease(id, &this_process(), crate::worker::leases().1))
                     .map_err(store_error)?;
-                Ok(Held::Lease(lease))
+                Ok(Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) }))
             }
         }
     }
@@ -247,11 +274,11 @@ impl Run {
                 let (store, loaded) = run.open()?;
                 Ok((RunStore::Jsonl(store), loaded))
             }
-            (Run::Pg { id, pg }, Held::Lease(lease)) => {
+            (Run::Pg { id, pg }, Held::Lease(Lease { lease: Some(lease), .. })) => {
                 let loaded = pg.block_on(pg.db.load(id)).map_err(store_error)?;
                 Ok((RunStore::Pg(pg.db.store(lease)), loaded))
             }
-            (Run::Pg { id, .. }, Held::Lock(_)) => {
+            (Run::Pg { id, .. }, _) => {
                 bail!("run `{id}` is in a database: its lease, not a file lock, opens it")
             }
         }
@@ -270,7 +297,7 @@ impl Run {
         let events = state.process(command).map_err(|e| refused(self.id(), &e))?;
         let records = records_after(&loaded.records, self.id(), events);
         self.append(&store, records.clone())?;
-        held.release(self);
+        held.release();
         Ok((state, records))
     }
 

@@ -1,15 +1,18 @@
 //! `--store postgres://...` on the command line, against the real server (a schema per test):
 //! a run applied into the database is seen by `runs`, `status`, `logs` and `events`; a paused
 //! run is answered, approved and resumed; `cancel` reaches the process that drives a run;
-//! `RUNNER_STORE` stands for the flag; a URL of another kind and a dead server are clear
+//! `RUNNER_STORE` stands for the flag; `runner serve` shows and acts on the database's runs; a URL of another kind and a dead server are clear
 //! errors that never show the password. Skipped without a server, unless
 //! `RUNNER_REQUIRE_POSTGRES=1`.
 
+#[path = "support/server.rs"]
+mod server;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use server::Server;
 use support::{Env, plan, review_plan};
 use testkit::pg::TestDatabase;
 
@@ -105,6 +108,9 @@ fn a_paused_run_is_answered_approved_and_resumed_through_the_database() {
     );
     assert_eq!(store.run(&["apply", "ask.yaml", "--yes", "--run-id", "q1"]).status.code(), Some(3));
     assert_eq!(store.status("q1")["tasks"]["a"]["question"], "Which year?");
+    let wrong = store.run(&["answer", "q1", "nope", "2024"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+    // The refused command let the run's lease go on its way out: the next one finds it free.
     let answered = store.run(&["answer", "q1", "a", "2024"]);
     assert_eq!(answered.status.code(), Some(0), "{}", text(&answered));
     let resumed = store.run(&["resume", "q1"]);
@@ -197,4 +203,31 @@ fn a_url_of_another_kind_and_a_dead_server_are_clear_errors_without_the_password
     let shown = text(&dead);
     assert!(shown.contains("connect to the database (postgres://u:***@127.0.0.1:1/x)"), "{shown}");
     assert!(!shown.contains("s3cret") && !shown.contains("panicked"), "{shown}");
+}
+
+#[test]
+fn serve_shows_streams_and_acts_on_the_runs_in_the_database() {
+    let Some(store) = Store::new("serve_store") else { return };
+    store.env.write("review.yaml", &review_plan());
+    assert_eq!(store.run(&["apply", "review.yaml", "--yes", "--run-id", "rv"]).status.code(), Some(3));
+    let server = Server::start(&store.env, &["--store", &store.db.url]);
+
+    let runs = server.get("/api/runs").json();
+    assert_eq!((runs[0]["id"].as_str(), runs[0]["status"].as_str()), (Some("rv"), Some("paused")), "{runs}");
+    let run = server.get("/api/runs/rv").json();
+    assert_eq!(run["state"]["tasks"]["approve"], "paused");
+    let total = run["events"].as_array().map_or(0, Vec::len);
+    let streamed = server.stream("/api/runs/rv/stream", Duration::from_secs(30), |messages| {
+        messages.iter().flat_map(|m| m["events"].as_array().cloned().unwrap_or_default()).count() >= total
+    });
+    assert_eq!(streamed[0]["events"][0]["type"], "RunCreated");
+    assert_eq!(server.get("/api/runs/nope").status, 404);
+
+    let approved =
+        server.post("/api/runs/rv/approve", json!({"task": "approve", "comment": "ship it", "resume": true}));
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    // The resume the page started is a child `runner` that found the database too.
+    let state = server.wait_for("/api/runs/rv/state", Duration::from_secs(30), |s| s["status"] == "succeeded");
+    assert_eq!(state["tasks"]["publish"], "succeeded");
+    assert!(store.types("rv").contains(&"RunResumed".to_owned()));
 }

@@ -6,11 +6,14 @@
 
 use std::process::{Command, Stdio};
 
+use std::sync::Arc;
+
 use axum::Json;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use engine::TaskStatus;
 use serde::{Deserialize, Serialize};
 
+use super::Served;
 use super::error::ApiError;
 use super::runs::existing;
 use crate::home::{Created, fold};
@@ -50,33 +53,50 @@ pub struct Retry {
 }
 
 /// `POST /api/runs/{id}/answer`.
-pub async fn answer(Path(id): Path<String>, Json(answer): Json<Answer>) -> Result<Json<Done>, ApiError> {
+pub async fn answer(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(answer): Json<Answer>,
+) -> Result<Json<Done>, ApiError> {
     let command = engine::Command::Answer { task: answer.task, text: answer.text };
-    decided(id, command, answer.resume).await
+    decided(served, id, command, answer.resume).await
 }
 
 /// `POST /api/runs/{id}/approve`.
-pub async fn approve(Path(id): Path<String>, Json(decision): Json<Decision>) -> Result<Json<Done>, ApiError> {
+pub async fn approve(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(decision): Json<Decision>,
+) -> Result<Json<Done>, ApiError> {
     let command = engine::Command::Decide { task: decision.task, approved: true, comment: decision.comment };
-    decided(id, command, decision.resume).await
+    decided(served, id, command, decision.resume).await
 }
 
 /// `POST /api/runs/{id}/reject`.
-pub async fn reject(Path(id): Path<String>, Json(decision): Json<Decision>) -> Result<Json<Done>, ApiError> {
+pub async fn reject(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(decision): Json<Decision>,
+) -> Result<Json<Done>, ApiError> {
     let command = engine::Command::Decide { task: decision.task, approved: false, comment: decision.comment };
-    decided(id, command, decision.resume).await
+    decided(served, id, command, decision.resume).await
 }
 
-async fn decided(id: String, command: engine::Command, resume: bool) -> Result<Json<Done>, ApiError> {
+async fn decided(
+    served: Arc<Served>,
+    id: String,
+    command: engine::Command,
+    resume: bool,
+) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        existing(&id)?;
-        let (state, records) = crate::decide::record_decision(&crate::store::Runs::Home, &id, command)
-            .map_err(|e| ApiError::refused(&e))?;
+        existing(&served.runs, &id)?;
+        let (state, records) =
+            crate::decide::record_decision(&served.runs, &id, command).map_err(|e| ApiError::refused(&e))?;
         let mut message = format!("recorded {}", records.iter().map(|r| r.event.name()).collect::<Vec<_>>().join(", "));
         let waits = state.tasks.iter().any(|t| t.status == TaskStatus::Paused);
         if resume && !state.status.is_final() && !waits {
             message.push_str("; ");
-            message.push_str(&start(&["resume", &id])?);
+            message.push_str(&start(&served, &["resume", &id])?);
         }
         Ok::<_, ApiError>(Done { message, run: id })
     })
@@ -85,10 +105,14 @@ async fn decided(id: String, command: engine::Command, resume: bool) -> Result<J
 }
 
 /// `POST /api/runs/{id}/cancel` (an empty JSON object).
-pub async fn cancel(Path(id): Path<String>, Json(_): Json<serde_json::Value>) -> Result<Json<Done>, ApiError> {
+pub async fn cancel(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(_): Json<serde_json::Value>,
+) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        existing(&id)?;
-        let message = crate::cancel::cancel(&crate::store::Runs::Home, &id).map_err(|e| ApiError::refused(&e))?;
+        existing(&served.runs, &id)?;
+        let message = crate::cancel::cancel(&served.runs, &id).map_err(|e| ApiError::refused(&e))?;
         Ok::<_, ApiError>(Done { message, run: id })
     })
     .await??;
@@ -96,13 +120,17 @@ pub async fn cancel(Path(id): Path<String>, Json(_): Json<serde_json::Value>) ->
 }
 
 /// `POST /api/runs/{id}/resume` (an empty JSON object).
-pub async fn resume(Path(id): Path<String>, Json(_): Json<serde_json::Value>) -> Result<Json<Done>, ApiError> {
+pub async fn resume(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(_): Json<serde_json::Value>,
+) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        let run = existing(&id)?;
-        if let Some(pid) = run.driver_pid() {
-            return Err(ApiError::Refused(format!("run `{id}` is being driven by process {pid}")));
+        let run = existing(&served.runs, &id)?;
+        if let Some(driver) = run.driver() {
+            return Err(ApiError::Refused(format!("run `{id}` is being driven by {driver}")));
         }
-        let message = start(&["resume", &id])?;
+        let message = start(&served, &["resume", &id])?;
         Ok(Done { message, run: id })
     })
     .await??;
@@ -110,9 +138,13 @@ pub async fn resume(Path(id): Path<String>, Json(_): Json<serde_json::Value>) ->
 }
 
 /// `POST /api/runs/{id}/retry` with `{"from": TASK}` or `{}`: a new run, whose id is returned.
-pub async fn retry(Path(id): Path<String>, Json(retry): Json<Retry>) -> Result<Json<Done>, ApiError> {
+pub async fn retry(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Json(retry): Json<Retry>,
+) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        let run = existing(&id)?;
+        let run = existing(&served.runs, &id)?;
         let records = super::runs::load(&run)?;
         let created = Created::of(&records)
             .ok_or_else(|| ApiError::Refused(format!("run `{id}` never started: there is nothing to retry")))?;
@@ -126,7 +158,7 @@ pub async fn retry(Path(id): Path<String>, Json(retry): Json<Retry>) -> Result<J
         if let Some(from) = &retry.from {
             args.extend(["--from", from.as_str()]);
         }
-        let message = start(&args)?;
+        let message = start(&served, &args)?;
         Ok(Done { message, run: new_id })
     })
     .await??;
@@ -134,10 +166,15 @@ pub async fn retry(Path(id): Path<String>, Json(retry): Json<Retry>) -> Result<J
 }
 
 /// Starts this program with `args` (an argument vector, never a shell line), detached from
-/// the request; a thread reaps it when it ends.
-fn start(args: &[&str]) -> Result<String, ApiError> {
+/// the request, on the same runs (a database's URL goes in `RUNNER_STORE`, out of the process
+/// list); a thread reaps it when it ends.
+fn start(served: &Served, args: &[&str]) -> Result<String, ApiError> {
     let program = std::env::current_exe().map_err(|e| ApiError::Internal(format!("cannot find this program: {e}")))?;
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    if let crate::store::Runs::Postgres(pg) = &served.runs {
+        command.env("RUNNER_STORE", pg.url());
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

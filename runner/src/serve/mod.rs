@@ -31,24 +31,19 @@ pub struct ServeArgs {
     token: Option<String>,
 }
 
-/// What every request handler shares: the served folder and the token.
+/// What every request handler shares: the served folder, the token and where runs live.
 #[derive(Debug)]
 pub struct Served {
     /// The folder manifests are opened from (the current directory), canonical.
     root: PathBuf,
     /// The token requests must carry, when one is set.
     token: Option<String>,
+    /// The run folders, or the database `--store` names.
+    runs: crate::store::Runs,
 }
 
 /// Serves until interrupted; refuses a non-loopback address without a token.
 pub fn run(runs: &crate::store::Runs, args: &ServeArgs) -> anyhow::Result<u8> {
-    if let crate::store::Runs::Postgres(pg) = runs {
-        anyhow::bail!(
-            "`runner serve` shows the run folders under RUNNER_HOME only, not the runs in {}: use \
-             `runner runs`, `status` and `logs --follow` with --store for those",
-            pg.db().url()
-        );
-    }
     let token =
         args.token.clone().or_else(|| std::env::var("RUNNER_SERVE_TOKEN").ok()).filter(|token| !token.is_empty());
     if !args.addr.ip().is_loopback() && token.is_none() {
@@ -56,7 +51,7 @@ pub fn run(runs: &crate::store::Runs, args: &ServeArgs) -> anyhow::Result<u8> {
     }
     let root =
         std::env::current_dir().and_then(|dir| dir.canonicalize()).context("cannot read the current directory")?;
-    let served = Arc::new(Served { root, token });
+    let served = Arc::new(Served { root, token, runs: runs.clone() });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -75,12 +70,7 @@ async fn serve(addr: SocketAddr, served: Arc<Served>) -> anyhow::Result<()> {
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "runner serve: http://{bound}/{query}");
-        let _ = writeln!(
-            stdout,
-            "  runs in {}; plans opened from {}",
-            crate::home::runs_dir().display(),
-            served.root.display()
-        );
+        let _ = writeln!(stdout, "  runs in {}; plans opened from {}", served.runs.place(), served.root.display());
         let _ = stdout.flush();
     }
     axum::serve(listener, routes::router(served))

@@ -4,14 +4,18 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use axum::Json;
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use engine::{Event, Record, RunState, TaskStatus, Tokens};
 use serde::{Deserialize, Serialize};
 
+use super::Served;
 use super::error::ApiError;
 use super::graph_view::{GraphView, kind_name};
 use crate::home::{Created, RunDir, fold, runs_dir};
+use crate::store::{Run, Runs};
 
 /// The largest log the server reads.
 pub const LOG_CAP: u64 = 1 << 30;
@@ -31,28 +35,43 @@ pub struct RunRow {
 }
 
 /// `GET /api/runs`: every run, newest first.
-pub async fn list() -> Result<Json<Vec<RunRow>>, ApiError> {
-    Ok(Json(tokio::task::spawn_blocking(rows).await??))
+pub async fn list(State(served): State<Arc<Served>>) -> Result<Json<Vec<RunRow>>, ApiError> {
+    Ok(Json(tokio::task::spawn_blocking(move || rows(&served.runs)).await??))
 }
 
-fn rows() -> Result<Vec<RunRow>, ApiError> {
+/// Every run with whether a live process drives it.
+fn all_runs(runs: &Runs) -> Result<Vec<(Run, bool)>, ApiError> {
+    if let Runs::Postgres(_) = runs {
+        let rows = runs.rows().map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+        return Ok(rows.into_iter().map(|(run, row)| (run, row.leased)).collect());
+    }
     let folder = runs_dir();
     let entries = match std::fs::read_dir(&folder) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(ApiError::Internal(format!("cannot list {}: {error}", folder.display()))),
     };
-    let mut rows: Vec<RunRow> = entries
+    Ok(entries
         .flatten()
         .filter_map(|entry| RunDir::existing(&entry.file_name().to_string_lossy()).ok())
-        .filter_map(|run| {
+        .map(|run| {
+            let driven = run.driver_pid().is_some();
+            (Run::Dir(run), driven)
+        })
+        .collect())
+}
+
+fn rows(runs: &Runs) -> Result<Vec<RunRow>, ApiError> {
+    let mut rows: Vec<RunRow> = all_runs(runs)?
+        .into_iter()
+        .filter_map(|(run, driven)| {
             let records = load(&run).ok()?;
             let created = Created::of(&records)?;
             let state = fold(&records);
             Some(RunRow {
-                id: run.id.clone(),
+                id: run.id().to_owned(),
                 plan: created.plan.name,
-                status: crate::status::shown(&state, || run.driver_pid().is_some()).to_owned(),
+                status: crate::status::shown(&state, || driven).to_owned(),
                 started: created.at,
                 updated: records.last().map(|r| r.at.to_string()).unwrap_or_default(),
                 tokens: state.tokens,
@@ -66,17 +85,25 @@ fn rows() -> Result<Vec<RunRow>, ApiError> {
 }
 
 /// A run's records, refusing a log over [`LOG_CAP`].
-pub fn load(run: &RunDir) -> Result<Vec<Record>, ApiError> {
-    let size = std::fs::metadata(run.log()).map(|m| m.len()).unwrap_or(0);
-    if size > LOG_CAP {
-        return Err(ApiError::TooLarge { what: format!("the log of run `{}`", run.id), cap: LOG_CAP });
-    }
+pub fn load(run: &Run) -> Result<Vec<Record>, ApiError> {
+    check_size(run)?;
     run.load().map(|(records, _)| records).map_err(|e| ApiError::Internal(format!("{e:#}")))
 }
 
+/// Refuses a run folder's log over [`LOG_CAP`].
+pub fn check_size(run: &Run) -> Result<(), ApiError> {
+    if let Run::Dir(dir) = run {
+        let size = std::fs::metadata(dir.log()).map(|m| m.len()).unwrap_or(0);
+        if size > LOG_CAP {
+            return Err(ApiError::TooLarge { what: format!("the log of run `{}`", dir.id), cap: LOG_CAP });
+        }
+    }
+    Ok(())
+}
+
 /// An existing run, or 404.
-pub fn existing(id: &str) -> Result<RunDir, ApiError> {
-    RunDir::existing(id).map_err(|e| ApiError::NotFound(format!("{e:#}")))
+pub fn existing(runs: &Runs, id: &str) -> Result<Run, ApiError> {
+    runs.existing(id).map_err(|e| ApiError::NotFound(format!("{e:#}")))
 }
 
 /// One event as the page lists it and the timeline places it.
@@ -165,9 +192,9 @@ pub struct RunView {
 }
 
 /// `GET /api/runs/{id}`.
-pub async fn run(Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
+pub async fn run(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
     let view = tokio::task::spawn_blocking(move || {
-        let run = existing(&id)?;
+        let run = existing(&served.runs, &id)?;
         let records = load(&run)?;
         let created = Created::of(&records)
             .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no RunCreated event: it never started")))?;
@@ -177,7 +204,7 @@ pub async fn run(Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
             source: created.source,
             graph: GraphView::new(&state.plan, &state.graph),
             events: records.iter().map(EventView::new).collect(),
-            state: StateView::new(&state, crate::status::shown(&state, || run.driver_pid().is_some())),
+            state: StateView::new(&state, crate::status::shown(&state, || run.driver().is_some())),
         })
     })
     .await??;
@@ -192,8 +219,8 @@ pub struct At {
 }
 
 /// The records of a run up to an event, folded.
-fn state_at(id: &str, at: Option<usize>) -> Result<(RunDir, Vec<Record>, RunState), ApiError> {
-    let run = existing(id)?;
+fn state_at(runs: &Runs, id: &str, at: Option<usize>) -> Result<(Run, Vec<Record>, RunState), ApiError> {
+    let run = existing(runs, id)?;
     let mut records = load(&run)?;
     if let Some(at) = at {
         records.truncate(at);
@@ -203,13 +230,17 @@ fn state_at(id: &str, at: Option<usize>) -> Result<(RunDir, Vec<Record>, RunStat
 }
 
 /// `GET /api/runs/{id}/state?at=N`: the state after the first N events.
-pub async fn state(Path(id): Path<String>, Query(at): Query<At>) -> Result<Json<StateView>, ApiError> {
+pub async fn state(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Query(at): Query<At>,
+) -> Result<Json<StateView>, ApiError> {
     let view = tokio::task::spawn_blocking(move || {
-        let (run, _, state) = state_at(&id, at.at)?;
+        let (run, _, state) = state_at(&served.runs, &id, at.at)?;
         let status = if at.at.is_some() {
             state.status.as_str()
         } else {
-            crate::status::shown(&state, || run.driver_pid().is_some())
+            crate::status::shown(&state, || run.driver().is_some())
         };
         Ok::<_, ApiError>(StateView::new(&state, status))
     })
@@ -242,9 +273,13 @@ pub struct TaskView {
 }
 
 /// `GET /api/runs/{id}/tasks/{task}?at=N`.
-pub async fn task(Path((id, task)): Path<(String, String)>, Query(at): Query<At>) -> Result<Json<TaskView>, ApiError> {
+pub async fn task(
+    State(served): State<Arc<Served>>,
+    Path((id, task)): Path<(String, String)>,
+    Query(at): Query<At>,
+) -> Result<Json<TaskView>, ApiError> {
     let view = tokio::task::spawn_blocking(move || {
-        let (_, records, state) = state_at(&id, at.at)?;
+        let (_, records, state) = state_at(&served.runs, &id, at.at)?;
         let index = state
             .index_of(&task)
             .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no task `{task}` at this point")))?;

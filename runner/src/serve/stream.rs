@@ -4,20 +4,22 @@
 //! of the tasks they touched, folded by the engine.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use engine::{Event, Handler, Record, RunState};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt, DuplexStream};
 
+use super::Served;
 use super::error::ApiError;
-use super::runs::{EventView, LOG_CAP, existing};
-use crate::home::RunDir;
+use super::runs::{EventView, check_size, existing};
 use crate::logs::Tail;
+use crate::store::Run;
 
 /// How often the log is looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -46,12 +48,17 @@ struct Update {
 }
 
 /// Opens the stream of a run.
-pub async fn stream(Path(id): Path<String>, Query(from): Query<From>) -> Result<Response, ApiError> {
-    let run = existing(&id)?;
-    let size = std::fs::metadata(run.log()).map(|m| m.len()).unwrap_or(0);
-    if size > LOG_CAP {
-        return Err(ApiError::TooLarge { what: format!("the log of run `{id}`"), cap: LOG_CAP });
-    }
+pub async fn stream(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    Query(from): Query<From>,
+) -> Result<Response, ApiError> {
+    let run = tokio::task::spawn_blocking(move || {
+        let run = existing(&served.runs, &id)?;
+        check_size(&run)?;
+        Ok::<_, ApiError>(run)
+    })
+    .await??;
     // A duplex pipe, not a simplex one: when the page goes away and the body is dropped, the
     // next write fails and the task ends.
     let (reader, writer) = tokio::io::duplex(64 * 1024);
@@ -62,15 +69,16 @@ pub async fn stream(Path(id): Path<String>, Query(from): Query<From>) -> Result<
 
 /// Writes the messages of a run's log to `writer` as it grows, until the page goes away or the
 /// log cannot be read.
-async fn follow(run: RunDir, after: u64, mut writer: DuplexStream) {
+async fn follow(run: Run, after: u64, mut writer: DuplexStream) {
     let mut tail = Tail::default();
+    let mut seq = 0;
     let mut state = RunState::new();
     let mut quiet = Duration::ZERO;
     loop {
         let reading = {
             let run = run.clone();
             tokio::task::spawn_blocking(move || {
-                let records = tail.read(&run);
+                let records = run.records_after(&mut tail, seq);
                 (tail, records)
             })
             .await
@@ -78,7 +86,10 @@ async fn follow(run: RunDir, after: u64, mut writer: DuplexStream) {
         let Ok((read, records)) = reading else { return };
         tail = read;
         let mut text = match records {
-            Ok(records) => messages(&mut state, &records, after),
+            Ok(records) => {
+                seq = records.last().map_or(seq, |record| record.seq);
+                messages(&mut state, &records, after)
+            }
             Err(error) => {
                 let error = serde_json::to_string(&format!("{error:#}")).unwrap_or_default();
                 let _ = writer.write_all(format!("event: failure\ndata: {error}\n\n").as_bytes()).await;
