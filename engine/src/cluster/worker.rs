@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use manifest::Plan;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -89,26 +90,32 @@ impl Worker {
             plans: self.plans,
             agents: Mutex::new(HashMap::new()),
             tally: Arc::new(Tally::default()),
+            freed: Notify::new(),
         });
+        // A slot is an agent at work: it is free again once the agent replies, while its reply
+        // is still being written, so the next claim overlaps that write.
+        let slots = Arc::new(Semaphore::new(self.concurrency));
         let mut running = JoinSet::new();
         loop {
             while running.try_join_next().is_some() {}
-            let free = self.concurrency.saturating_sub(running.len());
+            let permits: Vec<OwnedSemaphorePermit> =
+                std::iter::from_fn(|| Arc::clone(&slots).try_acquire_owned().ok()).collect();
             let mut full = true;
-            if free > 0 {
-                let claimed =
-                    queue::claim(shared.db.client(), &shared.id, free, &self.runtimes, shared.leases.lease).await?;
+            if !permits.is_empty() {
+                let (free, lease) = (permits.len(), shared.leases.lease);
+                let claimed = queue::claim(shared.db.client(), &shared.id, free, &self.runtimes, lease).await?;
                 full = claimed.len() == free;
-                for row in claimed {
-                    running.spawn(Arc::clone(&shared).execute(row, stop.child_token()));
+                for (row, permit) in claimed.into_iter().zip(permits) {
+                    let slot = Slot { _permit: permit, shared: Arc::clone(&shared) };
+                    running.spawn(Arc::clone(&shared).execute(row, slot, stop.child_token()));
                 }
             }
-            // With every slot taken, only a finished attempt is news; otherwise a queued one is
+            // With every slot taken, only a freed one is news; otherwise a queued attempt is
             // too, announced or found by polling.
             tokio::select! {
                 biased;
                 () = stop.cancelled() => break,
-                Some(_) = running.join_next(), if !running.is_empty() => {}
+                () = shared.freed.notified() => {}
                 note = notes.recv(), if !full => {
                     if let Err(RecvError::Closed) = note {
                         return Err(ClusterError::Lost);
@@ -133,12 +140,27 @@ struct Shared {
     /// The agents of the runs seen lately, by run id.
     agents: Mutex<HashMap<String, Agents>>,
     tally: Arc<Tally>,
+    /// Told when a slot is freed.
+    freed: Notify,
+}
+
+/// One of a worker's `concurrency` slots, held while an agent works; freeing it tells the
+/// claiming loop.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.shared.freed.notify_one();
+    }
 }
 
 impl Shared {
     /// Carries out one claimed attempt: renews the claim while the agent works, stops the agent
     /// when the claim is lost or the worker stops, and writes the reply back.
-    async fn execute(self: Arc<Self>, row: Claimed, stop: CancellationToken) {
+    async fn execute(self: Arc<Self>, row: Claimed, slot: Slot, stop: CancellationToken) {
         let (run, task, attempt) = (row.run_id.clone(), row.request.task.clone(), row.request.attempt);
         if row.reclaimed {
             tracing::info!(worker = %self.id, run, task, attempt, "claimed an attempt whose earlier worker's lease expired");
@@ -172,6 +194,7 @@ impl Shared {
             }
             Err(reason) => Reply::refused(reason),
         };
+        drop(slot);
         match queue::finish(self.db.client(), row.id, row.claim, &reply).await {
             Ok(true) => {
                 self.tally.done.fetch_add(1, Ordering::Relaxed);
