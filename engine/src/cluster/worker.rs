@@ -192,7 +192,7 @@ impl Shared {
                     }
                 }
             }
-            Err(reason) => Reply::refused(reason),
+            Err(reply) => reply,
         };
         drop(slot);
         match queue::finish(self.db.client(), row.id, row.claim, &reply).await {
@@ -224,17 +224,19 @@ impl Shared {
     }
 
     /// The runtime of `agent` in run `run`, from the run's plan (read again when the agent is
-    /// new to the agents kept: a replan may have added it).
-    async fn runtime(&self, run: &str, agent: &str) -> Result<Arc<dyn AgentRuntime>, String> {
+    /// new to the agents kept: a replan may have added it). Without it, the reply to give: a
+    /// plan that cannot be read now may be readable on a retry, a missing agent never is.
+    async fn runtime(&self, run: &str, agent: &str) -> Result<Arc<dyn AgentRuntime>, Reply> {
         if let Some(runtime) = self.kept().get(run).and_then(|agents| agents.agent(agent)) {
             return Ok(runtime);
         }
-        let plan = (self.plans)(run.to_owned()).await?;
+        let plan = (self.plans)(run.to_owned()).await.map_err(Reply::transient)?;
         let llm = OnceLock::new();
         let agents = Agents::for_plan(&plan, &Registry::builtin(), &|name: &str| {
             llm.get_or_init(|| LlmAgents::new(&plan)).runtime(name)
         });
-        let runtime = agents.agent(agent).ok_or_else(|| format!("run `{run}` has no agent `{agent}`"))?;
+        let runtime =
+            agents.agent(agent).ok_or_else(|| Reply::refused(format!("run `{run}` has no agent `{agent}`")))?;
         let mut kept = self.kept();
         if kept.len() >= KEPT_RUNS {
             kept.clear();
