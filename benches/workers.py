@@ -59,8 +59,11 @@ def measure(runner, base, plan, workers, concurrency, timeout, folder):
     try:
         start = time.monotonic()
         apply = subprocess.run([runner, "apply", plan, "--yes", "--store", url, "--no-local-work"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
-        return time.monotonic() - start, apply.returncode
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        seconds = time.monotonic() - start
+        if apply.returncode != 0:
+            print(apply.stderr[-2000:], file=sys.stderr)
+        return seconds, apply.returncode
     finally:
         for worker in started:
             worker.send_signal(signal.SIGTERM)

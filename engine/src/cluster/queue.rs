@@ -32,24 +32,38 @@ pub(crate) struct Claimed {
     pub reclaimed: bool,
 }
 
-/// Queues an attempt of `run_id` for `agent` (whose runtime is `runtime`) and announces it.
-pub(crate) async fn enqueue(
-    client: &Client,
-    run_id: &str,
-    agent: &str,
-    runtime: &str,
-    attempt: &Attempt,
-) -> Result<i64, ClusterError> {
-    let request = serde_json::to_string(attempt).map_err(|error| ClusterError::Query(error.to_string()))?;
-    let row = client
-        .query_one(
+/// An attempt to queue: its agent, the agent's runtime, and the attempt.
+pub(crate) struct Queued<'a> {
+    pub agent: &'a str,
+    pub runtime: &'a str,
+    pub attempt: &'a Attempt,
+}
+
+/// Queues attempts of `run_id` in one statement and announces them; returns their rows in
+/// the order given (ids come from one sequence in insertion order, and the rows are inserted
+/// in the order given).
+pub(crate) async fn enqueue(client: &Client, run_id: &str, batch: &[Queued<'_>]) -> Result<Vec<i64>, ClusterError> {
+    let mut requests = Vec::with_capacity(batch.len());
+    for queued in batch {
+        requests.push(serde_json::to_string(queued.attempt).map_err(|error| ClusterError::Query(error.to_string()))?);
+    }
+    let tasks: Vec<&str> = batch.iter().map(|q| q.attempt.task.as_str()).collect();
+    let attempts: Vec<i32> = batch.iter().map(|q| q.attempt.attempt as i32).collect();
+    let agents: Vec<&str> = batch.iter().map(|q| q.agent).collect();
+    let runtimes: Vec<&str> = batch.iter().map(|q| q.runtime).collect();
+    let rows = client
+        .query(
             "WITH queued AS (INSERT INTO runner_attempts (run_id, task, attempt, agent, runtime, request) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id) \
-             SELECT id, pg_notify('runner_attempts', $5) FROM queued",
-            &[&run_id, &attempt.task, &(attempt.attempt as i32), &agent, &runtime, &request],
+               SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request \
+               FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) \
+                 WITH ORDINALITY AS b (task, attempt, agent, runtime, request, n) \
+               ORDER BY b.n RETURNING id, runtime), \
+             told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
+             SELECT id FROM queued, told ORDER BY id",
+            &[&run_id, &tasks, &attempts, &agents, &runtimes, &requests],
         )
         .await?;
-    Ok(row.get(0))
+    Ok(rows.iter().map(|row| row.get(0)).collect())
 }
 
 /// Claims at most `limit` attempts whose runtime is one of `runtimes`: queued ones, and claimed
@@ -133,10 +147,14 @@ pub(crate) async fn release(client: &Client, id: i64, claim: i64) -> Result<(), 
     Ok(())
 }
 
-/// Takes the replies of those of `ids` that are done, deleting their rows.
-pub(crate) async fn collect(client: &Client, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
+/// Takes the replies of those of `ids` (attempts of `run_id`) that are done, deleting their
+/// rows; the done rows of the run are found by an index of their own.
+pub(crate) async fn collect(client: &Client, run_id: &str, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
     let rows = client
-        .query("DELETE FROM runner_attempts WHERE id = ANY($1) AND state = 'done' RETURNING id, result", &[&ids])
+        .query(
+            "DELETE FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2) RETURNING id, result",
+            &[&run_id, &ids],
+        )
         .await?;
     Ok(rows
         .iter()

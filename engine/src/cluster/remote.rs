@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use manifest::plan::Runtime;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, Semaphore, oneshot};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
@@ -29,6 +29,8 @@ struct Inner {
     waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
     /// Wakes the collector when an attempt starts waiting.
     wake: Notify,
+    /// Attempts to queue: the enqueuer inserts all that are waiting with one statement.
+    outbox: mpsc::UnboundedSender<Outgoing>,
     /// The `max_concurrency` of each provider, held here for the whole cluster: an `llm`
     /// attempt is queued only with a permit of its provider's.
     providers: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -41,6 +43,7 @@ impl Remote {
     pub async fn start(db: &Database, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
         let mut notes = db.listen(queue::DONE).await?;
         let withdrawn = queue::withdraw_run(db.client(), run_id).await?;
+        let (outbox, queued) = mpsc::unbounded_channel();
         if withdrawn > 0 {
             tracing::info!(run = run_id, withdrawn, "withdrew the attempts an earlier coordinator queued");
         }
@@ -49,8 +52,10 @@ impl Remote {
             run_id: run_id.to_owned(),
             waiting: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            outbox,
             providers: Mutex::new(HashMap::new()),
         });
+        tokio::spawn(enqueue(Arc::downgrade(&inner), queued));
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
             loop {
@@ -108,14 +113,23 @@ impl Inner {
     }
 
     /// Queues `attempt` and waits for its reply; a cancel withdraws it.
-    async fn carry_out(&self, agent: &str, runtime: &str, attempt: Attempt, cancel: CancellationToken) -> Reply {
-        let id = match queue::enqueue(self.db.client(), &self.run_id, agent, runtime, &attempt).await {
-            Ok(id) => id,
-            Err(error) => return Reply::transient(format!("cannot queue the attempt for a worker: {error}")),
-        };
+    async fn carry_out(
+        &self,
+        agent: String,
+        runtime: &'static str,
+        attempt: Attempt,
+        cancel: CancellationToken,
+    ) -> Reply {
         let (sender, receiver) = oneshot::channel();
-        self.waiting().insert(id, sender);
-        self.wake.notify_one();
+        let (row, queued) = oneshot::channel();
+        if self.outbox.send(Outgoing { agent, runtime, attempt, reply: sender, row }).is_err() {
+            return Reply::transient("the attempts queue stopped");
+        }
+        let id = match queued.await {
+            Ok(Ok(id)) => id,
+            Ok(Err(error)) => return Reply::transient(format!("cannot queue the attempt for a worker: {error}")),
+            Err(_) => return Reply::transient("the attempts queue stopped"),
+        };
         tokio::select! {
             reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
             () = cancel.cancelled() => {
@@ -129,13 +143,64 @@ impl Inner {
     }
 }
 
+/// An attempt on its way into the queue.
+struct Outgoing {
+    agent: String,
+    runtime: &'static str,
+    attempt: Attempt,
+    /// Where its reply goes, once a worker wrote it.
+    reply: oneshot::Sender<Reply>,
+    /// Where its row goes once it is queued, or why it could not be.
+    row: oneshot::Sender<Result<i64, String>>,
+}
+
+/// The most attempts one statement queues.
+const BATCH: usize = 1000;
+
+/// Queues what the outbox holds, every attempt waiting there with one statement (an attempt
+/// a round trip would hold a coordinator of thousands of tasks back, and its lease's renewal
+/// behind them), until the coordinator is gone.
+async fn enqueue(inner: std::sync::Weak<Inner>, mut outbox: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(first) = outbox.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH
+            && let Ok(next) = outbox.try_recv()
+        {
+            batch.push(next);
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let rows: Vec<queue::Queued<'_>> = batch
+            .iter()
+            .map(|out| queue::Queued { agent: &out.agent, runtime: out.runtime, attempt: &out.attempt })
+            .collect();
+        let queued = queue::enqueue(inner.db.client(), &inner.run_id, &rows).await;
+        drop(rows);
+        match queued {
+            Ok(ids) => {
+                let mut waiting = inner.waiting();
+                for (out, id) in batch.into_iter().zip(ids) {
+                    waiting.insert(id, out.reply);
+                    let _ = out.row.send(Ok(id));
+                }
+                drop(waiting);
+                inner.wake.notify_one();
+            }
+            Err(error) => {
+                for out in batch {
+                    let _ = out.row.send(Err(error.to_string()));
+                }
+            }
+        }
+    }
+}
+
 /// Takes the replies that are ready and hands them over.
 async fn collect(inner: &Inner) {
     let ids: Vec<i64> = inner.waiting().keys().copied().collect();
     if ids.is_empty() {
         return;
     }
-    match queue::collect(inner.db.client(), &ids).await {
+    match queue::collect(inner.db.client(), &inner.run_id, &ids).await {
         Ok(replies) => {
             let mut waiting = inner.waiting();
             for (id, reply) in replies {
@@ -170,7 +235,7 @@ impl AgentRuntime for RemoteRuntime {
                 },
                 None => None,
             };
-            inner.carry_out(&agent, runtime, attempt, cancel).await
+            inner.carry_out(agent, runtime, attempt, cancel).await
         })
     }
 }

@@ -17,3 +17,5 @@ CREATE TABLE runner_attempts (
 );
 CREATE INDEX runner_attempts_open ON runner_attempts (runtime, id) WHERE state <> 'done';
 CREATE INDEX runner_attempts_run ON runner_attempts (run_id);
+-- A coordinator takes the replies of its run, done rows only.
+CREATE INDEX runner_attempts_done ON runner_attempts (run_id) WHERE state = 'done';
