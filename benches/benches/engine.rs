@@ -4,8 +4,11 @@
 //! the JSONL store (a fresh file per iteration). Each configuration prints its time per task
 //! and, for JSONL, its fsyncs per task; a child process per 100k run prints its peak memory per
 //! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
+//! At 10k tasks each shape also runs on the PostgreSQL store (a schema of its own in
+//! `RUNNER_TEST_DATABASE_URL`, default the local server; left out when it does not answer),
+//! printed with its events per second and transactions per task, and its time beside JSONL's.
 //!
-//! `RUNNER_BENCH_QUICK=1` skips the long single runs (the 100k plans);
+//! `RUNNER_BENCH_QUICK=1` skips the long single runs of the 100k plans;
 //! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k;
 //! `RUNNER_BENCH_PROFILE=shape/store/runs` (say `layered/memory/8`) only drives one 100k plan
 //! that many times and prints its time and fsyncs per task, for `perf record` and `perf stat`.
@@ -28,6 +31,7 @@ use std::time::{Duration, Instant};
 use benches::XorShift;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use engine::driver::Driver;
+use engine::store::postgres::{Database, LeaseTimes, PgStore};
 use engine::store::{EventStore, JsonlStore, MemoryStore};
 use engine::{Command, Event, Handler, Outcome, RunState, RunStatus, Start};
 use manifest::plan::Strategy;
@@ -254,12 +258,35 @@ async fn floor(parents: Vec<Vec<usize>>) {
     }
 }
 
-/// A JSONL store the bench keeps a handle on, to read its fsync count after the run.
-struct Shared(Arc<JsonlStore>);
+/// A store the bench keeps a handle on, to read its fsync or transaction count after the run,
+/// counting the records appended.
+struct Shared<S>(Arc<S>, Arc<std::sync::atomic::AtomicU64>);
 
-impl EventStore for Shared {
+impl<S> Shared<S> {
+    fn new(store: Arc<S>) -> Self {
+        Shared(store, Arc::default())
+    }
+}
+
+impl<S: EventStore> EventStore for Shared<S> {
     fn append(&self, records: Vec<engine::Record>) -> engine::store::Durable {
+        self.1.fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
         self.0.append(records)
+    }
+}
+
+/// The PostgreSQL store's test database: a schema of its own, dropped at the end.
+struct Pg {
+    db: Database,
+    _schema: testkit::pg::TestDatabase,
+}
+
+impl Pg {
+    /// The database, or `None` (with a message) when the server does not answer.
+    fn connect(rt: &Runtime) -> Option<Pg> {
+        let schema = testkit::pg::TestDatabase::new("engine bench, postgres store")?;
+        let db = rt.block_on(Database::connect(&schema.url)).expect("the test database connects");
+        Some(Pg { db, _schema: schema })
     }
 }
 
@@ -276,6 +303,7 @@ enum Store {
     Floor,
     Memory,
     Jsonl,
+    Postgres,
 }
 
 impl Store {
@@ -284,18 +312,26 @@ impl Store {
             Store::Floor => "floor",
             Store::Memory => "memory",
             Store::Jsonl => "jsonl",
+            Store::Postgres => "postgres",
         }
     }
 }
 
-/// Runs one configuration once; returns the driven time and the fsyncs it took.
-fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64) -> (Duration, u64) {
+/// One run's figures: the driven time, the fsyncs (or transactions) and the records it took.
+struct Once {
+    time: Duration,
+    syncs: u64,
+    records: u64,
+}
+
+/// Runs one configuration once.
+fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64, pg: Option<&Pg>) -> Once {
     match store {
         Store::Floor => {
             let parents = parents(plan.shape, plan.tasks);
             let started = Instant::now();
             rt.block_on(rt.spawn(floor(parents))).expect("the floor's scheduler runs to its end");
-            (started.elapsed(), 0)
+            Once { time: started.elapsed(), syncs: 0, records: 0 }
         }
         Store::Memory => {
             let plan = plan.prepared();
@@ -303,19 +339,39 @@ fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64
             let started = Instant::now();
             let state = rt.block_on(drive(plan, None, store.clone()));
             let spent = started.elapsed();
+            let records = store.records().len() as u64;
             drop((state, store));
-            (spent, 0)
+            Once { time: spent, syncs: 0, records }
         }
         Store::Jsonl => {
             let plan = plan.prepared();
             let (store, path) = jsonl_store(folder, n);
+            let shared = Shared::new(Arc::clone(&store));
+            let counted = Arc::clone(&shared.1);
             let started = Instant::now();
-            let state = rt.block_on(drive(plan, None, Shared(Arc::clone(&store))));
+            let state = rt.block_on(drive(plan, None, shared));
             let spent = started.elapsed();
             let syncs = store.syncs();
             drop((state, store));
             let _ = std::fs::remove_file(path);
-            (spent, syncs)
+            Once { time: spent, syncs, records: counted.load(std::sync::atomic::Ordering::Relaxed) }
+        }
+        Store::Postgres => {
+            let id = format!("bench-{}-{}-{n}", plan.shape.name(), plan.tasks);
+            let (plan, pg) = (plan.prepared(), pg.expect("postgres runs only with a database"));
+            let lease = rt.block_on(pg.db.create_run(&id, "bench", "bench", LeaseTimes::default())).expect("a new run");
+            let store: Arc<PgStore> = Arc::new(pg.db.store(&lease));
+            let shared = Shared::new(Arc::clone(&store));
+            let counted = Arc::clone(&shared.1);
+            let started = Instant::now();
+            let state = rt.block_on(drive(plan, None, shared));
+            let spent = started.elapsed();
+            drop(state);
+            Once {
+                time: spent,
+                syncs: store.transactions(),
+                records: counted.load(std::sync::atomic::Ordering::Relaxed),
+            }
         }
     }
 }
@@ -327,6 +383,7 @@ fn plain_runs(tasks: usize, shape: Shape, store: Store) -> Option<u32> {
     match (tasks, shape, store) {
         (100_000, _, Store::Memory | Store::Floor) => Some(2),
         (100_000, _, Store::Jsonl) | (10_000, Shape::Chain, Store::Jsonl) => Some(1),
+        (_, _, Store::Postgres) => Some(2),
         _ => None,
     }
 }
@@ -336,6 +393,7 @@ fn engine_run(c: &mut Criterion) {
     let folder = log_folder();
     let quick = std::env::var_os("RUNNER_BENCH_QUICK").is_some();
     let no_synced_chain = std::env::var_os(NO_SYNCED_CHAIN).is_some();
+    let pg = Pg::connect(&rt);
     let mut summary = Vec::new();
     let mut group = c.benchmark_group("engine_run");
     group.sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(300));
@@ -347,22 +405,27 @@ fn engine_run(c: &mut Criterion) {
             let plan = Configured { shape, tasks, prepared: OnceCell::new() };
             let mut split_printed = false;
             let mut floor_per_task = None;
-            for store in [Store::Floor, Store::Memory, Store::Jsonl] {
+            let mut jsonl_per_task = None;
+            for store in [Store::Floor, Store::Memory, Store::Jsonl, Store::Postgres] {
+                if store == Store::Postgres && (tasks != 10_000 || pg.is_none()) {
+                    continue;
+                }
                 let name = format!("{}/{}", store.name(), shape.name());
-                let (mut runs, mut spent, mut syncs) = (0u64, Duration::ZERO, 0u64);
+                let (mut runs, mut spent, mut syncs, mut records) = (0u64, Duration::ZERO, 0u64, 0u64);
                 let mut once = || {
                     if !split_printed && store != Store::Floor {
                         split_printed = true;
                         print_split(shape, tasks, plan.prepared());
                     }
-                    let (time, fsyncs) = run_once(&rt, &plan, store, &folder, runs);
+                    let once = run_once(&rt, &plan, store, &folder, runs, pg.as_ref());
                     runs += 1;
-                    spent += time;
-                    syncs += fsyncs;
-                    time
+                    spent += once.time;
+                    syncs += once.syncs;
+                    records += once.records;
+                    once.time
                 };
                 match plain_runs(tasks, shape, store) {
-                    Some(_) if quick => continue,
+                    Some(_) if quick && tasks == 100_000 => continue,
                     Some(_) if shape == Shape::Chain && store == Store::Jsonl && no_synced_chain => continue,
                     Some(count) => {
                         for _ in 0..count {
@@ -380,7 +443,11 @@ fn engine_run(c: &mut Criterion) {
                 }
                 let per_task = spent.as_secs_f64() * 1e6 / (runs * tasks as u64) as f64;
                 let syncs_per_task = syncs as f64 / (runs * tasks as u64) as f64;
-                let fsyncs = if store == Store::Jsonl { format!("{syncs_per_task:.3}") } else { "-".into() };
+                let fsyncs = if matches!(store, Store::Jsonl | Store::Postgres) {
+                    format!("{syncs_per_task:.3}")
+                } else {
+                    "-".into()
+                };
                 let (floor, ratio) = match floor_per_task {
                     None if store == Store::Floor => {
                         floor_per_task = Some(per_task);
@@ -389,9 +456,18 @@ fn engine_run(c: &mut Criterion) {
                     Some(floor) => (format!("{floor:.2}"), format!("{:.1}x", per_task / floor)),
                     None => ("-".to_owned(), "-".to_owned()),
                 };
+                let events_per_second = records as f64 / spent.as_secs_f64();
+                let versus_jsonl = match (store, jsonl_per_task) {
+                    (Store::Jsonl, _) => {
+                        jsonl_per_task = Some(per_task);
+                        String::new()
+                    }
+                    (Store::Postgres, Some(jsonl)) => format!(", {:.1}x JSONL's time per task", per_task / jsonl),
+                    _ => String::new(),
+                };
                 eprintln!(
                     "engine_run/{name}/{tasks}: {per_task:.2} us per task over {runs} runs (floor {floor}, {ratio}), \
-                     {fsyncs} fsyncs per task"
+                     {fsyncs} fsyncs (postgres: transactions) per task, {events_per_second:.0} events/s{versus_jsonl}"
                 );
                 summary.push(format!("| {name} | {tasks} | {runs} | {per_task:.2} | {floor} | {ratio} | {fsyncs} |"));
             }
@@ -400,7 +476,7 @@ fn engine_run(c: &mut Criterion) {
     group.finish();
     let _ = std::fs::remove_dir_all(&folder);
     eprintln!(
-        "\n| store/shape | tasks | runs | us/task | floor us/task | x floor | fsyncs/task |\n|---|---|---|---|---|---|---|"
+        "\n| store/shape | tasks | runs | us/task | floor us/task | x floor | fsyncs (postgres: transactions)/task |\n|---|---|---|---|---|---|---|"
     );
     for line in summary {
         eprintln!("{line}");
@@ -456,7 +532,7 @@ fn probe(spec: &str) {
     match store {
         "jsonl" => {
             let (store, _) = jsonl_store(&folder, 0);
-            drop(rt.block_on(drive(&plan, None, Shared(store))));
+            drop(rt.block_on(drive(&plan, None, Shared::new(store))));
         }
         _ => drop(rt.block_on(drive(&plan, None, MemoryStore::new()))),
     }
@@ -508,9 +584,9 @@ fn profile(spec: &str) {
     plan.prepared();
     let (mut spent, mut syncs) = (Duration::ZERO, 0);
     for n in 0..runs {
-        let (time, fsyncs) = run_once(&rt, &plan, store, &folder, n);
-        spent += time;
-        syncs += fsyncs;
+        let once = run_once(&rt, &plan, store, &folder, n, None);
+        spent += once.time;
+        syncs += once.syncs;
     }
     let _ = std::fs::remove_dir_all(&folder);
     let tasks = (runs * 100_000) as f64;

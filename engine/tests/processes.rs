@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::driver::Driver;
-use engine::store::MemoryStore;
 use engine::{Command, Event, Outcome, RunState, RunStatus, Start};
 use testkit::process::gone;
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 /// Starts a grandchild that writes its pid to `grandchild.pid` and would write `late` to
 /// `late.txt` much later; the agent itself waits for it, as `(sleep 4; echo late >> f)` does.
@@ -72,14 +74,14 @@ async fn pid_in(dir: &Path, name: &str) -> i32 {
     }
 }
 
-fn driver(dir: &Path, store: &MemoryStore) -> Driver<MemoryStore> {
+fn driver(dir: &Path, store: &TestStore) -> Driver<TestStore> {
     Driver::new("run".into(), store.clone(), &[], dir.to_path_buf())
 }
 
 #[tokio::test]
 async fn a_timed_out_attempt_leaves_no_grandchild_behind() {
     let dir = folder();
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let start = Command::Start(Start::plan(plan("slow", ", timeout: 2s")));
     let state = driver(dir.path(), &store).run(start, CancellationToken::new()).await.expect("the run is driven");
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
@@ -94,7 +96,7 @@ async fn a_timed_out_attempt_leaves_no_grandchild_behind() {
 /// Runs the slow plan until its grandchild is up, fires `stop`, and returns the state the
 /// driver ended with and the grandchild's pid.
 async fn stop_midway(
-    driver: Driver<MemoryStore>,
+    driver: Driver<TestStore>,
     dir: &Path,
     cancel: CancellationToken,
     stop: CancellationToken,
@@ -110,7 +112,7 @@ async fn stop_midway(
 #[tokio::test]
 async fn a_cancel_kills_the_whole_process_group() {
     let dir = folder();
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let cancel = CancellationToken::new();
     let (state, grandchild) = stop_midway(driver(dir.path(), &store), dir.path(), cancel.clone(), cancel).await;
     assert_eq!(state.status, RunStatus::Cancelled);
@@ -120,7 +122,7 @@ async fn a_cancel_kills_the_whole_process_group() {
 #[tokio::test]
 async fn a_halt_kills_the_group_and_records_nothing() {
     let dir = folder();
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let halt = CancellationToken::new();
     let driver = driver(dir.path(), &store).halt_on(halt.clone());
     let (state, grandchild) = stop_midway(driver, dir.path(), CancellationToken::new(), halt).await;
@@ -133,7 +135,7 @@ async fn a_halt_kills_the_group_and_records_nothing() {
 #[tokio::test]
 async fn every_program_carries_its_attempts_mark() {
     let dir = folder();
-    let store = MemoryStore::new();
+    let store = TestStore::new("run");
     let start = Command::Start(Start::plan(plan("env", "")));
     let driver = driver(dir.path(), &store).mark_processes("/somewhere/runs/r1");
     let state = driver.run(start, CancellationToken::new()).await.expect("the run is driven");

@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use engine::driver::Driver;
 use engine::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply, Setup};
-use engine::store::MemoryStore;
 use engine::{Command, Outcome, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::TestStore;
 
 /// Answers with the input in capitals, signed with the agent's name.
 struct Shout(String);
@@ -27,7 +29,7 @@ async fn a_registered_constructor_builds_the_runtime_of_agents_naming_it() {
     let yaml = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions:\n    \
                 loud: {runtime: mock}\n  workflow:\n    - {id: a, agent: loud, input: hello}\n";
     let plan = Arc::new(manifest::load_str("t.yaml", "t", yaml, &|_| true).plan.expect("the plan loads"));
-    let driver = Driver::new("r".into(), MemoryStore::new(), &[], std::env::temp_dir())
+    let driver = Driver::new("r".into(), TestStore::new("r"), &[], std::env::temp_dir())
         .with_runtimes(Registry::builtin().with("mock", shout));
     let state =
         driver.run(Command::Start(Start::plan(plan)), CancellationToken::new()).await.expect("the run is driven");

@@ -87,6 +87,17 @@ fn a_run_applied_into_the_database_is_seen_by_every_command_and_no_run_folder_is
     let rows = store.db.column("SELECT status || ' ' || coalesce(owner, '-') FROM runner_runs WHERE run_id = 'r1'");
     assert_eq!(rows, [Some("succeeded -".to_owned())], "the run's row has its status and no holder at the end");
 
+    let followed = store.run(&["logs", "r1", "--follow"]);
+    assert_eq!(followed.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&followed.stdout), logs, "following an ended run prints it and stops");
+    let output = store.run(&["output", "r1"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hi!");
+    let retried = store.run(&["retry", "r1", "--from", "b", "--run-id", "r2"]);
+    assert_eq!(retried.status.code(), Some(0), "{}", text(&retried));
+    let types = store.types("r2");
+    assert_eq!(types.iter().filter(|t| *t == "TaskReused").count(), 1, "a's output is reused: {types:?}");
+    assert_eq!(store.status("r2")["tasks"]["b"]["output"], "hi!");
+
     let again = store.run(&["apply", "plan.yaml", "--yes", "--run-id", "r1"]);
     assert_ne!(again.status.code(), Some(0));
     assert!(text(&again).contains("a run `r1` already exists"), "{}", text(&again));
