@@ -197,3 +197,40 @@ async fn a_providers_max_concurrency_holds_across_workers() {
     assert_eq!(server.max_in_flight(), 2, "two requests at a time in the cluster, as the provider allows");
     assert_eq!(done, 8);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_gives_its_attempts_back_at_once() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("stop");
+    let plan = plan(&folder.0, 2, "30", 2);
+    // A lease far longer than the test: only the release can queue the attempts again.
+    let long =
+        Leases { lease: Duration::from_secs(600), renew: Duration::from_secs(200), poll: Duration::from_millis(100) };
+    let stop = CancellationToken::new();
+    let worker = Worker::new("w", plans_of(&plan)).leases(long);
+    let working = tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move { worker.run(&db, stop).await }
+    });
+    let remote = Remote::start(&db, "run-stop", long).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-stop".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new()));
+    let count = |state: &'static str| {
+        let db = db.clone();
+        async move {
+            let sql = "SELECT count(*) FROM runner_attempts WHERE state = $1 AND claim IS NOT NULL = ($1 = 'claimed')";
+            db.client().query_one(sql, &[&state]).await.expect("the queue is readable").get::<_, i64>(0)
+        }
+    };
+    let started = std::time::Instant::now();
+    while count("claimed").await < 2 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the worker did not claim both attempts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+    working.await.expect("the worker ran").expect("the worker stopped cleanly");
+    assert_eq!(count("queued").await, 2, "both attempts are queued again, without a claim");
+    driving.abort();
+}
