@@ -7,6 +7,7 @@
 
 mod attempt;
 pub mod clock;
+pub mod cluster;
 pub mod context;
 pub mod driver;
 pub mod journal;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use engine::{Command, Start};
+use engine::{Command, Event, Handler as _, RunState, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
@@ -18,8 +18,9 @@ use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::grouping::thousands;
 use crate::home::new_run_id;
+use crate::home::{records_after, refused};
 use crate::live::say;
-use crate::store::Runs;
+use crate::store::{Held, Run, RunStore, Runs};
 
 /// The arguments of `runner apply`.
 #[derive(Debug, Args)]
@@ -45,6 +46,13 @@ pub struct ApplyArgs {
     /// whatever the tool's `approval`; repeatable.
     #[arg(long = "approve-tool", value_name = "NAME")]
     approve_tools: Vec<String>,
+    /// With --store: record the run and print its id without coordinating it; a `runner
+    /// worker` takes it over.
+    #[arg(long)]
+    detach: bool,
+    /// With --store: leave every attempt to the workers instead of also running some here.
+    #[arg(long)]
+    no_local_work: bool,
     /// Set when the plan was already shown and confirmed (`runner plan --apply`).
     #[arg(skip)]
     reviewed: bool,
@@ -61,6 +69,8 @@ impl ApplyArgs {
             strategy: None,
             run_id: None,
             approve_tools: Vec::new(),
+            detach: false,
+            no_local_work: false,
             reviewed: true,
         }
     }
@@ -113,6 +123,13 @@ impl std::error::Error for VarError {}
 
 /// Loads, reviews, confirms and runs a plan; returns the run's exit code.
 pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
+    if (args.detach || args.no_local_work) && matches!(runs, Runs::Home) {
+        eprintln!(
+            "error: --detach and --no-local-work need the runs in PostgreSQL (--store postgres://... or RUNNER_STORE): \
+             only workers reach a run there"
+        );
+        return Ok(EXIT_USAGE);
+    }
     if let Some(run_id) = &args.run_id {
         runs.check_id(run_id)?;
     }
@@ -178,8 +195,26 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         approved_tools: args.approve_tools.clone(),
         ..Start::default()
     };
+    if args.detach {
+        return detach(&run, lock, &store, start);
+    }
     say(&format!("run `{run_id}`: {}", run.place()));
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
+    let local_work = !args.no_local_work;
+    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work }, Command::Start(start))
+}
+
+/// Records the run's `RunCreated` only, lets go of its lease and prints the run id: the first
+/// worker that finds the run without a coordinator takes it over and dispatches its tasks.
+fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Result<u8> {
+    let mut events = RunState::new().process(Command::Start(start)).map_err(|e| refused(run.id(), &e))?;
+    // Dispatches are the coordinator's to record, when it starts the attempts.
+    events.retain(|event| matches!(event, Event::RunCreated { .. } | Event::TaskReused { .. }));
+    let records = records_after(&[], run.id(), events);
+    run.append(store, records)?;
+    lock.release();
+    eprintln!("run `{}` submitted: a `runner worker --store URL` coordinates it", run.id());
+    say(run.id());
+    Ok(0)
 }
 
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at

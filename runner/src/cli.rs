@@ -122,6 +122,9 @@ enum Command {
     },
     /// Serve a live web view of the runs, with replay, plan previews and actions.
     Serve(crate::serve::ServeArgs),
+    /// Carry out the attempts that coordinators queue in PostgreSQL, and coordinate the runs
+    /// nobody drives, until SIGINT or SIGTERM.
+    Worker(crate::worker::WorkerArgs),
     /// Answer the question a task of a paused run asks.
     Answer {
         /// The run id.
@@ -176,6 +179,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Cancel { run } => crate::cancel::run(&runs()?, &run),
         Command::Retry { run, from, run_id } => crate::retry::run(&runs()?, &run, from.as_deref(), run_id.as_deref()),
         Command::Serve(args) => crate::serve::run(&runs()?, &args),
+        Command::Worker(args) => crate::worker::run(&runs()?, &args),
         Command::Answer { run, task, text } => crate::decide::answer(&runs()?, &run, &task, &text),
         Command::Approve { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, true, comment),
         Command::Reject { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, false, comment),

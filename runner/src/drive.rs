@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::live::{Live, say};
 use crate::store::{Held, Run, RunStore};
+use crate::worker::Coordination;
 
 /// How long the driving process waits between looks for a `cancel` file.
 pub const CANCEL_POLL: Duration = Duration::from_millis(200);
@@ -45,12 +46,15 @@ pub struct Session {
     pub opened: Option<(RunStore, Vec<Record>)>,
     /// The run's span: every span the run opens in this process nests in it.
     pub span: tracing::Span,
+    /// With the PostgreSQL store, whether this process also works attempts from the queue
+    /// (`apply --no-local-work` leaves them all to workers).
+    pub local_work: bool,
 }
 
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
-    let Session { run, lock, workdir, mut opened, span } = session;
+    let Session { run, lock, workdir, mut opened, span, local_work } = session;
     run.clear_cancel();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -72,6 +76,8 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     let mut commands = VecDeque::from([first]);
     let mut state = RunState::new();
     let mark = run.mark();
+    // With the PostgreSQL store, attempts go to the workers' queue.
+    let cluster = Coordination::start(&run, &runtime, local_work)?;
     while let Some(command) = commands.pop_front() {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
@@ -83,11 +89,14 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
                 (store, loaded.records)
             }
         };
-        let driver = Driver::new(run.id().to_owned(), store, &records, workdir.clone())
+        let mut driver = Driver::new(run.id().to_owned(), store, &records, workdir.clone())
             .observe(live.observer())
             .cancel_reason(Arc::clone(&reason))
             .mark_processes(mark.as_str())
             .halt_on(halt.clone());
+        if let Some(cluster) = &cluster {
+            driver = driver.with_runtimes(cluster.registry());
+        }
         state = match runtime.block_on(driver.run(command, cancel.clone()).instrument(span.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(run.id(), &error)),
@@ -118,6 +127,9 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         }
     }
     live.clear();
+    if let Some(cluster) = cluster {
+        cluster.stop(&runtime);
+    }
     run.clear_cancel();
     span.record("status", state.status.as_str());
     let halted = halt.is_cancelled() && !state.status.is_final();

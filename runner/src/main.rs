@@ -32,6 +32,7 @@ mod survivors;
 mod telemetry;
 mod test;
 mod validate;
+mod worker;
 
 use std::process::ExitCode;
 

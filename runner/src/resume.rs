@@ -31,5 +31,8 @@ pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
     crate::apply::refuse_unset_keys(&state.plan)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
     let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
-    drive(Session { run, lock, workdir, opened: Some((store, loaded.records)), span }, Command::Continue)
+    drive(
+        Session { run, lock, workdir, opened: Some((store, loaded.records)), span, local_work: true },
+        Command::Continue,
+    )
 }

@@ -73,7 +73,10 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         trace,
         approved_tools: created.approved_tools.clone(),
     };
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span }, Command::Start(start))
+    drive(
+        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true },
+        Command::Start(start),
+    )
 }
 
 /// Ends what a runner that died while driving the old run left running, as `resume` would: the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use engine::store::postgres::{Database, LeaseTimes, PgStore, RunLease, RunRow, redact, this_process};
+use engine::store::postgres::{Database, PgStore, RunLease, RunRow, redact, this_process};
 use engine::store::{Durable, EventStore, JsonlStore, Loaded, StoreError};
 use engine::{Handler, Record, RunState};
 
@@ -40,6 +40,11 @@ impl Postgres {
     /// Waits for `future` (the database's work happens on its own thread).
     fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
         self.runtime.block_on(future)
+    }
+
+    /// The database (for the attempts queue).
+    pub fn db(&self) -> &Database {
+        &self.db
     }
 
     /// The URL as given, password included, for the environment of a child `runner` (never
@@ -111,7 +116,7 @@ impl Runs {
             Runs::Postgres(pg) => {
                 crate::home::check_id(id)?;
                 let lease = pg
-                    .block_on(pg.db.create_run(id, plan, &this_process(), LeaseTimes::default()))
+                    .block_on(pg.db.create_run(id, plan, &this_process(), crate::worker::leases().1))
                     .map_err(store_error)?;
                 let store = pg.db.store(&lease);
                 let held = Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) });
@@ -254,8 +259,9 @@ impl Run {
         match self {
             Run::Dir(run) => Ok(Held::Lock(run.lock()?)),
             Run::Pg { id, pg } => {
-                let lease =
-                    pg.block_on(pg.db.take_lease(id, &this_process(), LeaseTimes::default())).map_err(store_error)?;
+                let lease = pg
+                    .block_on(pg.db.take_lease(id, &this_process(), crate::worker::leases().1))
+                    .map_err(store_error)?;
                 Ok(Held::Lease(Lease { lease: Some(lease), pg: Arc::clone(pg) }))
             }
         }

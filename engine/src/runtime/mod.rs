@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::event::{ErrorClass, Tokens};
 use crate::journal::Journal;
 
-/// One attempt handed to a runtime.
-#[derive(Debug, Clone)]
+/// One attempt handed to a runtime. It serialises, so a worker elsewhere can carry it out.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Attempt {
     /// The task.
     pub task: String,
@@ -50,7 +50,9 @@ pub struct Attempt {
     /// Whether an llm agent is offered the built-in `ask_user` tool.
     pub may_ask: bool,
     /// Where an llm agent records its turns and tool calls, with the task's conversation so
-    /// far; `None` runs the attempt unrecorded (tests, and runtimes used outside a driver).
+    /// far; `None` runs the attempt unrecorded (tests, runtimes used outside a driver, and an
+    /// attempt a worker runs for another process, which does not journal yet).
+    #[serde(skip)]
     pub journal: Option<Journal>,
 }
 
@@ -71,8 +73,8 @@ impl Attempt {
     }
 }
 
-/// What an attempt came to.
-#[derive(Debug, Clone, PartialEq)]
+/// What an attempt came to. It serialises, so a worker elsewhere can report it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Reply {
     /// An output.
     Output {
@@ -166,7 +168,7 @@ impl Agents {
         let by_agent: HashMap<String, Arc<dyn AgentRuntime>> = plan
             .agents
             .iter()
-            .map(|(name, agent)| (name.clone(), registry.build(&Setup { name, agent, hidden: &hidden, llm })))
+            .map(|(name, agent)| (name.clone(), registry.build(&Setup { name, agent, hidden: &hidden, llm, plan })))
             .collect();
         let gate: Arc<dyn AgentRuntime> = Arc::new(GateRuntime);
         let mut by_task = Vec::with_capacity(plan.tasks.len());

@@ -18,11 +18,13 @@ pub struct Setup<'a> {
     pub hidden: &'a Arc<[String]>,
     /// Makes the runtime of an `llm` agent by name (shared across the plan's llm agents).
     pub llm: &'a dyn Fn(&str) -> Arc<dyn AgentRuntime>,
+    /// The plan the agent belongs to (its providers, for limits a runtime keeps).
+    pub plan: &'a manifest::Plan,
 }
 
 /// Builds the runtime of one agent. It gets only agents whose `runtime` has the name it was
-/// registered under.
-pub type Constructor = fn(&Setup<'_>) -> Arc<dyn AgentRuntime>;
+/// registered under. It may hold what it needs (the cluster's queue, for a remote runtime).
+pub type Constructor = Arc<dyn Fn(&Setup<'_>) -> Arc<dyn AgentRuntime> + Send + Sync>;
 
 /// Runtime constructors by the name an agent's `runtime` field gives.
 #[derive(Clone)]
@@ -41,8 +43,12 @@ impl Registry {
     }
 
     /// This registry with `constructor` answering for `name` (replacing any before it).
-    pub fn with(mut self, name: &'static str, constructor: Constructor) -> Self {
-        self.constructors.insert(name, constructor);
+    pub fn with(
+        mut self,
+        name: &'static str,
+        constructor: impl Fn(&Setup<'_>) -> Arc<dyn AgentRuntime> + Send + Sync + 'static,
+    ) -> Self {
+        self.constructors.insert(name, Arc::new(constructor));
         self
     }
 

@@ -1,0 +1,183 @@
+//! The statements on `runner_attempts`. A row is queued by a coordinator, claimed by a worker
+//! (`FOR UPDATE SKIP LOCKED`, with a new claim token from a sequence), renewed while it runs,
+//! and done when the worker's reply is accepted; the coordinator then takes the reply and
+//! deletes the row. Every write of a worker names its claim token and a lease that has not run
+//! out, so a worker whose claim expired or was taken over can change nothing (fencing).
+
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::ClusterError;
+use crate::runtime::{Attempt, Reply};
+
+/// The channel a queued (or released) attempt is announced on; the payload is its runtime.
+pub(crate) const QUEUED: &str = "runner_attempts";
+/// The channel an accepted reply is announced on; the payload is its run id.
+pub(crate) const DONE: &str = "runner_results";
+
+/// An attempt a worker claimed.
+pub(crate) struct Claimed {
+    /// The row.
+    pub id: i64,
+    /// The claim token every later write of this worker names.
+    pub claim: i64,
+    /// The run the attempt belongs to.
+    pub run_id: String,
+    /// The agent that carries it out.
+    pub agent: String,
+    /// What the agent is given.
+    pub request: Attempt,
+    /// Whether another worker held it before and its lease expired.
+    pub reclaimed: bool,
+}
+
+/// An attempt to queue: its agent, the agent's runtime, and the attempt.
+pub(crate) struct Queued<'a> {
+    pub agent: &'a str,
+    pub runtime: &'a str,
+    pub attempt: &'a Attempt,
+}
+
+/// Queues attempts of `run_id` in one statement and announces them; returns their rows in
+/// the order given (ids come from one sequence in insertion order, and the rows are inserted
+/// in the order given).
+pub(crate) async fn enqueue(client: &Client, run_id: &str, batch: &[Queued<'_>]) -> Result<Vec<i64>, ClusterError> {
+    let mut requests = Vec::with_capacity(batch.len());
+    for queued in batch {
+        requests.push(serde_json::to_string(queued.attempt).map_err(|error| ClusterError::Query(error.to_string()))?);
+    }
+    let tasks: Vec<&str> = batch.iter().map(|q| q.attempt.task.as_str()).collect();
+    let attempts: Vec<i32> = batch.iter().map(|q| q.attempt.attempt as i32).collect();
+    let agents: Vec<&str> = batch.iter().map(|q| q.agent).collect();
+    let runtimes: Vec<&str> = batch.iter().map(|q| q.runtime).collect();
+    let rows = client
+        .query(
+            "WITH queued AS (INSERT INTO runner_attempts (run_id, task, attempt, agent, runtime, request) \
+               SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request \
+               FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) \
+                 WITH ORDINALITY AS b (task, attempt, agent, runtime, request, n) \
+               ORDER BY b.n RETURNING id, runtime), \
+             told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
+             SELECT id FROM queued, told ORDER BY id",
+            &[&run_id, &tasks, &attempts, &agents, &runtimes, &requests],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// Claims at most `limit` attempts whose runtime is one of `runtimes`: queued ones, and claimed
+/// ones whose lease ran out. Each gets a new claim token and a lease of `lease`.
+pub(crate) async fn claim(
+    client: &Client,
+    worker: &str,
+    limit: usize,
+    runtimes: &[String],
+    lease: Duration,
+) -> Result<Vec<Claimed>, ClusterError> {
+    let rows = client
+        .query(
+            "WITH c AS (SELECT id, claim AS old FROM runner_attempts \
+               WHERE runtime = ANY($3) AND (state = 'queued' OR (state = 'claimed' AND lease_until < now())) \
+               ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE runner_attempts a SET state = 'claimed', worker = $1, \
+               claim = nextval('runner_attempt_claims'), lease_until = now() + make_interval(secs => $2) \
+             FROM c WHERE a.id = c.id \
+             RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL",
+            &[&worker, &lease.as_secs_f64(), &runtimes, &(limit as i64)],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let request: &str = row.get(4);
+            let request = serde_json::from_str(request).map_err(|error| {
+                ClusterError::Query(format!("attempt {} is not readable: {error}", row.get::<_, i64>(0)))
+            })?;
+            Ok(Claimed {
+                id: row.get(0),
+                claim: row.get(1),
+                run_id: row.get(2),
+                agent: row.get(3),
+                request,
+                reclaimed: row.get(5),
+            })
+        })
+        .collect()
+}
+
+/// Extends a claim by `lease`; false when the claim is no longer current (expired, taken over,
+/// or the attempt withdrawn).
+pub(crate) async fn renew(client: &Client, id: i64, claim: i64, lease: Duration) -> Result<bool, ClusterError> {
+    let renewed = client
+        .execute(
+            "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
+             WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now()",
+            &[&id, &claim, &lease.as_secs_f64()],
+        )
+        .await?;
+    Ok(renewed == 1)
+}
+
+/// Records the reply of a claimed attempt and tells its coordinator; false (nothing written)
+/// when the claim is no longer current.
+pub(crate) async fn finish(client: &Client, id: i64, claim: i64, reply: &Reply) -> Result<bool, ClusterError> {
+    let result = serde_json::to_string(reply).map_err(|error| ClusterError::Query(error.to_string()))?;
+    let rows = client
+        .query(
+            "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
+               WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id) \
+             SELECT pg_notify('runner_results', run_id) FROM done",
+            &[&id, &claim, &result],
+        )
+        .await?;
+    Ok(rows.len() == 1)
+}
+
+/// Gives a claimed attempt back to the queue at once (a worker that stops), if the claim is
+/// still current.
+pub(crate) async fn release(client: &Client, id: i64, claim: i64) -> Result<(), ClusterError> {
+    client
+        .query(
+            "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
+               lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
+             SELECT pg_notify('runner_attempts', runtime) FROM released",
+            &[&id, &claim],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Takes the replies of those of `ids` (attempts of `run_id`) that are done, deleting their
+/// rows; the done rows of the run are found by an index of their own.
+pub(crate) async fn collect(client: &Client, run_id: &str, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
+    let rows = client
+        .query(
+            "DELETE FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2) RETURNING id, result",
+            &[&run_id, &ids],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let id: i64 = row.get(0);
+            let result: Option<&str> = row.get(1);
+            let reply = result
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or_else(|| Reply::failed(format!("the reply of attempt {id} in the queue is not readable")));
+            (id, reply)
+        })
+        .collect())
+}
+
+/// Withdraws an attempt the coordinator no longer waits for; a worker running it loses its
+/// claim at its next renewal and stops it.
+pub(crate) async fn withdraw(client: &Client, id: i64) -> Result<(), ClusterError> {
+    client.execute("DELETE FROM runner_attempts WHERE id = $1", &[&id]).await?;
+    Ok(())
+}
+
+/// Withdraws every attempt of a run: what a coordinator that takes a run over does first, as
+/// the fold of the log dispatches anything unfinished again. Returns how many there were.
+pub(crate) async fn withdraw_run(client: &Client, run_id: &str) -> Result<u64, ClusterError> {
+    Ok(client.execute("DELETE FROM runner_attempts WHERE run_id = $1", &[&run_id]).await?)
+}

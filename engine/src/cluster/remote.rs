@@ -1,0 +1,241 @@
+//! The coordinator's side: [`Remote`] queues the attempts of one run for the workers and hands
+//! each reply back to the attempt that waits for it. The driver sees ordinary runtimes
+//! ([`Remote::registry`]), so write-ahead, limits and retries stay in the coordinator's state
+//! machine: a `max_concurrency` of 4 is 4 in the whole cluster.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use manifest::plan::Runtime;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::leases::Leases;
+use super::{ClusterError, REMOTE_RUNTIMES, queue};
+use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply, Setup};
+use crate::store::postgres::Database;
+
+/// The attempts queue as one run's coordinator uses it.
+#[derive(Clone)]
+pub struct Remote {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    run_id: String,
+    /// The attempts queued and not yet answered, by row.
+    waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
+    /// Wakes the collector when an attempt starts waiting.
+    wake: Notify,
+    /// Attempts to queue: the enqueuer inserts all that are waiting with one statement.
+    outbox: mpsc::UnboundedSender<Outgoing>,
+    /// The `max_concurrency` of each provider, held here for the whole cluster: an `llm`
+    /// attempt is queued only with a permit of its provider's.
+    providers: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Remote {
+    /// The queue in `db` as run `run_id`'s coordinator uses it. Attempts of the run still in
+    /// the queue (left by a coordinator before this one) are withdrawn: the run's log
+    /// dispatches again whatever it does not record as finished.
+    pub async fn start(db: &Database, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
+        let mut notes = db.listen(queue::DONE).await?;
+        let withdrawn = queue::withdraw_run(db.client(), run_id).await?;
+        let (outbox, queued) = mpsc::unbounded_channel();
+        if withdrawn > 0 {
+            tracing::info!(run = run_id, withdrawn, "withdrew the attempts an earlier coordinator queued");
+        }
+        let inner = Arc::new(Inner {
+            db: db.clone(),
+            run_id: run_id.to_owned(),
+            waiting: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            outbox,
+            providers: Mutex::new(HashMap::new()),
+        });
+        tokio::spawn(enqueue(Arc::downgrade(&inner), queued));
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            loop {
+                let Some(inner) = weak.upgrade() else { return };
+                tokio::select! {
+                    note = notes.recv() => match note {
+                        Ok(note) if note.channel != queue::DONE || note.payload != inner.run_id => continue,
+                        Ok(_) | Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => {
+                            inner.give_up("the connection to the attempts queue was lost");
+                            return;
+                        }
+                    },
+                    () = inner.wake.notified() => {}
+                    () = tokio::time::sleep(leases.poll) => {}
+                }
+                collect(&inner).await;
+            }
+        });
+        Ok(Remote { inner })
+    }
+
+    /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
+    pub fn registry(&self) -> Registry {
+        REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
+            let remote = self.clone();
+            registry.with(runtime, move |setup| {
+                let limit = remote.inner.limit_of(setup);
+                Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime, limit })
+            })
+        })
+    }
+}
+
+impl Inner {
+    /// The cluster-wide limit of an `llm` agent's provider, if it has one. A worker's own
+    /// limiter still holds each worker to it too; this holds the cluster.
+    fn limit_of(&self, setup: &Setup<'_>) -> Option<Arc<Semaphore>> {
+        let Runtime::Llm { provider, .. } = &setup.agent.runtime else { return None };
+        let name = provider.as_ref().map_or(crate::llm::DEFAULT_PROVIDER, |p| p.value.as_str());
+        let limit = setup.plan.providers.get(name)?.max_concurrency.filter(|&n| n > 0)?;
+        let mut providers = self.providers.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(Arc::clone(providers.entry(name.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(limit as usize)))))
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Reply>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers every waiting attempt with a transient failure.
+    fn give_up(&self, reason: &str) {
+        for (_, sender) in self.waiting().drain() {
+            let _ = sender.send(Reply::transient(reason));
+        }
+    }
+
+    /// Queues `attempt` and waits for its reply; a cancel withdraws it.
+    async fn carry_out(
+        &self,
+        agent: String,
+        runtime: &'static str,
+        attempt: Attempt,
+        cancel: CancellationToken,
+    ) -> Reply {
+        let (sender, receiver) = oneshot::channel();
+        let (row, queued) = oneshot::channel();
+        if self.outbox.send(Outgoing { agent, runtime, attempt, reply: sender, row }).is_err() {
+            return Reply::transient("the attempts queue stopped");
+        }
+        let id = match queued.await {
+            Ok(Ok(id)) => id,
+            Ok(Err(error)) => return Reply::transient(format!("cannot queue the attempt for a worker: {error}")),
+            Err(_) => return Reply::transient("the attempts queue stopped"),
+        };
+        tokio::select! {
+            reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
+            () = cancel.cancelled() => {
+                self.waiting().remove(&id);
+                if let Err(error) = queue::withdraw(self.db.client(), id).await {
+                    tracing::warn!(%error, "cannot withdraw a cancelled attempt");
+                }
+                Reply::refused("cancelled")
+            }
+        }
+    }
+}
+
+/// An attempt on its way into the queue.
+struct Outgoing {
+    agent: String,
+    runtime: &'static str,
+    attempt: Attempt,
+    /// Where its reply goes, once a worker wrote it.
+    reply: oneshot::Sender<Reply>,
+    /// Where its row goes once it is queued, or why it could not be.
+    row: oneshot::Sender<Result<i64, String>>,
+}
+
+/// The most attempts one statement queues.
+const BATCH: usize = 1000;
+
+/// Queues what the outbox holds, every attempt waiting there with one statement (an attempt
+/// a round trip would hold a coordinator of thousands of tasks back, and its lease's renewal
+/// behind them), until the coordinator is gone.
+async fn enqueue(inner: std::sync::Weak<Inner>, mut outbox: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(first) = outbox.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH
+            && let Ok(next) = outbox.try_recv()
+        {
+            batch.push(next);
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let rows: Vec<queue::Queued<'_>> = batch
+            .iter()
+            .map(|out| queue::Queued { agent: &out.agent, runtime: out.runtime, attempt: &out.attempt })
+            .collect();
+        let queued = queue::enqueue(inner.db.client(), &inner.run_id, &rows).await;
+        drop(rows);
+        match queued {
+            Ok(ids) => {
+                let mut waiting = inner.waiting();
+                for (out, id) in batch.into_iter().zip(ids) {
+                    waiting.insert(id, out.reply);
+                    let _ = out.row.send(Ok(id));
+                }
+                drop(waiting);
+                inner.wake.notify_one();
+            }
+            Err(error) => {
+                for out in batch {
+                    let _ = out.row.send(Err(error.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// Takes the replies that are ready and hands them over.
+async fn collect(inner: &Inner) {
+    let ids: Vec<i64> = inner.waiting().keys().copied().collect();
+    if ids.is_empty() {
+        return;
+    }
+    match queue::collect(inner.db.client(), &inner.run_id, &ids).await {
+        Ok(replies) => {
+            let mut waiting = inner.waiting();
+            for (id, reply) in replies {
+                if let Some(sender) = waiting.remove(&id) {
+                    let _ = sender.send(reply);
+                }
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot collect the replies of workers; trying again"),
+    }
+}
+
+/// An agent whose attempts workers carry out.
+struct RemoteRuntime {
+    remote: Remote,
+    agent: String,
+    runtime: &'static str,
+    /// Its provider's cluster-wide limit, for an `llm` agent that has one.
+    limit: Option<Arc<Semaphore>>,
+}
+
+impl AgentRuntime for RemoteRuntime {
+    fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
+        let (inner, agent, runtime) = (Arc::clone(&self.remote.inner), self.agent.clone(), self.runtime);
+        let limit = self.limit.clone();
+        Box::pin(async move {
+            // The semaphore is never closed, so acquiring fails only if it were.
+            let _permit = match limit {
+                Some(limit) => tokio::select! {
+                    permit = limit.acquire_owned() => permit.ok(),
+                    () = cancel.cancelled() => return Reply::refused("cancelled"),
+                },
+                None => None,
+            };
+            inner.carry_out(agent, runtime, attempt, cancel).await
+        })
+    }
+}

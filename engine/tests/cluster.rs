@@ -1,0 +1,236 @@
+//! The attempts queue against the real PostgreSQL: a coordinator's remote runtimes and
+//! in-process workers carry a plan of command tasks out together.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use engine::cluster::{Leases, Plans, Remote, Worker};
+use engine::driver::Driver;
+use engine::store::MemoryStore;
+use engine::store::postgres::Database;
+use engine::{Command, Outcome, RunStatus, Start};
+use testkit::pg::TestDatabase;
+use testkit::{FakeOpenAi, Step};
+use tokio_util::sync::CancellationToken;
+
+/// A folder with a script that logs the start and end of each run of it (with its input) to
+/// `log`, sleeping between; removed when dropped.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("engine-cluster-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a temp folder");
+        let script = "read -r input\necho \"start $(date +%s%N) $input\" >> \"$1\"\nsleep \"$2\"\n\
+                      echo \"end $(date +%s%N) $input\" >> \"$1\"\necho \"did $input\"\n";
+        std::fs::write(path.join("record.sh"), script).expect("the script is written");
+        Folder(path)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.0.join("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `n` independent tasks of a command agent that runs the recording script for `seconds`.
+fn plan(folder: &Path, n: usize, seconds: &str, limit: usize) -> Arc<manifest::Plan> {
+    let log = folder.join("log");
+    let mut yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: cluster}}\nspec:\n  control_logic: {{max_concurrency: {limit}}}\n  \
+         agent_definitions:\n    rec: {{runtime: command, command: [sh, record.sh, '{}', '{seconds}']}}\n  workflow:\n",
+        log.display()
+    );
+    for i in 0..n {
+        yaml.push_str(&format!("    - {{id: t{i}, agent: rec, input: t{i}}}\n"));
+    }
+    let loaded = manifest::load_str("cluster.yaml", "cluster", &yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Arc::new(loaded.plan.expect("the plan loads"))
+}
+
+fn plans_of(plan: &Arc<manifest::Plan>) -> Plans {
+    let plan = Arc::clone(plan);
+    Arc::new(move |_run| {
+        let plan = Arc::clone(&plan);
+        Box::pin(async move { Ok(plan) })
+    })
+}
+
+/// The most starts without their end at any moment of the log.
+fn most_at_once(log: &str) -> usize {
+    let mut marks: Vec<(u128, i32)> = log
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split(' ');
+            let kind = words.next()?;
+            let at: u128 = words.next()?.parse().ok()?;
+            Some((at, if kind == "start" { 1 } else { -1 }))
+        })
+        .collect();
+    // An end and a start at the same nanosecond: the end first.
+    marks.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in marks {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+fn leases() -> Leases {
+    Leases { lease: Duration::from_secs(5), renew: Duration::from_millis(500), poll: Duration::from_millis(200) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrency_limit_of_four_is_four_across_all_workers() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("limit");
+    let plan = plan(&folder.0, 24, "0.1", 4);
+    let stop = CancellationToken::new();
+    let workers: Vec<_> = (0..3)
+        .map(|n| {
+            let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(8).leases(leases());
+            let (db, stop) = (db.clone(), stop.clone());
+            tokio::spawn(async move { worker.run(&db, stop).await })
+        })
+        .collect();
+    let remote = Remote::start(&db, "run-limit", leases()).await.expect("the coordinator connects");
+    let store = MemoryStore::new();
+    let driver = Driver::new("run-limit".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    let mut done = 0;
+    for worker in workers {
+        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
+    }
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let t3 = state.index_of("t3").expect("t3 exists");
+    assert_eq!(state.tasks[t3].output.as_deref(), Some("did t3"));
+    assert_eq!(done, 24, "each attempt was carried out once");
+    let log = folder.log();
+    assert_eq!(log.lines().filter(|l| l.starts_with("start")).count(), 24, "{log}");
+    let most = most_at_once(&log);
+    assert!(most <= 4, "at most four ran at once in the cluster, saw {most}:\n{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_claims_only_the_runtimes_it_accepts() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("runtimes");
+    let plan = plan(&folder.0, 6, "0", 6);
+    let stop = CancellationToken::new();
+    let spawn = |id: &str, runtimes: &[&str]| {
+        let worker = Worker::new(id, plans_of(&plan))
+            .runtimes(runtimes.iter().map(|&r| r.to_owned()).collect())
+            .leases(leases());
+        let (db, stop) = (db.clone(), stop.clone());
+        tokio::spawn(async move { worker.run(&db, stop).await })
+    };
+    let llm_only = spawn("llm-only", &["llm"]);
+    let commands = spawn("commands", &["command"]);
+    let remote = Remote::start(&db, "run-runtimes", leases()).await.expect("the coordinator connects");
+    let driver =
+        Driver::new("run-runtimes".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    let llm_only = llm_only.await.expect("the worker ran").expect("the worker worked");
+    let commands = commands.await.expect("the worker ran").expect("the worker worked");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(llm_only.done.load(Ordering::Relaxed), 0);
+    assert_eq!(commands.done.load(Ordering::Relaxed), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_max_concurrency_holds_across_workers() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let answer = Step::Delay(Duration::from_millis(200), Box::new(Step::Answer("ok".into())));
+    let server = FakeOpenAi::script(vec![answer]);
+    let mut yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: llm}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+         base_url: \"{}\", model: m, max_concurrency: 2}}\n  agent_definitions:\n    a: {{runtime: llm, provider: \
+         fake}}\n  workflow:\n",
+        server.base_url()
+    );
+    for i in 0..8 {
+        yaml.push_str(&format!("    - {{id: t{i}, agent: a, input: t{i}}}\n"));
+    }
+    let loaded = manifest::load_str("llm.yaml", "llm", &yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let plan = Arc::new(loaded.plan.expect("the plan loads"));
+    let stop = CancellationToken::new();
+    let workers: Vec<_> = (0..2)
+        .map(|n| {
+            // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster.
+            let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(3).leases(leases());
+            let (db, stop) = (db.clone(), stop.clone());
+            tokio::spawn(async move { worker.run(&db, stop).await })
+        })
+        .collect();
+    let remote = Remote::start(&db, "run-llm", leases()).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-llm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    let mut done = 0;
+    for worker in workers {
+        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
+    }
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(server.requests().len(), 8);
+    assert_eq!(server.max_in_flight(), 2, "two requests at a time in the cluster, as the provider allows");
+    assert_eq!(done, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_gives_its_attempts_back_at_once() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("stop");
+    let plan = plan(&folder.0, 2, "30", 2);
+    // A lease far longer than the test: only the release can queue the attempts again.
+    let long =
+        Leases { lease: Duration::from_secs(600), renew: Duration::from_secs(200), poll: Duration::from_millis(100) };
+    let stop = CancellationToken::new();
+    let worker = Worker::new("w", plans_of(&plan)).leases(long);
+    let working = tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move { worker.run(&db, stop).await }
+    });
+    let remote = Remote::start(&db, "run-stop", long).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-stop".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new()));
+    let count = |state: &'static str| {
+        let db = db.clone();
+        async move {
+            let sql = "SELECT count(*) FROM runner_attempts WHERE state = $1 AND claim IS NOT NULL = ($1 = 'claimed')";
+            db.client().query_one(sql, &[&state]).await.expect("the queue is readable").get::<_, i64>(0)
+        }
+    };
+    let started = std::time::Instant::now();
+    while count("claimed").await < 2 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the worker did not claim both attempts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+    working.await.expect("the worker ran").expect("the worker stopped cleanly");
+    assert_eq!(count("queued").await, 2, "both attempts are queued again, without a claim");
+    driving.abort();
+}

@@ -1,0 +1,280 @@
+//! Workers and coordinators as real processes on the real PostgreSQL (each test in a schema
+//! of its own): a plan of a few hundred command tasks that each append a line to a file, run
+//! by three `runner worker`s and a coordinator while processes are killed and paused. Every
+//! run finishes, no task is recorded as succeeded twice, no task runs again once its success
+//! is recorded, and a worker paused past its lease has its late result refused.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Env, plan};
+use testkit::pg::TestDatabase;
+
+/// Every lease in these tests, in milliseconds: short, so that takeovers come quickly.
+const LEASE_MS: &str = "1500";
+/// The run every test drives.
+const RUN: &str = "r";
+
+/// Appends `start <time> <run>/<task>/<attempt>` to the file named by `$1` (the time as
+/// records stamp it, so the two compare as text; the attempt from the mark every program of
+/// an attempt carries, as the input may never come if its worker dies at once), sleeps `$2`
+/// seconds, and prints `did <task>`.
+const TASK_SCRIPT: &str = "echo \"start $(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) $RUNNER_ATTEMPT\" >> \"$1\"\n\
+                           read -r task\n\
+                           sleep \"$2\"\n\
+                           echo \"did $task\"\n";
+
+/// Three workers, a coordinator, and the database they share.
+struct Cluster {
+    env: Env,
+    db: TestDatabase,
+    workers: Vec<Child>,
+    tasks: usize,
+}
+
+impl Cluster {
+    /// A plan of `tasks` independent tasks that each take `seconds`, and three workers of four
+    /// attempts each; `None` when no database answers.
+    fn new(test: &str, tasks: usize, seconds: &str) -> Option<Cluster> {
+        let db = TestDatabase::new(test)?;
+        let env = Env::new();
+        let script = env.write("task.sh", TASK_SCRIPT);
+        let lines = env.dir().join("lines.txt");
+        let agent = format!("    slow: {{runtime: command, command: [sh, {script:?}, {lines:?}, '{seconds}']}}");
+        let workflow: Vec<String> =
+            (0..tasks).map(|i| format!("    - {{id: t{i}, agent: slow, input: t{i}}}")).collect();
+        env.write("plan.yaml", &plan("cluster", &agent, &workflow.join("\n")));
+        // The tables exist before anything polls them.
+        env.runner().args(["runs", "--store", &db.url]).assert().success();
+        let mut cluster = Cluster { env, db, workers: Vec::new(), tasks };
+        for n in 0..3 {
+            let worker = cluster.process(&format!("worker-{n}"), &["worker", "--concurrency", "4"]);
+            cluster.workers.push(worker);
+        }
+        Some(cluster)
+    }
+
+    /// `runner ARGS --store URL` with the short leases, its stderr in `<name>.err`.
+    fn process(&self, name: &str, args: &[&str]) -> Child {
+        let stderr = File::create(self.err(name)).expect("the stderr file is created");
+        self.env
+            .runner_process()
+            .args(args)
+            .args(["--store", &self.db.url])
+            .env("RUNNER_LEASE_MS", LEASE_MS)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("runner starts")
+    }
+
+    fn err(&self, name: &str) -> PathBuf {
+        self.env.dir().join(format!("{name}.err"))
+    }
+
+    /// What a process wrote to stderr so far.
+    fn stderr(&self, name: &str) -> String {
+        std::fs::read_to_string(self.err(name)).unwrap_or_default()
+    }
+
+    /// The index of the worker that holds the run's lease, if one does.
+    fn coordinating_worker(&self) -> Option<usize> {
+        let sql = format!("SELECT owner FROM runner_runs WHERE run_id = '{RUN}' AND lease_until > now()");
+        let owner = self.db.column(&sql).into_iter().flatten().next()?;
+        self.workers.iter().position(|w| owner.ends_with(&format!(" pid {}", w.id())))
+    }
+
+    /// `runner apply --detach`: the run is recorded and left to the workers.
+    fn detach(&self) {
+        let output = self
+            .env
+            .runner()
+            .args(["apply", "plan.yaml", "--yes", "--run-id", RUN, "--detach", "--store", &self.db.url])
+            .output()
+            .expect("runner runs");
+        assert!(output.status.success(), "apply --detach: {}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.lines().last(), Some(RUN), "apply --detach prints the run id last");
+    }
+
+    /// The coordinator: `apply` of the plan, working no attempts itself.
+    fn coordinator(&self) -> Child {
+        self.process("coordinator", &["apply", "plan.yaml", "--yes", "--run-id", RUN, "--no-local-work"])
+    }
+
+    /// The run's records, in order.
+    fn records(&self) -> Vec<Value> {
+        let sql = format!("SELECT record FROM runner_events WHERE run_id = '{RUN}' ORDER BY seq");
+        self.db.column(&sql).into_iter().flatten().filter_map(|text| serde_json::from_str(&text).ok()).collect()
+    }
+
+    /// The time each task's success was recorded at, by task; a task recorded twice fails.
+    fn successes(&self) -> BTreeMap<String, String> {
+        let mut successes = BTreeMap::new();
+        for record in self.records().iter().filter(|r| r["type"] == "TaskSucceeded") {
+            let (task, at) = (record["task"].as_str().unwrap_or_default(), record["at"].as_str().unwrap_or_default());
+            let earlier = successes.insert(task.to_owned(), at.to_owned());
+            assert!(earlier.is_none(), "task `{task}` is recorded as succeeded twice");
+        }
+        successes
+    }
+
+    /// The run's status as its row has it.
+    fn status(&self) -> String {
+        let sql = format!("SELECT status FROM runner_runs WHERE run_id = '{RUN}'");
+        self.db.column(&sql).into_iter().flatten().next().unwrap_or_default()
+    }
+
+    /// How many attempts the process `pid` holds claims on.
+    fn claimed_by(&self, pid: u32) -> usize {
+        let sql = format!("SELECT count(*) FROM runner_attempts WHERE state = 'claimed' AND worker LIKE '% pid {pid}'");
+        self.db.column(&sql).into_iter().flatten().next().and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    /// Waits (polling) until `done` holds, failing after 40 s with `what`.
+    fn wait_until(&self, what: &str, done: impl Fn(&Cluster) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            assert!(started.elapsed() < Duration::from_secs(40), "not within 40 s: {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the run to succeed, stops the workers (SIGTERM), and checks what happened:
+    /// every task recorded as succeeded once, and started only before that was recorded.
+    fn finish(mut self) -> Cluster {
+        self.wait_until("the run succeeds", |c| c.status() == "succeeded");
+        for worker in &mut self.workers {
+            if matches!(worker.try_wait(), Ok(None)) {
+                signal(worker, "TERM");
+                let _ = worker.wait();
+            }
+        }
+        let successes = self.successes();
+        assert_eq!(successes.len(), self.tasks, "every task succeeded");
+        let lines = std::fs::read_to_string(self.env.dir().join("lines.txt")).expect("the tasks wrote lines");
+        let mut starts = 0;
+        for line in lines.lines() {
+            let mut words = line.split(' ');
+            let (Some("start"), Some(at), Some(mark)) = (words.next(), words.next(), words.next()) else {
+                panic!("a line the script does not write: {line}");
+            };
+            let task = mark.split('/').nth(1).unwrap_or_default();
+            let Some(succeeded) = successes.get(task) else { panic!("a line of a task the plan lacks: {line}") };
+            assert!(
+                at <= succeeded.as_str(),
+                "task `{task}` ran at {at}, after its success was recorded at {succeeded}"
+            );
+            starts += 1;
+        }
+        assert!(starts >= self.tasks, "each task ran at least once");
+        self
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for worker in &mut self.workers {
+            let _ = worker.kill();
+            let _ = worker.wait();
+        }
+    }
+}
+
+/// Sends `SIG<name>` to a child.
+fn signal(child: &Child, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{name} {}", child.id());
+}
+
+#[test]
+fn a_detached_run_is_coordinated_by_a_worker_and_by_another_when_that_one_dies() {
+    let Some(mut cluster) = Cluster::new("detached", 160, "0.05") else { return };
+    cluster.detach();
+    cluster.wait_until("a worker coordinates the run and 20 tasks succeed", |c| {
+        c.coordinating_worker().is_some() && c.successes().len() >= 20
+    });
+    let first = cluster.coordinating_worker().expect("a worker coordinates the run");
+    assert!(cluster.successes().len() < 160, "the run is still under way when its coordinator is killed");
+    cluster.workers[first].kill().expect("the coordinating worker is killed");
+    let _ = cluster.workers[first].wait();
+    let cluster = cluster.finish();
+    let records = cluster.records();
+    let first_attempts = records.iter().filter(|r| r["type"] == "TaskDispatched" && r["attempt"] == 1).count();
+    assert_eq!(first_attempts, 160, "a detached run's tasks are dispatched by its coordinator, from attempt 1");
+    let second = (0..3)
+        .filter(|&n| n != first)
+        .find(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`"));
+    assert!(second.is_some(), "another worker took the run over");
+}
+
+#[test]
+fn a_killed_worker_and_a_killed_coordinator_lose_no_task_and_repeat_none_done() {
+    let Some(mut cluster) = Cluster::new("killed", 240, "0.05") else { return };
+    let mut coordinator = cluster.coordinator();
+    let pid = cluster.workers[0].id();
+    cluster.wait_until("40 tasks succeed and worker 0 holds claims", |c| {
+        c.successes().len() >= 40 && c.claimed_by(pid) > 0
+    });
+    cluster.workers[0].kill().expect("worker 0 is killed");
+    let _ = cluster.workers[0].wait();
+    cluster.wait_until("100 tasks succeed", |c| c.successes().len() >= 100);
+    assert!(cluster.successes().len() < 240, "the run is still under way when its coordinator is killed");
+    coordinator.kill().expect("the coordinator is killed");
+    let _ = coordinator.wait();
+    let cluster = cluster.finish();
+    let took_over = (1..3).any(|n| cluster.stderr(&format!("worker-{n}")).contains("coordinating run `r`"));
+    assert!(took_over, "a worker coordinated the run after its coordinator died");
+}
+
+#[test]
+fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
+    let Some(cluster) = Cluster::new("paused", 120, "0.3") else { return };
+    let mut coordinator = cluster.coordinator();
+    let pid = cluster.workers[1].id();
+    cluster.wait_until("worker 1 holds claims", |c| c.claimed_by(pid) > 0);
+    signal(&cluster.workers[1], "STOP");
+    // Its claims run out and other workers claim those attempts again.
+    cluster.wait_until("worker 1's claims are taken over", |c| c.claimed_by(pid) == 0);
+    signal(&cluster.workers[1], "CONT");
+    let cluster = cluster.finish();
+    assert_eq!(coordinator.wait().expect("the coordinator ends").code(), Some(0), "{}", cluster.stderr("coordinator"));
+    let stderr = cluster.stderr("worker-1");
+    assert!(
+        stderr.contains("was refused") || stderr.contains("lost the claim"),
+        "the paused worker's late result was refused:\n{stderr}"
+    );
+}
+
+#[test]
+fn detach_and_no_local_work_without_a_database_are_usage_errors() {
+    let env = Env::new();
+    env.write("plan.yaml", &plan("solo", "    echo: {runtime: mock}", "    - {id: a, agent: echo, input: hi}"));
+    for flag in ["--detach", "--no-local-work"] {
+        let output = env.runner().args(["apply", "plan.yaml", "--yes", flag]).env_remove("RUNNER_STORE").output();
+        let output = output.expect("runner runs");
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("need the runs in PostgreSQL"), "{flag}: {stderr}");
+        assert!(!env.home().join("runs").exists(), "{flag}: no run was created");
+    }
+}
+
+#[test]
+fn a_worker_without_a_database_says_what_it_needs() {
+    let env = Env::new();
+    let output = env.runner().args(["worker"]).env_remove("RUNNER_STORE").output().expect("runner runs");
+    assert_ne!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("a worker needs the database the runs are in"), "{stderr}");
+}
