@@ -22,7 +22,20 @@ fn only_api_modules_are_public() {
     // re-exports, so it can be rearranged freely.
     assert_eq!(
         public,
-        ["clock", "cluster", "context", "driver", "journal", "llm", "runtime", "script", "spans", "store", "survivors", "verify"]
+        [
+            "clock",
+            "cluster",
+            "context",
+            "driver",
+            "journal",
+            "llm",
+            "runtime",
+            "script",
+            "spans",
+            "store",
+            "survivors",
+            "verify"
+        ]
     );
     // The machine's modules the engine passes on as its own: the state machine, commands and
     // errors are reached through the crate root's re-exports.
