@@ -2,47 +2,16 @@
 //! trips, group commit, fencing, leases, cancel requests, migrations, and rows that break a
 //! log's promises. Skipped when the server does not answer, unless `RUNNER_REQUIRE_POSTGRES=1`.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use engine::store::postgres::{Database, LeaseTimes, RunLease};
 use engine::store::{EventStore, StoreError};
 use engine::{Event, Outcome, Record};
+use records::{created, dispatched, record};
 use testkit::pg::TestDatabase;
 
-fn record(seq: u64, event: Event) -> Record {
-    Record { seq, at: "2026-11-22T12:45:03.456Z".into(), run_id: "r1".into(), event }
-}
-
-/// The `RunCreated` every log starts with (seq 1).
-fn created() -> Record {
-    static PLAN: OnceLock<Arc<manifest::Plan>> = OnceLock::new();
-    let plan = PLAN.get_or_init(|| {
-        let text = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  \
-                    workflow:\n    - {id: a, agent: m, input: x}\n";
-        let plan = manifest::load_str("t.yaml", "t", text, &|_| true).plan.expect("the plan loads");
-        Arc::new(serde_json::from_value(serde_json::to_value(&plan).expect("encodes")).expect("decodes"))
-    });
-    record(
-        1,
-        Event::RunCreated {
-            schema: engine::event::SCHEMA_VERSION,
-            plan: Arc::clone(plan),
-            plan_sha256: "ab".repeat(32).into(),
-            vars: BTreeMap::new(),
-            strategy: manifest::plan::Strategy::Eager,
-            source: None,
-            retry_of: None,
-            trace: None,
-            approved_tools: Vec::new(),
-        },
-    )
-}
-
-fn dispatched(seq: u64) -> Record {
-    record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}") })
-}
+#[path = "support/records.rs"]
+mod records;
 
 /// A lease that is never renewed during a test, so only the test moves it.
 const STILL: LeaseTimes = LeaseTimes { length: Duration::from_secs(60), renew: Duration::from_secs(3600) };

@@ -4,11 +4,15 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use engine::store::{EventStore, JsonlStore, StoreError};
 use engine::{Event, Outcome, Record, Tokens};
+use records::{created, dispatched, record};
+
+#[path = "support/records.rs"]
+mod records;
 
 /// A fresh folder under the system's temp folder, removed when dropped.
 struct TempDir(PathBuf);
@@ -34,42 +38,9 @@ impl Drop for TempDir {
     }
 }
 
-fn record(seq: u64, event: Event) -> Record {
-    Record { seq, at: "2026-11-22T12:45:03.456Z".into(), run_id: "r1".into(), event }
-}
-
-/// The `RunCreated` every log starts with (seq 1).
-fn created() -> Record {
-    static PLAN: OnceLock<Arc<manifest::Plan>> = OnceLock::new();
-    let plan = PLAN.get_or_init(|| {
-        let text = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: t}\nspec:\n  agent_definitions: {m: {runtime: mock}}\n  \
-                    workflow:\n    - {id: a, agent: m, input: x}\n";
-        let plan = manifest::load_str("t.yaml", "t", text, &|_| true).plan.expect("the plan loads");
-        Arc::new(serde_json::from_value(serde_json::to_value(&plan).expect("encodes")).expect("decodes"))
-    });
-    record(
-        1,
-        Event::RunCreated {
-            schema: engine::event::SCHEMA_VERSION,
-            plan: Arc::clone(plan),
-            plan_sha256: "ab".repeat(32).into(),
-            vars: BTreeMap::new(),
-            strategy: manifest::plan::Strategy::Eager,
-            source: None,
-            retry_of: None,
-            trace: None,
-            approved_tools: Vec::new(),
-        },
-    )
-}
-
 /// A log of `n` records: `RunCreated`, then dispatches.
 fn log_of(n: u64) -> Vec<Record> {
     std::iter::once(created()).chain((2..=n).map(dispatched)).collect()
-}
-
-fn dispatched(seq: u64) -> Record {
-    record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}") })
 }
 
 fn lines(path: &Path) -> Vec<String> {
