@@ -283,3 +283,36 @@ fn a_destructive_call_waits_for_a_person_across_processes_and_a_rejection_lets_t
     assert_eq!(unknown.code, Some(2), "{unknown}");
     assert!(unknown.stderr.contains("no such tool"), "{unknown}");
 }
+
+#[test]
+fn with_workers_an_agent_that_calls_tools_stays_with_the_coordinator_and_its_calls_still_ask() {
+    let Some(db) = testkit::pg::TestDatabase::new("tool_agent_stays_with_the_coordinator") else { return };
+    let scenario = Scenario::new("");
+    // No worker runs: were the llm attempt queued for one, the run would wait for ever.
+    let mut apply = scenario
+        .env
+        .runner_process()
+        .env(KEY_VAR, KEY)
+        .args(["apply", "plan.yaml", "--yes", "--run-id", "r", "--store", &db.url, "--no-local-work"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runner starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = apply.try_wait().expect("the child can be polled") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = apply.kill();
+            panic!("the run waited for a worker: the llm attempt was queued instead of run by its coordinator");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(3), "the destructive call waits for a person");
+    let status = scenario.runner(&["status", "r", "--store", &db.url]);
+    assert!(status.all().contains("wants to call `wipe` with {\"turn\":2}"), "{status}");
+    assert_eq!(scenario.marks("start", 2), 0, "nothing ran before the approval");
+    assert_eq!(scenario.marks("start", 1), 1, "the safe call ran once, in the coordinator");
+}

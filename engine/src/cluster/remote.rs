@@ -79,10 +79,17 @@ impl Remote {
     }
 
     /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
+    /// An `llm` agent that may call tools stays here: its conversation is journaled through
+    /// the coordinator's driver, which decides each call (and its approval) before it runs.
     pub fn registry(&self) -> Registry {
         REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
             let remote = self.clone();
             registry.with(runtime, move |setup| {
+                if let Runtime::Llm { tools, .. } = &setup.agent.runtime
+                    && !tools.is_empty()
+                {
+                    return (setup.llm)(setup.name);
+                }
                 let limit = remote.inner.limit_of(setup);
                 Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime, limit })
             })
