@@ -486,7 +486,7 @@ impl<S: EventStore> Driver<S> {
             may_ask: self.state.plan.control.allow_clarification,
             journal: self.is_llm(spec).then(|| {
                 let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
-                Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded)
+                Box::new(Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded))
             }),
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };

@@ -52,8 +52,9 @@ pub struct Attempt {
     /// Where an llm agent records its turns and tool calls, with the task's conversation so
     /// far; `None` runs the attempt unrecorded (tests, runtimes used outside a driver, and an
     /// attempt a worker runs for another process, which does not journal yet).
+    /// (Boxed: an attempt is held by value in its job's future, once per attempt in flight.)
     #[serde(skip)]
-    pub journal: Option<Journal>,
+    pub journal: Option<Box<Journal>>,
 }
 
 impl Attempt {
