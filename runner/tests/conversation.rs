@@ -128,11 +128,22 @@ impl Scenario {
             Kill::ToolStart(n) => drop(self.env.write("kill.txt", &format!("start {n}"))),
             Kill::ToolEnd(n) => drop(self.env.write("kill.txt", &format!("end {n}"))),
         }
+        let status = self.apply_within(&["--run-id", "r"], &format!("{kill:?}: runner was not killed"));
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(status.signal(), Some(9), "{kill:?}: runner ended without being killed: {status}");
+        self.kill_request.store(-1, Ordering::SeqCst);
+        let _ = std::fs::remove_file(self.env.dir().join("kill.txt"));
+    }
+
+    /// `runner apply plan.yaml --yes ARGS` as a process whose pid the server may kill; its exit
+    /// status, or a failure saying `late` when it has not ended within 60 s.
+    fn apply_within(&self, args: &[&str], late: &str) -> std::process::ExitStatus {
         let mut child = self
             .env
             .runner_process()
             .env(KEY_VAR, KEY)
-            .args(["apply", "plan.yaml", "--yes", "--run-id", "r"])
+            .args(["apply", "plan.yaml", "--yes"])
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -140,20 +151,16 @@ impl Scenario {
             .expect("runner starts");
         self.pid.store(child.id(), Ordering::SeqCst);
         let started = Instant::now();
-        let status = loop {
+        loop {
             if let Some(status) = child.try_wait().expect("the child can be polled") {
-                break status;
+                return status;
             }
             if started.elapsed() > Duration::from_secs(60) {
                 let _ = child.kill();
-                panic!("{kill:?}: runner was not killed within 60 s");
+                panic!("{late} within 60 s");
             }
             std::thread::sleep(Duration::from_millis(20));
-        };
-        use std::os::unix::process::ExitStatusExt as _;
-        assert_eq!(status.signal(), Some(9), "{kill:?}: runner ended without being killed: {status}");
-        self.kill_request.store(-1, Ordering::SeqCst);
-        let _ = std::fs::remove_file(self.env.dir().join("kill.txt"));
+        }
     }
 
     /// Resumes the run until it ends, rejecting each call that waits for approval; returns
@@ -289,27 +296,8 @@ fn with_workers_an_agent_that_calls_tools_stays_with_the_coordinator_and_its_cal
     let Some(db) = testkit::pg::TestDatabase::new("tool_agent_stays_with_the_coordinator") else { return };
     let scenario = Scenario::new("");
     // No worker runs: were the llm attempt queued for one, the run would wait for ever.
-    let mut apply = scenario
-        .env
-        .runner_process()
-        .env(KEY_VAR, KEY)
-        .args(["apply", "plan.yaml", "--yes", "--run-id", "r", "--store", &db.url, "--no-local-work"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("runner starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = apply.try_wait().expect("the child can be polled") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = apply.kill();
-            panic!("the run waited for a worker: the llm attempt was queued instead of run by its coordinator");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let late = "the run waited for a worker: the llm attempt was queued instead of run by its coordinator";
+    let status = scenario.apply_within(&["--run-id", "r", "--store", &db.url, "--no-local-work"], late);
     assert_eq!(status.code(), Some(3), "the destructive call waits for a person");
     let status = scenario.runner(&["status", "r", "--store", &db.url]);
     assert!(status.all().contains("wants to call `wipe` with {\"turn\":2}"), "{status}");
