@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use engine::cluster::{Leases, Plans, Remote, Worker};
+use engine::cluster::{ClusterError, Leases, Plans, Remote, Tally, Worker};
 use engine::driver::Driver;
 use engine::store::MemoryStore;
 use engine::store::postgres::Database;
 use engine::{Command, Outcome, RunStatus, Start};
 use testkit::pg::TestDatabase;
 use testkit::{FakeOpenAi, Step};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// A folder with a script that logs the start and end of each run of it (with its input) to
@@ -98,23 +99,14 @@ async fn a_concurrency_limit_of_four_is_four_across_all_workers() {
     let folder = Folder::new("limit");
     let plan = plan(&folder.0, 24, "0.1", 4);
     let stop = CancellationToken::new();
-    let workers: Vec<_> = (0..3)
-        .map(|n| {
-            let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(8).leases(leases());
-            let (db, stop) = (db.clone(), stop.clone());
-            tokio::spawn(async move { worker.run(&db, stop).await })
-        })
-        .collect();
+    let workers = spawn_workers(&db, &plan, 3, 8, &stop);
     let remote = Remote::start(&db, "run-limit", leases()).await.expect("the coordinator connects");
     let store = MemoryStore::new();
     let driver = Driver::new("run-limit".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
     stop.cancel();
-    let mut done = 0;
-    for worker in workers {
-        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
-    }
+    let done = done_by(workers).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     let t3 = state.index_of("t3").expect("t3 exists");
     assert_eq!(state.tasks[t3].output.as_deref(), Some("did t3"));
@@ -154,48 +146,149 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
     assert_eq!(commands.done.load(Ordering::Relaxed), 6);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_providers_max_concurrency_holds_across_workers() {
-    let Some(schema) = TestDatabase::new("cluster") else { return };
-    let db = Database::connect(&schema.url).await.expect("the database answers");
-    let answer = Step::Delay(Duration::from_millis(200), Box::new(Step::Answer("ok".into())));
-    let server = FakeOpenAi::script(vec![answer]);
+/// A plan of `n` tasks for each of two `llm` agents on the provider `fake` at `base_url`, whose
+/// settings add `limits`: `plain` (no tools: its attempts go to workers) and `handy` (it may
+/// call a tool: its attempts stay with the coordinator).
+fn llm_plan(base_url: &str, limits: &str, n: usize) -> Arc<manifest::Plan> {
     let mut yaml = format!(
         "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: llm}}\nspec:\n  providers:\n    fake: {{kind: openai, \
-         base_url: \"{}\", model: m, max_concurrency: 2}}\n  agent_definitions:\n    a: {{runtime: llm, provider: \
-         fake}}\n  workflow:\n",
-        server.base_url()
+         base_url: \"{base_url}\", model: m, {limits}}}\n  tools:\n    look: {{description: Look, command: [cat], \
+         input_schema: {{type: object}}}}\n  agent_definitions:\n    plain: {{runtime: llm, provider: fake}}\n    \
+         handy: {{runtime: llm, provider: fake, tools: [look]}}\n  workflow:\n"
     );
-    for i in 0..8 {
-        yaml.push_str(&format!("    - {{id: t{i}, agent: a, input: t{i}}}\n"));
+    for agent in ["plain", "handy"] {
+        for i in 0..n {
+            yaml.push_str(&format!("    - {{id: {agent}{i}, agent: {agent}, input: t{i}}}\n"));
+        }
     }
     let loaded = manifest::load_str("llm.yaml", "llm", &yaml, &|_| true);
     let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    let plan = Arc::new(loaded.plan.expect("the plan loads"));
-    let stop = CancellationToken::new();
-    let workers: Vec<_> = (0..2)
+    Arc::new(loaded.plan.expect("the plan loads"))
+}
+
+/// Starts `n` workers of `concurrency` slots each on `plan` until `stop`.
+fn spawn_workers(
+    db: &Database,
+    plan: &Arc<manifest::Plan>,
+    n: usize,
+    concurrency: usize,
+    stop: &CancellationToken,
+) -> Vec<JoinHandle<Result<Arc<Tally>, ClusterError>>> {
+    (0..n)
         .map(|n| {
-            // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster.
-            let worker = Worker::new(format!("w{n}"), plans_of(&plan)).concurrency(3).leases(leases());
+            let worker = Worker::new(format!("w{n}"), plans_of(plan)).concurrency(concurrency).leases(leases());
             let (db, stop) = (db.clone(), stop.clone());
             tokio::spawn(async move { worker.run(&db, stop).await })
         })
-        .collect();
+        .collect()
+}
+
+/// The attempts the workers carried out, once they stopped.
+async fn done_by(workers: Vec<JoinHandle<Result<Arc<Tally>, ClusterError>>>) -> u64 {
+    let mut done = 0;
+    for worker in workers {
+        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
+    }
+    done
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_max_concurrency_holds_across_workers_and_the_coordinator() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let answer = Step::Delay(Duration::from_millis(200), Box::new(Step::Answer("ok".into())));
+    let server = FakeOpenAi::script(vec![answer]);
+    let plan = llm_plan(&server.base_url(), "max_concurrency: 2", 4);
+    let stop = CancellationToken::new();
+    // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster,
+    // and the coordinator's `handy` agent 2 more.
+    let workers = spawn_workers(&db, &plan, 2, 3, &stop);
     let remote = Remote::start(&db, "run-llm", leases()).await.expect("the coordinator starts");
     let driver =
         Driver::new("run-llm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
     stop.cancel();
-    let mut done = 0;
-    for worker in workers {
-        done += worker.await.expect("the worker ran").expect("the worker worked").done.load(Ordering::Relaxed);
-    }
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(server.requests().len(), 8);
     assert_eq!(server.max_in_flight(), 2, "two requests at a time in the cluster, as the provider allows");
-    assert_eq!(done, 8);
+    assert_eq!(done_by(workers).await, 4, "the workers carried out the `plain` agent's attempts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_requests_per_minute_holds_across_workers_and_the_coordinator() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let server = FakeOpenAi::script(vec![Step::Answer("ok".into())]);
+    let plan = llm_plan(&server.base_url(), "requests_per_minute: 3", 4);
+    let stop = CancellationToken::new();
+    // Each worker's own window of 3 a minute would let 6 requests through, and the
+    // coordinator's 3 more.
+    let workers = spawn_workers(&db, &plan, 2, 4, &stop);
+    let remote = Remote::start(&db, "run-rpm", leases()).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-rpm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
+    let cancel = CancellationToken::new();
+    let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), cancel.clone()));
+    let started = std::time::Instant::now();
+    while server.requests().len() < 3 {
+        assert!(started.elapsed() < Duration::from_secs(30), "three requests were not sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every attempt is dispatched at once; give the others time to get past a limiter that
+    // did not hold them.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(server.requests().len(), 3, "three requests in the run's first minute, from all its processes");
+    let waiting: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM runner_request_starts WHERE run_id = 'run-rpm'", &[])
+        .await
+        .expect("the window is readable")
+        .get(0);
+    assert_eq!(waiting, 3, "the window holds the three starts");
+    cancel.cancel();
+    stop.cancel();
+    let state = driving.await.expect("the driver ran").expect("it is driven");
+    assert_eq!(state.status, RunStatus::Cancelled);
+    done_by(workers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_window_counts_each_run_and_provider_apart_across_connections() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let (first, second) = (
+        Database::connect(&schema.url).await.expect("the database answers"),
+        Database::connect(&schema.url).await.expect("the database answers"),
+    );
+    let start = |db: &Database, run: &'static str, provider: &'static str| {
+        let db = db.clone();
+        async move {
+            let row = db
+                .client()
+                .query_one("SELECT runner_request_start($1, $2, 2)", &[&run, &provider])
+                .await
+                .expect("the window answers");
+            row.get::<_, f64>(0)
+        }
+    };
+    assert_eq!(start(&first, "r", "p").await, 0.0);
+    assert_eq!(start(&second, "r", "p").await, 0.0);
+    let wait = start(&first, "r", "p").await;
+    assert!(wait > 59.0 && wait <= 60.0, "the third start in a minute waits for the first to leave it: {wait}");
+    assert!(start(&second, "r", "p").await > 0.0, "so does one from another connection");
+    assert_eq!(start(&second, "r", "other").await, 0.0, "another provider has a window of its own");
+    assert_eq!(start(&first, "s", "p").await, 0.0, "and so has another run");
+    let age = "UPDATE runner_request_starts SET started_at = started_at - interval '61 seconds' WHERE run_id = 'r'";
+    first.client().execute(age, &[]).await.expect("the starts are aged");
+    assert_eq!(start(&second, "r", "p").await, 0.0, "starts older than a minute no longer count");
+    let left: i64 = first
+        .client()
+        .query_one("SELECT count(*) FROM runner_request_starts WHERE run_id = 'r'", &[])
+        .await
+        .expect("the window is readable")
+        .get(0);
+    assert_eq!(left, 1, "and are deleted: only the new start is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

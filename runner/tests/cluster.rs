@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{Env, plan};
 use testkit::pg::TestDatabase;
+use testkit::{FakeOpenAi, Step};
 
 /// Every lease in these tests, in milliseconds: short, so that takeovers come quickly.
 const LEASE_MS: &str = "1500";
@@ -42,14 +43,23 @@ impl Cluster {
     /// A plan of `tasks` independent tasks that each take `seconds`, and three workers of four
     /// attempts each; `None` when no database answers.
     fn new(test: &str, tasks: usize, seconds: &str) -> Option<Cluster> {
+        Cluster::with_plan(test, tasks, |env| {
+            let script = env.write("task.sh", TASK_SCRIPT);
+            let lines = env.dir().join("lines.txt");
+            let agent = format!("    slow: {{runtime: command, command: [sh, {script:?}, {lines:?}, '{seconds}']}}");
+            let workflow: Vec<String> =
+                (0..tasks).map(|i| format!("    - {{id: t{i}, agent: slow, input: t{i}}}")).collect();
+            plan("cluster", &agent, &workflow.join("\n"))
+        })
+    }
+
+    /// Three workers of four attempts each, for the plan of `tasks` tasks that `write` gives
+    /// (it may write files into the test's folder first); `None` when no database answers.
+    fn with_plan(test: &str, tasks: usize, write: impl FnOnce(&Env) -> String) -> Option<Cluster> {
         let db = TestDatabase::new(test)?;
         let env = Env::new();
-        let script = env.write("task.sh", TASK_SCRIPT);
-        let lines = env.dir().join("lines.txt");
-        let agent = format!("    slow: {{runtime: command, command: [sh, {script:?}, {lines:?}, '{seconds}']}}");
-        let workflow: Vec<String> =
-            (0..tasks).map(|i| format!("    - {{id: t{i}, agent: slow, input: t{i}}}")).collect();
-        env.write("plan.yaml", &plan("cluster", &agent, &workflow.join("\n")));
+        let yaml = write(&env);
+        env.write("plan.yaml", &yaml);
         // The tables exist before anything polls them.
         env.runner().args(["runs", "--store", &db.url]).assert().success();
         let mut cluster = Cluster { env, db, workers: Vec::new(), tasks };
@@ -254,6 +264,29 @@ fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
         stderr.contains("was refused") || stderr.contains("lost the claim"),
         "the paused worker's late result was refused:\n{stderr}"
     );
+}
+
+#[test]
+fn a_providers_requests_per_minute_holds_for_the_run_across_worker_processes() {
+    let server = FakeOpenAi::script(vec![Step::Answer("ok".into())]);
+    let provider = format!(
+        "  providers:\n    fake: {{kind: openai, base_url: \"{}\", model: m, requests_per_minute: 4}}\n",
+        server.base_url()
+    );
+    let Some(cluster) = Cluster::with_plan("rpm", 12, |_| {
+        let workflow: Vec<String> = (0..12).map(|i| format!("    - {{id: t{i}, agent: ask, input: t{i}}}")).collect();
+        let yaml = plan("rpm", "    ask: {runtime: llm, provider: fake}", &workflow.join("\n"));
+        yaml.replace("  agent_definitions:", &format!("{provider}  agent_definitions:"))
+    }) else {
+        return;
+    };
+    cluster.detach();
+    // Three workers of four slots, each with a window of 4 a minute of its own, would send 12.
+    cluster.wait_until("four requests are sent", |_| server.requests().len() >= 4);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(server.requests().len(), 4, "four requests in the run's first minute, from all its workers");
+    cluster.env.runner().args(["cancel", RUN, "--store", &cluster.db.url]).assert().success();
+    cluster.wait_until("the run is cancelled", |c| c.status() == "cancelled");
 }
 
 #[test]

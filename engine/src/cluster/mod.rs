@@ -1,11 +1,13 @@
 //! Running attempts on other machines (docs/workers.md): the attempts queue in PostgreSQL
 //! (`runner_attempts`), the [`Remote`] runtimes a coordinator hands attempts to, and the
 //! [`Worker`] that claims attempts, holds a lease on each while it runs, and writes the reply
-//! back only while its claim is still current (fencing).
+//! back only while its claim is still current (fencing). A provider's `requests_per_minute`
+//! is counted in the database, by the run's coordinator and workers together.
 
 mod leases;
 mod queue;
 mod remote;
+mod requests;
 mod worker;
 
 pub use leases::Leases;

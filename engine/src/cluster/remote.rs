@@ -4,7 +4,7 @@
 //! machine: a `max_concurrency` of 4 is 4 in the whole cluster.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use manifest::plan::Runtime;
 use tokio::sync::broadcast::error::RecvError;
@@ -12,7 +12,9 @@ use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
+use super::requests::RequestWindow;
 use super::{ClusterError, REMOTE_RUNTIMES, queue};
+use crate::llm::LlmAgents;
 use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply, Setup};
 use crate::store::postgres::Database;
 
@@ -32,8 +34,11 @@ struct Inner {
     /// Attempts to queue: the enqueuer inserts all that are waiting with one statement.
     outbox: mpsc::UnboundedSender<Outgoing>,
     /// The `max_concurrency` of each provider, held here for the whole cluster: an `llm`
-    /// attempt is queued only with a permit of its provider's.
+    /// attempt is queued (or run here) only with a permit of its provider's.
     providers: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// The `llm` agents run here (those that may call tools), made from the first plan that
+    /// has one, with their `requests_per_minute` counted with the workers'.
+    local_llm: OnceLock<LlmAgents>,
 }
 
 impl Remote {
@@ -54,6 +59,7 @@ impl Remote {
             wake: Notify::new(),
             outbox,
             providers: Mutex::new(HashMap::new()),
+            local_llm: OnceLock::new(),
         });
         tokio::spawn(enqueue(Arc::downgrade(&inner), queued));
         let weak = Arc::downgrade(&inner);
@@ -81,17 +87,26 @@ impl Remote {
     /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
     /// An `llm` agent that may call tools stays here: its conversation is journaled through
     /// the coordinator's driver, which decides each call (and its approval) before it runs.
+    /// Either way an `llm` agent's provider limits hold for the run as a whole.
     pub fn registry(&self) -> Registry {
         REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
             let remote = self.clone();
             registry.with(runtime, move |setup| {
-                if let Runtime::Llm { tools, .. } = &setup.agent.runtime
-                    && !tools.is_empty()
-                {
-                    return (setup.llm)(setup.name);
+                let inner = &remote.inner;
+                let agent: Arc<dyn AgentRuntime> = match &setup.agent.runtime {
+                    Runtime::Llm { tools, .. } if !tools.is_empty() => inner
+                        .local_llm
+                        .get_or_init(|| {
+                            let window = RequestWindow::new(inner.db.clone(), &inner.run_id);
+                            LlmAgents::sharing(setup.plan, Arc::new(window))
+                        })
+                        .runtime(setup.name),
+                    _ => Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime }),
+                };
+                match inner.limit_of(setup) {
+                    Some(limit) => Arc::new(Limited { limit, agent }),
+                    None => agent,
                 }
-                let limit = remote.inner.limit_of(setup);
-                Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime, limit })
             })
         })
     }
@@ -99,7 +114,7 @@ impl Remote {
 
 impl Inner {
     /// The cluster-wide limit of an `llm` agent's provider, if it has one. A worker's own
-    /// limiter still holds each worker to it too; this holds the cluster.
+    /// limiter still holds each worker to it too; this holds the run.
     fn limit_of(&self, setup: &Setup<'_>) -> Option<Arc<Semaphore>> {
         let Runtime::Llm { provider, .. } = &setup.agent.runtime else { return None };
         let name = provider.as_ref().map_or(crate::llm::DEFAULT_PROVIDER, |p| p.value.as_str());
@@ -225,24 +240,32 @@ struct RemoteRuntime {
     remote: Remote,
     agent: String,
     runtime: &'static str,
-    /// Its provider's cluster-wide limit, for an `llm` agent that has one.
-    limit: Option<Arc<Semaphore>>,
 }
 
 impl AgentRuntime for RemoteRuntime {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let (inner, agent, runtime) = (Arc::clone(&self.remote.inner), self.agent.clone(), self.runtime);
-        let limit = self.limit.clone();
+        Box::pin(async move { inner.carry_out(agent, runtime, attempt, cancel).await })
+    }
+}
+
+/// An `llm` agent whose attempts each wait for a permit of its provider's cluster-wide
+/// `max_concurrency`.
+struct Limited {
+    limit: Arc<Semaphore>,
+    agent: Arc<dyn AgentRuntime>,
+}
+
+impl AgentRuntime for Limited {
+    fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
+        let (limit, agent) = (Arc::clone(&self.limit), Arc::clone(&self.agent));
         Box::pin(async move {
             // The semaphore is never closed, so acquiring fails only if it were.
-            let _permit = match limit {
-                Some(limit) => tokio::select! {
-                    permit = limit.acquire_owned() => permit.ok(),
-                    () = cancel.cancelled() => return Reply::refused("cancelled"),
-                },
-                None => None,
+            let _permit = tokio::select! {
+                permit = limit.acquire_owned() => permit.ok(),
+                () = cancel.cancelled() => return Reply::refused("cancelled"),
             };
-            inner.carry_out(agent, runtime, attempt, cancel).await
+            agent.run(attempt, cancel).await
         })
     }
 }

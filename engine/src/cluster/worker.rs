@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
 use super::queue::{self, Claimed};
+use super::requests::RequestWindow;
 use super::{ClusterError, REMOTE_RUNTIMES};
 use crate::llm::LlmAgents;
 use crate::runtime::{AgentRuntime, Agents, Registry, Reply};
@@ -233,7 +234,8 @@ impl Shared {
         let plan = (self.plans)(run.to_owned()).await.map_err(Reply::transient)?;
         let llm = OnceLock::new();
         let agents = Agents::for_plan(&plan, &Registry::builtin(), &|name: &str| {
-            llm.get_or_init(|| LlmAgents::new(&plan)).runtime(name)
+            llm.get_or_init(|| LlmAgents::sharing(&plan, Arc::new(RequestWindow::new(self.db.clone(), run))))
+                .runtime(name)
         });
         let runtime =
             agents.agent(agent).ok_or_else(|| Reply::refused(format!("run `{run}` has no agent `{agent}`")))?;

@@ -1,5 +1,6 @@
 //! One provider's endpoint: the HTTP request, its limits, timeouts and retries.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tracing::Instrument as _;
 
 use super::error::LlmError;
-use super::limiter::Limiter;
+use super::limiter::{Limiter, SharedWindow};
 use super::protocol::{
     AssistantMessage, Body, ChatRequest, ChatResponse, FunctionCall, Sampling, StreamChunk, ToolCall, Usage,
 };
@@ -92,6 +93,13 @@ impl Endpoint {
             limiter: Limiter::new(provider.max_concurrency, provider.requests_per_minute),
             http,
         }
+    }
+
+    /// This endpoint with its `requests_per_minute` counted in `window`, with every other
+    /// process that sends requests of the same run.
+    pub fn sharing(self, window: Arc<dyn SharedWindow>) -> Self {
+        let limiter = self.limiter.shared(window, &self.name);
+        Endpoint { limiter, ..self }
     }
 
     /// An endpoint for the plan's provider `name`, with its own HTTP client, limiter and

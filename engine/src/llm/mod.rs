@@ -29,6 +29,7 @@ use manifest::plan::{Generation, Runtime};
 
 use crate::runtime::AgentRuntime;
 use client::Endpoint;
+use limiter::SharedWindow;
 use protocol::Sampling;
 use tools::{Tool, ToolError, Toolbox};
 
@@ -63,8 +64,19 @@ impl LlmAgents {
         LlmAgents::with_env(plan, |name| std::env::var(name).ok())
     }
 
+    /// The runtimes of `plan`'s agents in a cluster: API keys read from the process
+    /// environment, and each provider's `requests_per_minute` counted in `window`, which the
+    /// run's other processes share.
+    pub fn sharing(plan: &Plan, window: Arc<dyn SharedWindow>) -> Self {
+        LlmAgents::assemble(plan, |name| std::env::var(name).ok(), Some(window))
+    }
+
     /// The runtimes of `plan`'s agents, with API keys read through `env`.
     pub fn with_env(plan: &Plan, env: impl Fn(&str) -> Option<String>) -> Self {
+        LlmAgents::assemble(plan, env, None)
+    }
+
+    fn assemble(plan: &Plan, env: impl Fn(&str) -> Option<String>, window: Option<Arc<dyn SharedWindow>>) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
@@ -86,7 +98,11 @@ impl LlmAgents {
                         },
                         None => None,
                     };
-                    Ok(Arc::new(Endpoint::new(name, provider, key, http)))
+                    let endpoint = Endpoint::new(name, provider, key, http);
+                    Ok(Arc::new(match &window {
+                        Some(window) => endpoint.sharing(Arc::clone(window)),
+                        None => endpoint,
+                    }))
                 });
                 (name.clone(), endpoint)
             })

@@ -6,8 +6,11 @@
 use tokio_postgres::Client;
 
 /// Every migration: its version and its SQL. A new one goes at the end with the next version.
-const MIGRATIONS: &[(i32, &str)] =
-    &[(1, include_str!("migrations/0001_runs_and_events.sql")), (2, include_str!("migrations/0002_attempts.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/0001_runs_and_events.sql")),
+    (2, include_str!("migrations/0002_attempts.sql")),
+    (3, include_str!("migrations/0003_request_starts.sql")),
+];
 
 /// Brings the current schema's tables up to date.
 pub(super) async fn apply(client: &mut Client) -> Result<(), tokio_postgres::Error> {

@@ -1,0 +1,37 @@
+//! A run's `requests_per_minute` windows in the database (`runner_request_starts`), so that a
+//! provider's limit holds for the run's requests from every worker and its coordinator together.
+
+use std::time::Duration;
+
+use crate::llm::limiter::{SharedStart, SharedWindow};
+use crate::store::postgres::Database;
+
+/// The request windows of one run's providers.
+#[derive(Debug)]
+pub(crate) struct RequestWindow {
+    db: Database,
+    run_id: String,
+}
+
+impl RequestWindow {
+    /// The windows of run `run_id`'s providers in `db`.
+    pub(crate) fn new(db: Database, run_id: &str) -> Self {
+        RequestWindow { db, run_id: run_id.to_owned() }
+    }
+}
+
+impl SharedWindow for RequestWindow {
+    fn start<'a>(&'a self, provider: &'a str, limit: u32) -> SharedStart<'a> {
+        Box::pin(async move {
+            let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+            let row = self
+                .db
+                .client()
+                .query_one("SELECT runner_request_start($1, $2, $3)", &[&self.run_id, &provider, &limit])
+                .await
+                .map_err(|error| error.to_string())?;
+            let wait: f64 = row.get(0);
+            Ok((wait > 0.0).then(|| Duration::from_secs_f64(wait)))
+        })
+    }
+}
