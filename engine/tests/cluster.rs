@@ -327,3 +327,58 @@ async fn a_stopped_worker_gives_its_attempts_back_at_once() {
     assert_eq!(count("queued").await, 2, "both attempts are queued again, without a claim");
     driving.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_withdraws_the_attempts_workers_still_run() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("ended");
+    let log = folder.0.join("log");
+    // Two tasks that take a minute, and one that fails the run after a moment.
+    let yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: ended}}\nspec:\n  agent_definitions:\n    \
+         rec: {{runtime: command, command: [sh, record.sh, '{}', '60']}}\n    \
+         broken: {{runtime: command, command: [sh, -c, 'sleep 1; exit 3']}}\n  workflow:\n    \
+         - {{id: slow1, agent: rec, input: slow1}}\n    - {{id: slow2, agent: rec, input: slow2}}\n    \
+         - {{id: breaks, agent: broken, on_failure: fail}}\n",
+        log.display()
+    );
+    let loaded = manifest::load_str("ended.yaml", "ended", &yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let plan = Arc::new(loaded.plan.expect("the plan loads"));
+    let stop = CancellationToken::new();
+    let worker = Worker::new("w", plans_of(&plan)).leases(leases());
+    let tally = worker.tally();
+    let working = tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move { worker.run(&db, stop).await }
+    });
+    let remote = Remote::start(&db, "run-ended", leases()).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-ended".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(30), run).await.expect("the run ends").expect("it is driven");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
+    remote.close().await;
+    let sql = "SELECT count(*) FROM runner_attempts WHERE run_id = 'run-ended'";
+    let left: i64 = db.client().query_one(sql, &[]).await.expect("the queue is readable").get(0);
+    assert_eq!(left, 0, "the run's attempts left the queue with it");
+    // Renewals come every 500 ms: the worker stops both slow attempts at its next one, not
+    // after their minute.
+    let started = std::time::Instant::now();
+    while tally.withdrawn.load(Ordering::Relaxed) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the worker still runs the withdrawn attempts");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.cancel();
+    let tally = working.await.expect("the worker ran").expect("the worker worked");
+    assert_eq!(
+        (tally.done.load(Ordering::Relaxed), tally.lost.load(Ordering::Relaxed)),
+        (1, 0),
+        "only `breaks` replied"
+    );
+    let log = folder.log();
+    assert_eq!(log.lines().filter(|l| l.starts_with("start")).count(), 2, "{log}");
+    assert_eq!(log.lines().filter(|l| l.starts_with("end")).count(), 0, "the slow tasks were stopped: {log}");
+}

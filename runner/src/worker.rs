@@ -97,10 +97,11 @@ pub fn run(runs: &Runs, args: &WorkerArgs) -> anyhow::Result<u8> {
         let tally = tally?;
         let count = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         eprintln!(
-            "worker {owner} stopped: {} attempts done, {} results refused, {} claims lost",
+            "worker {owner} stopped: {} attempts done, {} results refused, {} claims lost, {} withdrawn",
             count(&tally.done),
             count(&tally.refused),
-            count(&tally.lost)
+            count(&tally.lost),
+            count(&tally.withdrawn)
         );
         Ok(0)
     })
@@ -141,8 +142,10 @@ impl Coordination {
         self.remote.registry()
     }
 
-    /// Stops the worker inside this process, giving back what it still runs.
+    /// Withdraws what the run left in the queue (its driver has returned and the lease is
+    /// still held), then stops the worker inside this process.
     pub fn stop(self, runtime: &tokio::runtime::Runtime) {
+        runtime.block_on(self.remote.close());
         if let Some((stop, handle)) = self.local {
             stop.cancel();
             if let Ok(Err(error)) = runtime.block_on(handle) {
@@ -244,6 +247,10 @@ async fn coordinate(
         .halt_on(stop);
     let state = driver.run(Command::Continue, cancel).await;
     watch.abort();
+    if state.is_ok() {
+        // Still under the run's lease, so a coordinator after this one has queued nothing yet.
+        remote.close().await;
+    }
     lease.release().await.map_err(crate::home::store_error)?;
     let state = state.with_context(|| format!("run `{run_id}`"))?;
     eprintln!("worker {owner}: run `{run_id}` {}", state.status.as_str());

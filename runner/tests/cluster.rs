@@ -267,6 +267,44 @@ fn a_worker_paused_past_its_lease_has_its_late_result_refused() {
 }
 
 #[test]
+fn a_run_that_fails_stops_the_attempts_its_workers_still_run() {
+    let Some(mut cluster) = Cluster::with_plan("failing", 3, |env| {
+        let script = env.write("task.sh", TASK_SCRIPT);
+        let lines = env.dir().join("lines.txt");
+        let agents = format!(
+            "    slow: {{runtime: command, command: [sh, {script:?}, {lines:?}, '60']}}\n    \
+             broken: {{runtime: command, command: [sh, -c, 'sleep 1; exit 3']}}"
+        );
+        let workflow = "    - {id: slow1, agent: slow, input: slow1}\n    - {id: slow2, agent: slow, input: slow2}\n    \
+                        - {id: breaks, agent: broken, on_failure: fail}";
+        plan("failing", &agents, workflow)
+    }) else {
+        return;
+    };
+    let mut coordinator = cluster.coordinator();
+    assert_eq!(coordinator.wait().expect("the coordinator ends").code(), Some(1), "{}", cluster.stderr("coordinator"));
+    assert_eq!(cluster.status(), "failed");
+    let sql = format!("SELECT count(*) FROM runner_attempts WHERE run_id = '{RUN}'");
+    assert_eq!(cluster.db.column(&sql), [Some("0".to_owned())], "the run left nothing in the queue");
+    // The workers stop the slow attempts at their next renewal, not after their minute.
+    cluster.wait_until("the workers stop both slow attempts", |c| {
+        (0..3).map(|n| c.stderr(&format!("worker-{n}")).matches("was withdrawn").count()).sum::<usize>() == 2
+    });
+    for worker in &mut cluster.workers {
+        signal(worker, "TERM");
+        let _ = worker.wait();
+    }
+    let withdrawn: usize = (0..3)
+        .filter_map(|n| {
+            let stderr = cluster.stderr(&format!("worker-{n}"));
+            let last = stderr.lines().rfind(|l| l.contains(" stopped: "))?.to_owned();
+            last.split(", ").find_map(|part| part.strip_suffix(" withdrawn")?.parse::<usize>().ok())
+        })
+        .sum();
+    assert_eq!(withdrawn, 2, "the workers stopped both slow attempts as withdrawn");
+}
+
+#[test]
 fn a_providers_requests_per_minute_holds_for_the_run_across_worker_processes() {
     let server = FakeOpenAi::script(vec![Step::Answer("ok".into())]);
     let provider = format!(

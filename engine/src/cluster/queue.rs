@@ -105,9 +105,9 @@ pub(crate) async fn claim(
         .collect()
 }
 
-/// Extends a claim by `lease`; false when the claim is no longer current (expired, taken over,
-/// or the attempt withdrawn).
-pub(crate) async fn renew(client: &Client, id: i64, claim: i64, lease: Duration) -> Result<bool, ClusterError> {
+/// Extends a claim by `lease`, unless the claim is no longer current (expired, taken over, or
+/// the attempt withdrawn).
+pub(crate) async fn renew(client: &Client, id: i64, claim: i64, lease: Duration) -> Result<Renewal, ClusterError> {
     let renewed = client
         .execute(
             "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
@@ -115,7 +115,22 @@ pub(crate) async fn renew(client: &Client, id: i64, claim: i64, lease: Duration)
             &[&id, &claim, &lease.as_secs_f64()],
         )
         .await?;
-    Ok(renewed == 1)
+    if renewed == 1 {
+        return Ok(Renewal::Renewed);
+    }
+    let present = client.query_opt("SELECT 1 FROM runner_attempts WHERE id = $1", &[&id]).await?;
+    Ok(if present.is_some() { Renewal::Lost } else { Renewal::Withdrawn })
+}
+
+/// What renewing a claim came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// The lease runs on.
+    Renewed,
+    /// The lease ran out or another worker claimed the attempt since.
+    Lost,
+    /// The coordinator withdrew the attempt: it was cancelled, or its run ended.
+    Withdrawn,
 }
 
 /// Records the reply of a claimed attempt and tells its coordinator; false (nothing written)

@@ -84,6 +84,21 @@ impl Remote {
         Ok(Remote { inner })
     }
 
+    /// Withdraws the run's attempts still in the queue, once its driver has returned: nobody
+    /// waits for their replies any more, and the workers that run them stop them at their
+    /// next renewal instead of carrying them out for nothing.
+    pub async fn close(&self) {
+        match queue::withdraw_run(self.inner.db.client(), &self.inner.run_id).await {
+            Ok(0) => {}
+            Ok(withdrawn) => {
+                tracing::info!(run = %self.inner.run_id, withdrawn, "withdrew the attempts the run left in the queue")
+            }
+            Err(error) => {
+                tracing::warn!(%error, run = %self.inner.run_id, "cannot withdraw the attempts the run left in the queue")
+            }
+        }
+    }
+
     /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
     /// An `llm` agent that may call tools stays here: its conversation is journaled through
     /// the coordinator's driver, which decides each call (and its approval) before it runs.

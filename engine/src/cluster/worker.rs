@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
-use super::queue::{self, Claimed};
+use super::queue::{self, Claimed, Renewal};
 use super::requests::RequestWindow;
 use super::{ClusterError, REMOTE_RUNTIMES};
 use crate::llm::LlmAgents;
@@ -36,6 +36,7 @@ pub struct Worker {
     runtimes: Vec<String>,
     leases: Leases,
     plans: Plans,
+    tally: Arc<Tally>,
 }
 
 /// What a worker did, counted as it goes.
@@ -47,6 +48,8 @@ pub struct Tally {
     pub refused: AtomicU64,
     /// Attempts stopped because their claim could not be renewed.
     pub lost: AtomicU64,
+    /// Attempts stopped because their coordinator withdrew them (cancelled, or their run ended).
+    pub withdrawn: AtomicU64,
 }
 
 impl Worker {
@@ -59,6 +62,7 @@ impl Worker {
             runtimes: REMOTE_RUNTIMES.iter().map(|&r| r.to_owned()).collect(),
             leases: Leases::default(),
             plans,
+            tally: Arc::default(),
         }
     }
 
@@ -80,6 +84,11 @@ impl Worker {
         self
     }
 
+    /// What the worker has done so far, counted as it goes.
+    pub fn tally(&self) -> Arc<Tally> {
+        Arc::clone(&self.tally)
+    }
+
     /// Works the queue in `db` until `stop` fires; attempts still running then are stopped and
     /// given back to the queue. Returns what it did.
     pub async fn run(self, db: &Database, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
@@ -90,7 +99,7 @@ impl Worker {
             leases: self.leases,
             plans: self.plans,
             agents: Mutex::new(HashMap::new()),
-            tally: Arc::new(Tally::default()),
+            tally: Arc::clone(&self.tally),
             freed: Notify::new(),
         });
         // A slot is an agent at work: it is free again once the agent replies, while its reply
@@ -176,7 +185,16 @@ impl Shared {
                     // A reply ready together with a failed renewal is still offered: the queue decides.
                     biased;
                     reply = work => reply,
-                    () = self.keep_claim(row.id, row.claim) => {
+                    renewal = self.keep_claim(row.id, row.claim) => {
+                        if renewal == Renewal::Withdrawn {
+                            self.tally.withdrawn.fetch_add(1, Ordering::Relaxed);
+                            eprintln!(
+                                "worker {}: attempt {attempt} of task `{task}` of run `{run}` was withdrawn by its \
+                                 coordinator (cancelled, or its run ended): the attempt was stopped",
+                                self.id
+                            );
+                            return;
+                        }
                         self.tally.lost.fetch_add(1, Ordering::Relaxed);
                         eprintln!(
                             "worker {}: lost the claim on attempt {attempt} of task `{task}` of run `{run}` \
@@ -212,13 +230,13 @@ impl Shared {
         }
     }
 
-    /// Renews the claim every renewal period; returns when a renewal is refused.
-    async fn keep_claim(&self, id: i64, claim: i64) {
+    /// Renews the claim every renewal period; returns why, when a renewal is refused.
+    async fn keep_claim(&self, id: i64, claim: i64) -> Renewal {
         loop {
             tokio::time::sleep(self.leases.renew).await;
             match queue::renew(self.db.client(), id, claim, self.leases.lease).await {
-                Ok(true) => {}
-                Ok(false) => return,
+                Ok(Renewal::Renewed) => {}
+                Ok(refused) => return refused,
                 Err(error) => tracing::warn!(%error, "cannot renew a claim; trying again"),
             }
         }
