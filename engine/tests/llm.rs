@@ -582,3 +582,43 @@ async fn another_model_answering_is_noticed_once_per_pair() {
     }
     assert_eq!(agents.substitutions(), vec![("local".to_owned(), "m".to_owned(), "tiny".to_owned())]);
 }
+
+#[tokio::test]
+async fn a_server_that_reports_no_usage_has_each_turns_tokens_counted_with_the_providers_tokenizer() {
+    use engine::context::tokens::{Tokenizer, count};
+    let call = Step::Unmetered(Box::new(Step::ToolCalls(vec![("lookup".into(), r#"{"q":"rust"}"#.into())])));
+    let answer = Step::Unmetered(Box::new(Step::Stream(vec!["Rust is".into(), " a language.".into()])));
+    let server = FakeOpenAi::script(vec![call, answer]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup::new(&server).provider(|p| p.tokenizer = Some("cl100k_base".into())).tool(
+        "lookup",
+        &["sh", "-c", "echo found it"],
+        None,
+    );
+    let reply = run(&setup.runtime(), attempt("What is Rust?", dir.path())).await;
+    let counted = |text: &str| count(text, Tokenizer::Cl100k) as u64;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let mut prompt = 0;
+    for request in &requests {
+        for message in messages(&request.body) {
+            prompt += counted(message["content"].as_str().unwrap_or_default());
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                prompt += counted(call["function"]["name"].as_str().unwrap_or_default());
+                prompt += counted(call["function"]["arguments"].as_str().unwrap_or_default());
+            }
+        }
+        for tool in request.body["tools"].as_array().into_iter().flatten() {
+            let function = &tool["function"];
+            prompt += counted(function["name"].as_str().unwrap_or_default());
+            prompt += counted(function["description"].as_str().unwrap_or_default());
+            prompt += counted(&function["parameters"].to_string());
+        }
+    }
+    let completion = counted("lookup") + counted(r#"{"q":"rust"}"#) + counted("Rust is a language.");
+    assert_eq!(
+        reply,
+        Reply::Output { text: "Rust is a language.".into(), tokens: Some(Tokens { prompt, completion }) }
+    );
+    assert!(prompt > 20 && completion > 5, "both sides are counted: {prompt} and {completion}");
+}

@@ -340,4 +340,9 @@ fn a_streamed_answer_from_the_real_server_is_read_to_its_last_event() {
     } else {
         assert!(!ended["output"].as_str().unwrap_or_default().trim().is_empty(), "{ended}");
     }
+    // llama-cpp-python sends no usage in a stream, whatever `stream_options` asks: the turn's
+    // tokens are counted with the tokenizer instead, so budgets still see them.
+    for side in ["prompt", "completion"] {
+        assert!(ended["tokens"][side].as_u64().unwrap_or(0) > 0, "{side} tokens are recorded: {ended}");
+    }
 }

@@ -84,6 +84,9 @@ pub enum Step {
     Hang,
     /// Waits, then answers with the inner step.
     Delay(Duration, Box<Step>),
+    /// Answers with the inner step without any `usage`, as llama-cpp-python's server does when
+    /// it streams (it ignores `stream_options.include_usage`).
+    Unmetered(Box<Step>),
     /// Waits until this many requests have arrived in all (this one included), then answers
     /// with the inner step: requests that may overlap then do, however busy the machine, so a
     /// test can count them in flight without timing. Gives up waiting after [`TOGETHER_WAIT`].
@@ -227,6 +230,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     shared.arrived.notify_waiters();
     let mut step = (shared.responder)(&body, number);
     let mut model = body.get("model").cloned().unwrap_or(Value::Null);
+    let mut metered = true;
     let step = loop {
         step = match step {
             Step::Delay(pause, inner) => {
@@ -241,24 +245,32 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 model = Value::String(name);
                 *inner
             }
+            Step::Unmetered(inner) => {
+                metered = false;
+                *inner
+            }
             other => break other,
         }
     };
     let echo = |text: String| text.replace(AUTHORIZATION_ECHO, authorization.as_deref().unwrap_or(""));
-    let usage = json!({
-        "prompt_tokens": PROMPT_TOKENS,
-        "completion_tokens": COMPLETION_TOKENS,
-        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+    let usage = metered.then(|| {
+        json!({
+            "prompt_tokens": PROMPT_TOKENS,
+            "completion_tokens": COMPLETION_TOKENS,
+            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        })
     });
     let completion = |message: Value, finish: &str| {
-        axum::Json(json!({
+        let mut body = json!({
             "id": format!("chatcmpl-{number}"),
             "object": "chat.completion",
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage,
-        }))
-        .into_response()
+        });
+        if let Some(usage) = &usage {
+            body["usage"] = usage.clone();
+        }
+        axum::Json(body).into_response()
     };
     match step {
         Step::Answer(content) => completion(json!({"role": "assistant", "content": echo(content)}), "stop"),
@@ -323,7 +335,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
         Step::Hang => std::future::pending().await,
-        Step::Delay(..) | Step::Together(..) | Step::As(..) => {
+        Step::Delay(..) | Step::Together(..) | Step::As(..) | Step::Unmetered(..) => {
             unreachable!("waits and renamings are unwrapped above")
         }
     }
@@ -340,12 +352,17 @@ fn chunk(model: &Value, number: usize, delta: Value, finish: Value) -> String {
     format!("data: {chunk}\n\n")
 }
 
-/// The last events of a stream: the finish reason, the usage, `[DONE]`.
-fn ending(model: &Value, number: usize, finish: &str, usage: &Value) -> [String; 3] {
-    let mut last = json!({"id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "model": model});
-    last["choices"] = json!([]);
-    last["usage"] = usage.clone();
-    [chunk(model, number, json!({}), json!(finish)), format!("data: {last}\n\n"), "data: [DONE]\n\n".to_owned()]
+/// The last events of a stream: the finish reason, the usage if there is one, `[DONE]`.
+fn ending(model: &Value, number: usize, finish: &str, usage: &Option<Value>) -> Vec<String> {
+    let mut events = vec![chunk(model, number, json!({}), json!(finish))];
+    if let Some(usage) = usage {
+        let mut last = json!({"id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "model": model});
+        last["choices"] = json!([]);
+        last["usage"] = usage.clone();
+        events.push(format!("data: {last}\n\n"));
+    }
+    events.push("data: [DONE]\n\n".to_owned());
+    events
 }
 
 /// A `text/event-stream` response: `first` at once, then each of `rest` after `gap`.

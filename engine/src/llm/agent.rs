@@ -10,10 +10,11 @@ use manifest::plan::ToolChoice;
 use super::client::Endpoint;
 use super::error::LlmError;
 use super::prompt::user_message;
-use super::protocol::{ChatRequest, FunctionCall, Message, Sampling, ToolCall};
+use super::protocol::{AssistantMessage, ChatRequest, FunctionCall, Message, Sampling, ToolCall};
 use super::redact::excerpt;
 use super::tools::{ASK_USER, Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
+use crate::context::tokens::Tokenizer;
 use crate::event::{ErrorClass, Tokens};
 use crate::journal::{TurnRecord, Verdict, stopped, waiting};
 use crate::runtime::{AgentRuntime, Attempt, Pending, Reply};
@@ -37,9 +38,37 @@ pub struct LlmRuntime {
     pub(super) tool_choice: ToolChoice,
     pub(super) sampling: Sampling,
     pub(super) substitutions: Substitutions,
+    /// Counts a turn's tokens when the server reports no usage.
+    pub(super) tokenizer: Tokenizer,
 }
 
 impl LlmRuntime {
+    /// A turn's tokens counted with the provider's tokenizer, for a server that reports no
+    /// usage (llama-cpp-python's, when it streams): the request's messages and tools, and the
+    /// answer's text and calls. The count leaves out what the server's chat template adds,
+    /// so it is a little under what the model saw.
+    fn counted(&self, request: &ChatRequest<'_>, answer: &AssistantMessage) -> Tokens {
+        let count = |text: &str| crate::context::tokens::count(text, self.tokenizer) as u64;
+        let calls = |calls: &[ToolCall]| -> u64 {
+            calls.iter().map(|call| count(&call.function.name) + count(&call.function.arguments)).sum()
+        };
+        let mut prompt = 0;
+        for message in request.messages {
+            prompt += match message {
+                Message::System { content } | Message::User { content } | Message::Tool { content, .. } => {
+                    count(content)
+                }
+                Message::Assistant { content, tool_calls } => count(content) + calls(tool_calls),
+            };
+        }
+        for tool in request.tools {
+            let function = &tool.function;
+            prompt += count(&function.name) + count(&function.description) + count(&function.parameters.to_string());
+        }
+        tracing::debug!(provider = %self.endpoint.name, "the server reported no usage: tokens counted here");
+        Tokens { prompt, completion: answer.content.as_deref().map_or(0, count) + calls(&answer.tool_calls) }
+    }
+
     /// One attempt; the tokens of every answer are added to `used`, whatever the attempt
     /// comes to. With a journal, the conversation recorded before goes first: its turns are
     /// not asked for again and its finished tool calls not run again, and every new turn and
@@ -75,9 +104,12 @@ impl LlmRuntime {
                 response_format: response_format.clone(),
             };
             let answer = self.endpoint.answer(&request, self.sampling).await?;
-            let tokens = answer.usage.map(|usage| Tokens {
-                prompt: usage.prompt_tokens.unwrap_or(0),
-                completion: usage.completion_tokens.unwrap_or(0),
+            let tokens = Some(match answer.usage {
+                Some(usage) => Tokens {
+                    prompt: usage.prompt_tokens.unwrap_or(0),
+                    completion: usage.completion_tokens.unwrap_or(0),
+                },
+                None => self.counted(&request, &answer.message),
             });
             if let Some(tokens) = tokens {
                 let total = used.get_or_insert_with(Tokens::default);

@@ -27,6 +27,7 @@ use std::time::Duration;
 use manifest::Plan;
 use manifest::plan::{Generation, Runtime};
 
+use crate::context::tokens::Tokenizer;
 use crate::runtime::AgentRuntime;
 use client::Endpoint;
 use limiter::SharedWindow;
@@ -53,6 +54,7 @@ pub struct LlmAgents {
     endpoints: BTreeMap<String, Result<Arc<Endpoint>, LlmError>>,
     models: BTreeMap<String, Option<String>>,
     generation: BTreeMap<String, Generation>,
+    tokenizers: BTreeMap<String, Tokenizer>,
     tools: BTreeMap<String, Result<Arc<Tool>, ToolError>>,
     hidden: Arc<[String]>,
     substitutions: Substitutions,
@@ -111,11 +113,17 @@ impl LlmAgents {
         let hidden = plan.secret_variables().into();
         let models = plan.providers.iter().map(|(name, p)| (name.clone(), p.model.clone())).collect();
         let generation = plan.providers.iter().map(|(name, p)| (name.clone(), p.generation)).collect();
+        let tokenizers = plan
+            .providers
+            .iter()
+            .map(|(name, p)| (name.clone(), Tokenizer::named(p.tokenizer.as_deref()).unwrap_or_default()))
+            .collect();
         LlmAgents {
             agents: plan.agents.clone(),
             endpoints,
             models,
             generation,
+            tokenizers,
             tools,
             hidden,
             substitutions: Substitutions::default(),
@@ -185,6 +193,7 @@ impl LlmAgents {
             tool_choice: tool_choice.unwrap_or_default(),
             sampling,
             substitutions: self.substitutions.clone(),
+            tokenizer: self.tokenizers.get(provider).copied().unwrap_or_default(),
         })
     }
 
