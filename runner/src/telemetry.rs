@@ -5,6 +5,7 @@
 //! also exported over OTLP/HTTP to that collector, whatever `RUST_LOG` says.
 
 use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ValueEnum;
 use opentelemetry::trace::{
@@ -12,7 +13,8 @@ use opentelemetry::trace::{
 };
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing::level_filters::LevelFilter;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::EnvFilter;
@@ -105,7 +107,43 @@ fn exporter() -> Result<Option<SdkTracerProvider>, String> {
         .build()
         .map_err(|error| error.to_string())?;
     let resource = Resource::builder().with_service_name("runner").build();
+    let exporter = Reporting { inner: exporter, warned: AtomicBool::new(false) };
     Ok(Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build()))
+}
+
+/// The OTLP exporter, saying on stderr (once) when spans cannot be exported: a collector that
+/// is down or misnamed would otherwise lose the trace without a word.
+#[derive(Debug)]
+struct Reporting {
+    inner: opentelemetry_otlp::SpanExporter,
+    warned: AtomicBool,
+}
+
+impl SpanExporter for Reporting {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        let export = self.inner.export(batch);
+        async move {
+            let result = export.await;
+            if let Err(error) = &result
+                && !self.warned.swap(true, Ordering::Relaxed)
+            {
+                eprintln!("warning: spans could not be exported to ${ENDPOINT}: {error}; the run goes on without them");
+            }
+            result
+        }
+    }
+
+    fn shutdown_with_timeout(&mut self, timeout: std::time::Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&mut self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
 }
 
 /// The span of a run driven in this process, and, when spans are exported, the W3C

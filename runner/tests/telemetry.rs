@@ -259,3 +259,17 @@ fn a_run_paused_and_resumed_exports_one_trace_of_run_task_attempt_and_model_requ
     let before_resume = chats.iter().filter(|c| !c.attributes.contains_key("gen_ai.input.messages")).count();
     assert_eq!(before_resume, 4, "apply's four model requests carry no content");
 }
+
+#[test]
+fn a_collector_that_cannot_be_reached_is_warned_about_once_and_the_run_goes_on() {
+    let env = Env::new();
+    mock_plan(&env);
+    // A port nobody listens on: the listener is gone once it has given its number.
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = runner(&env, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)], &["apply", "plan.yaml", "--yes"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let warnings = out.stderr.matches("spans could not be exported to $OTEL_EXPORTER_OTLP_ENDPOINT").count();
+    assert_eq!(warnings, 1, "{}", out.stderr);
+}
