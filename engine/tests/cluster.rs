@@ -88,6 +88,19 @@ fn most_at_once(log: &str) -> usize {
     most as usize
 }
 
+/// Run `run_id`'s coordinator on `db`: its remote runtimes, and a driver (recording in
+/// memory, running commands in `workdir`) whose agents use them.
+async fn coordinator(db: &Database, run_id: &str, leases: Leases, workdir: PathBuf) -> (Remote, Driver<MemoryStore>) {
+    let remote = Remote::start(db, run_id, leases).await.expect("the coordinator starts");
+    let driver = Driver::new(run_id.into(), MemoryStore::new(), &[], workdir).with_runtimes(remote.registry());
+    (remote, driver)
+}
+
+/// The number a `SELECT count(*) ...` gives.
+async fn count(db: &Database, sql: &str) -> i64 {
+    db.client().query_one(sql, &[]).await.expect("the tables are readable").get(0)
+}
+
 fn leases() -> Leases {
     Leases { lease: Duration::from_secs(5), renew: Duration::from_millis(500), poll: Duration::from_millis(200) }
 }
@@ -100,9 +113,7 @@ async fn a_concurrency_limit_of_four_is_four_across_all_workers() {
     let plan = plan(&folder.0, 24, "0.1", 4);
     let stop = CancellationToken::new();
     let workers = spawn_workers(&db, &plan, 3, 8, &stop);
-    let remote = Remote::start(&db, "run-limit", leases()).await.expect("the coordinator connects");
-    let store = MemoryStore::new();
-    let driver = Driver::new("run-limit".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let (_remote, driver) = coordinator(&db, "run-limit", leases(), folder.0.clone()).await;
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
     stop.cancel();
@@ -133,9 +144,7 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
     };
     let llm_only = spawn("llm-only", &["llm"]);
     let commands = spawn("commands", &["command"]);
-    let remote = Remote::start(&db, "run-runtimes", leases()).await.expect("the coordinator connects");
-    let driver =
-        Driver::new("run-runtimes".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let (_remote, driver) = coordinator(&db, "run-runtimes", leases(), folder.0.clone()).await;
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
     stop.cancel();
@@ -204,9 +213,7 @@ async fn a_providers_max_concurrency_holds_across_workers_and_the_coordinator() 
     // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster,
     // and the coordinator's `handy` agent 2 more.
     let workers = spawn_workers(&db, &plan, 2, 3, &stop);
-    let remote = Remote::start(&db, "run-llm", leases()).await.expect("the coordinator starts");
-    let driver =
-        Driver::new("run-llm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
+    let (_remote, driver) = coordinator(&db, "run-llm", leases(), std::env::temp_dir()).await;
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
     stop.cancel();
@@ -226,9 +233,7 @@ async fn a_providers_requests_per_minute_holds_across_workers_and_the_coordinato
     // Each worker's own window of 3 a minute would let 6 requests through, and the
     // coordinator's 3 more.
     let workers = spawn_workers(&db, &plan, 2, 4, &stop);
-    let remote = Remote::start(&db, "run-rpm", leases()).await.expect("the coordinator starts");
-    let driver =
-        Driver::new("run-rpm".into(), MemoryStore::new(), &[], std::env::temp_dir()).with_runtimes(remote.registry());
+    let (_remote, driver) = coordinator(&db, "run-rpm", leases(), std::env::temp_dir()).await;
     let cancel = CancellationToken::new();
     let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), cancel.clone()));
     let started = std::time::Instant::now();
@@ -240,12 +245,7 @@ async fn a_providers_requests_per_minute_holds_across_workers_and_the_coordinato
     // did not hold them.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(server.requests().len(), 3, "three requests in the run's first minute, from all its processes");
-    let waiting: i64 = db
-        .client()
-        .query_one("SELECT count(*) FROM runner_request_starts WHERE run_id = 'run-rpm'", &[])
-        .await
-        .expect("the window is readable")
-        .get(0);
+    let waiting = count(&db, "SELECT count(*) FROM runner_request_starts WHERE run_id = 'run-rpm'").await;
     assert_eq!(waiting, 3, "the window holds the three starts");
     cancel.cancel();
     stop.cancel();
@@ -282,12 +282,7 @@ async fn the_request_window_counts_each_run_and_provider_apart_across_connection
     let age = "UPDATE runner_request_starts SET started_at = started_at - interval '61 seconds' WHERE run_id = 'r'";
     first.client().execute(age, &[]).await.expect("the starts are aged");
     assert_eq!(start(&second, "r", "p").await, 0.0, "starts older than a minute no longer count");
-    let left: i64 = first
-        .client()
-        .query_one("SELECT count(*) FROM runner_request_starts WHERE run_id = 'r'", &[])
-        .await
-        .expect("the window is readable")
-        .get(0);
+    let left = count(&first, "SELECT count(*) FROM runner_request_starts WHERE run_id = 'r'").await;
     assert_eq!(left, 1, "and are deleted: only the new start is left");
 }
 
@@ -306,9 +301,7 @@ async fn a_stopped_worker_gives_its_attempts_back_at_once() {
         let (db, stop) = (db.clone(), stop.clone());
         async move { worker.run(&db, stop).await }
     });
-    let remote = Remote::start(&db, "run-stop", long).await.expect("the coordinator starts");
-    let driver =
-        Driver::new("run-stop".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let (_remote, driver) = coordinator(&db, "run-stop", long, folder.0.clone()).await;
     let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new()));
     let count = |state: &'static str| {
         let db = db.clone();
@@ -354,15 +347,12 @@ async fn a_run_that_ends_withdraws_the_attempts_workers_still_run() {
         let (db, stop) = (db.clone(), stop.clone());
         async move { worker.run(&db, stop).await }
     });
-    let remote = Remote::start(&db, "run-ended", leases()).await.expect("the coordinator starts");
-    let driver =
-        Driver::new("run-ended".into(), MemoryStore::new(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let (remote, driver) = coordinator(&db, "run-ended", leases(), folder.0.clone()).await;
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
     let state = tokio::time::timeout(Duration::from_secs(30), run).await.expect("the run ends").expect("it is driven");
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
     remote.close().await;
-    let sql = "SELECT count(*) FROM runner_attempts WHERE run_id = 'run-ended'";
-    let left: i64 = db.client().query_one(sql, &[]).await.expect("the queue is readable").get(0);
+    let left = count(&db, "SELECT count(*) FROM runner_attempts WHERE run_id = 'run-ended'").await;
     assert_eq!(left, 0, "the run's attempts left the queue with it");
     // Renewals come every 500 ms: the worker stops both slow attempts at its next one, not
     // after their minute.
