@@ -9,7 +9,7 @@ use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Shape};
 use crate::node_path::NodePath;
-use crate::plan::{At, Form};
+use crate::plan::{At, Form, Id};
 use crate::source::Loc;
 use crate::tree::{Node, Value};
 
@@ -211,6 +211,11 @@ impl Reader {
         self.string(entry, path, field.name)
     }
 
+    /// A field's text as an id (a task's, an agent's), when the field is there.
+    pub fn id_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<Id>> {
+        self.text_of(fields, name).map(|text| text.map(Id::from))
+    }
+
     /// A field's whole number, within the bounds its description gives.
     pub fn whole_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<u64> {
         let (field, entry, path) = fields.find(name)?;
@@ -255,7 +260,7 @@ impl Reader {
     }
 
     /// A list of strings; the bare form also takes a single string.
-    pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
+    pub fn strings<T: From<String>>(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<T>> {
         match &entry.value.value {
             Value::Seq(items) => {
                 // Sized once: most lists hold one or two ids, and a grown vector would keep room
@@ -263,12 +268,15 @@ impl Reader {
                 let mut strings = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     let item_path = path.index(i);
-                    strings.extend(self.string(Entry { key: entry.key, value: item }, &item_path, what));
+                    let string = self.string(Entry { key: entry.key, value: item }, &item_path, what);
+                    strings.extend(string.map(|s| s.map(T::from)));
                 }
                 strings
             }
             Value::Null if self.bare() => Vec::new(),
-            Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
+            Value::Str(_) | Value::Int(_) if self.bare() => {
+                self.string(entry, path, what).into_iter().map(|s| s.map(T::from)).collect()
+            }
             _ => {
                 // `what` names one item; the message is about the whole field.
                 let field = scalar_text(entry.key)
