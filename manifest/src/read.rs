@@ -490,7 +490,7 @@ fn to_json(node: &Node, text: &str) -> serde_json::Value {
                 .iter()
                 .map(|(k, v)| {
                     let key = scalar_text(k).unwrap_or_else(|| {
-                        text.get(k.span().offset..k.span().offset + k.span().len).unwrap_or_default().to_owned()
+                        text.get(k.span().offset()..k.span().offset() + k.span().len()).unwrap_or_default().to_owned()
                     });
                     (key, to_json(v, text))
                 })

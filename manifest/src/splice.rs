@@ -437,7 +437,7 @@ fn sort(diagnostics: &mut [Diagnostic], root: &str) {
             Severity::Info => 2,
         };
         let in_replacement = under(&d.loc.path.to_string(), root);
-        (rank, !in_replacement, if in_replacement { d.loc.span.offset } else { 0 })
+        (rank, !in_replacement, if in_replacement { d.loc.span.offset() } else { 0 })
     });
 }
 
@@ -452,7 +452,7 @@ fn read_answer(source: &Source) -> Result<Node, (String, usize)> {
     };
     let body = &text[range.clone()];
     let mut node = tree::parse(body).map_err(|error| {
-        let offset = (range.start + error.span.offset).min(text.len());
+        let offset = (range.start + error.span.offset()).min(text.len());
         let (line, column) = source.line_column(offset);
         (format!("{} (line {line}, column {column})", error.message), offset)
     })?;

@@ -386,7 +386,7 @@ fn misspells(task: &Task, graph: &TaskGraph, read: &str) -> bool {
 /// Narrows a template's location to the first place its text mentions `path`, when the
 /// scalar is written plainly enough to find it; otherwise keeps the whole value.
 fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
-    let Some(text) = source.get(loc.span.offset..loc.span.offset + loc.span.len) else { return loc.clone() };
+    let Some(text) = source.get(loc.span.offset()..loc.span.offset() + loc.span.len()) else { return loc.clone() };
     let mut parts = path.split('.');
     let root = parts.next().unwrap_or(path);
     let found = match (root, parts.next()) {
@@ -399,5 +399,5 @@ fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
         }),
         _ => text.find(root).map(|at| (at, root.len())),
     };
-    found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset + at, len), &loc.path))
+    found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset() + at, len), &loc.path))
 }
