@@ -1,43 +1,31 @@
-//! Task and agent ids as a plan holds them: a short id inline, a long one on the heap.
+//! Task and agent ids as a plan holds them: shared text, read once per distinct id.
 //!
 //! A plan of 100,000 tasks names a task, its agent and each of its dependencies by id; as
 //! `String`s those were half a million allocations of a few bytes, each taking a 32-byte block
 //! of the allocator, written among the parse tree's nodes so that freeing the tree left holes
-//! nothing else could fill.
+//! nothing else could fill. The loader gives every mention of an id the text of its first one.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// An id: up to [`Id::INLINE`] bytes kept in place, longer ids on the heap. Reads as a `&str`
-/// (`Deref`), compares, hashes and serialises as one.
+/// An id: its text, shared by every copy. Reads as a `&str` (`Deref`), compares, hashes and
+/// serialises as one.
 #[derive(Clone)]
-pub struct Id(Repr);
+pub struct Id(Arc<str>);
 
-#[derive(Clone)]
-enum Repr {
-    Inline { len: u8, bytes: [u8; Id::INLINE] },
-    Heap(Box<str>),
-}
-
-// An id takes the room of the `String` it replaces.
-const _: () = assert!(std::mem::size_of::<Id>() == 24);
+// Two words, where the `String` it replaces took three.
+const _: () = assert!(std::mem::size_of::<Id>() == 16);
 
 impl Id {
-    /// The longest id kept inline.
-    pub const INLINE: usize = 22;
-
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // The bytes were copied whole from a `str`, so they are UTF-8.
-            Repr::Inline { len, bytes } => std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default(),
-            Repr::Heap(text) => text,
-        }
+        &self.0
     }
 }
 
@@ -49,12 +37,7 @@ impl Default for Id {
 
 impl From<&str> for Id {
     fn from(text: &str) -> Self {
-        if text.len() > Id::INLINE {
-            return Id(Repr::Heap(text.into()));
-        }
-        let mut bytes = [0; Id::INLINE];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Id(Repr::Inline { len: text.len() as u8, bytes })
+        Id(Arc::from(text))
     }
 }
 
@@ -66,16 +49,13 @@ impl From<&String> for Id {
 
 impl From<String> for Id {
     fn from(text: String) -> Self {
-        if text.len() > Id::INLINE { Id(Repr::Heap(text.into_boxed_str())) } else { Id::from(text.as_str()) }
+        Id(Arc::from(text))
     }
 }
 
 impl From<Id> for String {
     fn from(id: Id) -> Self {
-        match id.0 {
-            Repr::Heap(text) => text.into_string(),
-            Repr::Inline { .. } => id.as_str().to_owned(),
-        }
+        id.as_str().to_owned()
     }
 }
 
@@ -191,8 +171,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_and_long_ids_read_back_as_written() {
-        for text in ["", "t1", "a".repeat(Id::INLINE).as_str(), "é".repeat(40).as_str()] {
+    fn ids_read_back_as_written() {
+        for text in ["", "t1", "é".repeat(40).as_str()] {
             let id = Id::from(text);
             assert_eq!(id.as_str(), text);
             assert_eq!(String::from(id.clone()), text);

@@ -25,11 +25,6 @@ impl<T> At<T> {
     pub fn new(value: T, loc: Loc) -> Self {
         At { value, loc }
     }
-
-    /// The value changed by `f`, at the same location.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> At<U> {
-        At { value: f(self.value), loc: self.loc }
-    }
 }
 
 /// The form a manifest was written in.

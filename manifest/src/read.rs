@@ -4,10 +4,14 @@
 //! noted as `info`) and ignores unknown fields with a warning; the enveloped form accepts
 //! canonical names only and makes anything unknown an error at the offending key.
 
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Shape};
+use crate::graph::IdHasher;
 use crate::node_path::NodePath;
 use crate::plan::{At, Form, Id};
 use crate::source::Loc;
@@ -84,11 +88,24 @@ pub(crate) struct Reader {
     pub form: Form,
     /// The text the tree was read from, for the spelling of keys that are not strings.
     text: std::sync::Arc<str>,
+    /// The ids read so far: a task's id, each dependency on it and each use of an agent share
+    /// one text.
+    ids: HashSet<Id, BuildHasherDefault<IdHasher>>,
 }
 
 impl Reader {
     pub fn new(form: Form, text: std::sync::Arc<str>) -> Self {
-        Reader { diagnostics: Vec::new(), form, text }
+        Reader { diagnostics: Vec::new(), form, text, ids: HashSet::default() }
+    }
+
+    /// The id of this text, shared with the same id read before.
+    pub fn id(&mut self, text: &str) -> Id {
+        if let Some(id) = self.ids.get(text) {
+            return id.clone();
+        }
+        let id = Id::from(text);
+        self.ids.insert(id.clone());
+        id
     }
 
     pub fn push(&mut self, diagnostic: Diagnostic) {
@@ -213,7 +230,8 @@ impl Reader {
 
     /// A field's text as an id (a task's, an agent's), when the field is there.
     pub fn id_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<Id>> {
-        self.text_of(fields, name).map(|text| text.map(Id::from))
+        let text = self.text_of(fields, name)?;
+        Some(At::new(self.id(&text.value), text.loc))
     }
 
     /// A field's whole number, within the bounds its description gives.
@@ -260,7 +278,7 @@ impl Reader {
     }
 
     /// A list of strings; the bare form also takes a single string.
-    pub fn strings<T: From<String>>(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<T>> {
+    pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
         match &entry.value.value {
             Value::Seq(items) => {
                 // Sized once: most lists hold one or two ids, and a grown vector would keep room
@@ -268,15 +286,12 @@ impl Reader {
                 let mut strings = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     let item_path = path.index(i);
-                    let string = self.string(Entry { key: entry.key, value: item }, &item_path, what);
-                    strings.extend(string.map(|s| s.map(T::from)));
+                    strings.extend(self.string(Entry { key: entry.key, value: item }, &item_path, what));
                 }
                 strings
             }
             Value::Null if self.bare() => Vec::new(),
-            Value::Str(_) | Value::Int(_) if self.bare() => {
-                self.string(entry, path, what).into_iter().map(|s| s.map(T::from)).collect()
-            }
+            Value::Str(_) | Value::Int(_) if self.bare() => self.string(entry, path, what).into_iter().collect(),
             _ => {
                 // `what` names one item; the message is about the whole field.
                 let field = scalar_text(entry.key)
@@ -286,6 +301,12 @@ impl Reader {
                 Vec::new()
             }
         }
+    }
+
+    /// A list of ids (see [`Reader::strings`]), each shared with the same id read before.
+    pub fn ids(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<Id>> {
+        let strings = self.strings(entry, path, what);
+        strings.into_iter().map(|text| At::new(self.id(&text.value), text.loc)).collect()
     }
 
     /// A non-empty argv.

@@ -70,7 +70,7 @@ fn read_gate(reader: &mut Reader, item: &Node, path: &NodePath) -> Option<SeedGa
         id: reader.id_of(&gate, "id"),
         after: reader
             .require(&gate, "after_tasks", "a synthesis gate")
-            .map(|(e, p)| reader.strings(e, p, "a task id"))
+            .map(|(e, p)| reader.ids(e, p, "a task id"))
             .unwrap_or_default(),
         agent: reader.id_of(&gate, "agent"),
         max_output_tokens: reader.count_of(&gate, "max_output_tokens"),

@@ -127,7 +127,7 @@ fn read_workflow_item(reader: &mut Reader, item: &Node, path: &NodePath, inherit
 fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a phase", PHASE.fields, &[]) else { return };
     let depends_on =
-        fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
+        fields.get("depends_on").map(|(entry, path)| reader.ids(entry, path, "a task id")).unwrap_or_default();
     let Some((entry, list_path)) = reader.require(&fields, "tasks", "a phase") else { return };
     let Value::Seq(items) = &entry.value.value else {
         reader.wrong_type(entry.value, list_path, "a phase's tasks", "a list of tasks");
@@ -147,7 +147,7 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     let position = tasks.len();
     let Some(task) = tasks.last_mut() else { return };
     task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
-        Some(id) => id.map(Id::from),
+        Some(id) => At::new(reader.id(&id.value), id.loc),
         None => {
             if !fields.has("id") && reader.form == Form::Enveloped {
                 reader.require(&fields, "id", "a task");
@@ -208,12 +208,12 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
 /// depends on.
 fn read_dependencies(reader: &mut Reader, fields: &Fields<'_>, inherited: &[At<Id>], task: &mut Task) {
     let written =
-        fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
+        fields.get("depends_on").map(|(entry, path)| reader.ids(entry, path, "a task id")).unwrap_or_default();
     // The list as read when nothing is inherited: extending an empty one would leave it room
     // for four ids.
     task.depends_on = if inherited.is_empty() { written } else { [inherited, &written].concat() };
     if let Some((entry, path)) = fields.get("inputs") {
-        task.inputs = reader.strings(entry, path, "a task id");
+        task.inputs = reader.ids(entry, path, "a task id");
         if task.kind != TaskKind::SynthesisGate {
             reader.invalid(entry.value, path, "inputs", "only a `synthesis_gate` has `inputs`; use `depends_on`");
         }
