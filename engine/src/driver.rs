@@ -51,6 +51,11 @@ pub enum DriverError {
 /// The most replies known at once that one batch takes; the rest wait for the next turn.
 const REPLIES_A_BATCH: usize = 16_384;
 
+/// The room for events a batch keeps between commits: enough for the few events of a step, so
+/// a chain does not grow a vector every commit, while a whole wide layer's (a fan-out
+/// dispatches 100,000 tasks in one batch) becomes its records' (see `Driver::number`).
+const BATCH_ROOM_KEPT: usize = 64;
+
 /// Receives each record once it is durable (for a live view).
 pub type Observer = Box<dyn FnMut(&Record, &RunState) + Send>;
 
@@ -204,7 +209,6 @@ impl<S: EventStore> Driver<S> {
                 let _ = self.take_at(i, command, &mut batch);
             }
             if !batch.is_empty() {
-                let events = std::mem::take(&mut batch);
                 let mut work = Work {
                     sender: &sender,
                     journal: &journal,
@@ -212,7 +216,7 @@ impl<S: EventStore> Driver<S> {
                     stop: &stop_attempts,
                     replies: &mut replies,
                 };
-                self.commit(events, &mut work).await?;
+                self.commit(&mut batch, &mut work).await?;
             }
             // The journal's entries are durable now: their attempts may go on.
             for (reply, verdict) in verdicts.drain(..) {
@@ -304,7 +308,8 @@ impl<S: EventStore> Driver<S> {
 
     /// Makes a batch durable, tells the observer, then starts what it dispatched: numbering,
     /// reading the follow-up work, the durable append, and starting that work, in that order.
-    async fn commit(&mut self, events: Vec<Event>, work: &mut Work<'_>) -> Result<(), DriverError> {
+    /// The batch is left empty with its room, so the next one does not grow a vector again.
+    async fn commit(&mut self, events: &mut Vec<Event>, work: &mut Work<'_>) -> Result<(), DriverError> {
         let records = self.number(events);
         let followups = self.followups(&records);
         self.persist(records).await?;
@@ -330,15 +335,20 @@ impl<S: EventStore> Driver<S> {
     }
 
     /// Gives each event of a batch its sequence number and the batch's time.
-    fn number(&mut self, events: Vec<Event>) -> Vec<Record> {
+    /// A small batch is drained and keeps its room; a wide one is taken whole, so that its
+    /// records are made in its own allocation rather than beside it.
+    fn number(&mut self, events: &mut Vec<Event>) -> Vec<Record> {
         let at = self.stamp.now();
-        events
-            .into_iter()
-            .map(|event| {
-                self.seq += 1;
-                Record { seq: self.seq, at: Arc::clone(&at), run_id: Arc::clone(&self.run_id), event }
-            })
-            .collect()
+        let (seq, run_id) = (&mut self.seq, &self.run_id);
+        let mut record = |event| {
+            *seq += 1;
+            Record { seq: *seq, at: Arc::clone(&at), run_id: Arc::clone(run_id), event }
+        };
+        if events.capacity() > BATCH_ROOM_KEPT {
+            std::mem::take(events).into_iter().map(record).collect()
+        } else {
+            events.drain(..).map(&mut record).collect()
+        }
     }
 
     /// What a batch asks the driver to do once it is durable; a new plan (the run's first, or a
@@ -383,7 +393,7 @@ impl<S: EventStore> Driver<S> {
     fn open_task_spans(&mut self, starts: &[(usize, u32)]) {
         for &(i, _) in starts {
             let spec = &self.state.plan.tasks[i];
-            if self.task_spans.contains_key(&spec.id.value) {
+            if self.task_spans.contains_key(spec.id.value.as_str()) {
                 continue;
             }
             let agent = spec.agent.as_ref().map_or("", |a| a.value.as_str());
@@ -391,7 +401,7 @@ impl<S: EventStore> Driver<S> {
             if span.is_disabled() {
                 return;
             }
-            self.task_spans.insert(spec.id.value.clone(), span);
+            self.task_spans.insert(spec.id.value.as_str().to_owned(), span);
         }
     }
 
@@ -460,7 +470,7 @@ impl<S: EventStore> Driver<S> {
         }
         let spec = &self.state.plan.tasks[i];
         // No open task span means nobody records spans: the attempt's is not made either.
-        let parent = self.task_spans.get(&spec.id.value).cloned();
+        let parent = self.task_spans.get(spec.id.value.as_str()).cloned();
         let input = state.input.as_deref().unwrap_or_default();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
@@ -469,7 +479,7 @@ impl<S: EventStore> Driver<S> {
         {
             let limit = self.state.plan.control.error_char_limit as usize;
             // A reply known at once took no time worth a clock read (two a task, at 100k).
-            let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
+            let command = report(spec.id.value.as_str().to_owned(), attempt, reply, limit, self.jitter_seed, 0);
             if let Some(parent) = &parent {
                 crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
             }
@@ -485,8 +495,8 @@ impl<S: EventStore> Driver<S> {
             },
             may_ask: self.state.plan.control.allow_clarification,
             journal: self.is_llm(spec).then(|| {
-                let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
-                Box::new(Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded))
+                let recorded = self.state.conversations.get(spec.id.value.as_str()).cloned().unwrap_or_default();
+                Box::new(Journal::new(work.journal.clone(), spec.id.value.as_str().to_owned(), attempt, recorded))
             }),
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
@@ -500,7 +510,7 @@ impl<S: EventStore> Driver<S> {
         let gate = match (spec.kind, spec.max_output_tokens) {
             (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
                 cap,
-                agent: spec.agent.as_ref().map(|a| a.value.clone()),
+                agent: spec.agent.as_ref().map(|a| a.value.as_str().to_owned()),
                 tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
             }),
             _ => None,

@@ -1,4 +1,4 @@
-//! The task graph: dependencies as a petgraph DAG, with phases, the critical path, roots and
+//! The task graph: dependencies as adjacency lists, with phases, the critical path, roots and
 //! sinks. The critic and the engine both read plans through it.
 
 use std::borrow::Borrow;
@@ -17,7 +17,6 @@ pub type TaskIdx = usize;
 /// dependency to its dependent. Built only for acyclic plans.
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
-    graph: DiGraph<(), (), u32>,
     parents: Adjacency,
     children: Adjacency,
     index: IdIndex,
@@ -81,7 +80,7 @@ impl Hash for IdKey {
 /// faster than the default SipHash on short ids. Ids come from the plan's author, so there is
 /// no hash flooding to guard against.
 #[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl IdHasher {
     fn add(&mut self, word: u64) {
@@ -198,39 +197,26 @@ impl TaskGraph {
     /// find repeated ids).
     pub(crate) fn with_index(plan: &Plan, index: IdIndex) -> Result<Self, Cycles> {
         let n = plan.tasks.len();
-        let mut graph = DiGraph::<(), (), u32>::with_capacity(n, n * 2);
-        for _ in 0..n {
-            graph.add_node(());
-        }
+        // The edges, dependency to dependent, only while the adjacency lists are made: a graph
+        // kept beside them would hold every edge twice more for as long as the plan lives.
+        let mut edges: Vec<(u32, u32)> = Vec::with_capacity(plan.tasks.iter().map(|t| t.depends_on.len()).sum());
         let mut deps: Vec<usize> = Vec::new();
         for (i, task) in plan.tasks.iter().enumerate() {
-            // Duplicates are dropped per task: a task's own list is short, while asking the graph
-            // would scan every edge out of a dependency with many dependents.
+            // Duplicates are dropped per task: a task's own list is short.
             deps.clear();
             deps.extend(task.depends_on.iter().filter_map(|dep| index.get(&dep.value)).filter(|&d| d != i));
             deps.sort_unstable();
             deps.dedup();
-            for &d in &deps {
-                graph.add_edge(NodeIndex::new(d), NodeIndex::new(i), ());
-            }
+            edges.extend(deps.iter().map(|&d| (d as u32, i as u32)));
         }
-        let edges = || graph.raw_edges().iter().map(|edge| (edge.source().index(), edge.target().index()));
-        let parents = Adjacency::new(n, edges().map(|(from, to)| (to, from)));
-        let children = Adjacency::new(n, edges());
+        let pairs = || edges.iter().map(|&(from, to)| (from as usize, to as usize));
+        let parents = Adjacency::new(n, pairs().map(|(from, to)| (to, from)));
+        let children = Adjacency::new(n, pairs());
         let topo = kahn(&parents, &children);
         if topo.len() < n {
-            let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
-                .into_iter()
-                .filter(|component| component.len() > 1)
-                .map(|component| {
-                    let mut members: Vec<TaskIdx> = component.into_iter().map(NodeIndex::index).collect();
-                    members.sort_unstable();
-                    members
-                })
-                .collect();
-            cycles.sort();
-            return Err(Cycles(cycles));
+            return Err(cycles(n, &edges));
         }
+        drop(edges);
         let mut level = vec![0u32; n];
         for &i in &topo {
             level[i] = parents.of(i).iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
@@ -244,7 +230,7 @@ impl TaskGraph {
         for (i, &l) in level.iter().enumerate() {
             phases[l as usize].push(i);
         }
-        Ok(TaskGraph { graph, parents, children, index, topo, level, height, phases })
+        Ok(TaskGraph { parents, children, index, topo, level, height, phases })
     }
 
     /// The number of tasks.
@@ -369,11 +355,27 @@ impl TaskGraph {
         }
         implied
     }
+}
 
-    /// The underlying petgraph graph, for algorithms such as dominators.
-    pub fn graph(&self) -> &DiGraph<(), (), u32> {
-        &self.graph
+/// The strongly connected components of more than one task among `n` tasks joined by `edges`,
+/// each sorted, in order; built only for a plan that has a cycle.
+fn cycles(n: usize, edges: &[(u32, u32)]) -> Cycles {
+    let mut graph = DiGraph::<(), (), u32>::with_capacity(n, edges.len());
+    for _ in 0..n {
+        graph.add_node(());
     }
+    graph.extend_with_edges(edges.iter().copied());
+    let mut cycles: Vec<Vec<TaskIdx>> = petgraph::algo::tarjan_scc(&graph)
+        .into_iter()
+        .filter(|component| component.len() > 1)
+        .map(|component| {
+            let mut members: Vec<TaskIdx> = component.into_iter().map(NodeIndex::index).collect();
+            members.sort_unstable();
+            members
+        })
+        .collect();
+    cycles.sort();
+    Cycles(cycles)
 }
 
 /// Kahn's algorithm with a min-heap, so ties go to the earlier task in the workflow; a result

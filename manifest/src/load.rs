@@ -90,7 +90,7 @@ fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
     drop(root);
     let mut diagnostics = reader.diagnostics;
     let graph = plan.as_mut().and_then(|plan| validate(plan, text, files, &mut diagnostics));
-    diagnostics.sort_by_key(|d| (severity_rank(d.severity), d.loc.span.offset));
+    diagnostics.sort_by_key(|d| (severity_rank(d.severity), d.loc.span.offset()));
     let secrets: Vec<_> = diagnostics
         .iter()
         .filter(|d| matches!(d.problem, Problem::LiteralApiKey { .. } | Problem::LiteralSecret { .. }))
@@ -105,8 +105,8 @@ fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
 fn mask(text: &str, spans: &[crate::source::Span]) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for span in spans {
-        let end = (span.offset + span.len).min(bytes.len());
-        for byte in &mut bytes[span.offset.min(end)..end] {
+        let end = (span.offset() + span.len()).min(bytes.len());
+        for byte in &mut bytes[span.offset().min(end)..end] {
             if !byte.is_ascii_whitespace() {
                 *byte = b'*';
             }

@@ -184,7 +184,7 @@ impl<'t> Reader<'t> {
                 .iter()
                 .position(|&b| b != b' ')
                 .map_or(self.bytes.len(), |i| self.pos + 1 + i);
-            span.offset = after;
+            span = Span::new(after, 0);
             // Where such a sequence starts when its first item is on the next line is left to
             // the other readers.
             if matches!(self.bytes.get(after), None | Some(b'\n' | b'#')) {

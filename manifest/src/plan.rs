@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
+pub use crate::id::Id;
 use crate::source::Loc;
 
 /// A value and where it was written. Serialises as the bare value; the location is only
@@ -375,13 +376,13 @@ impl TaskKind {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     /// The unique id.
-    pub id: At<String>,
+    pub id: At<Id>,
     /// What kind of step it is.
     #[serde(default, skip_serializing_if = "is_default")]
     pub kind: TaskKind,
     /// The agent that does it; `None` for human reviews and agent-less gates.
     #[serde(default, skip_serializing_if = "is_default")]
-    pub agent: Option<At<String>>,
+    pub agent: Option<At<Id>>,
     /// The input template.
     #[serde(default, skip_serializing_if = "is_default")]
     pub input: Option<At<String>>,
@@ -391,10 +392,10 @@ pub struct Task {
     pub prompt: Option<Box<At<String>>>,
     /// Tasks that must finish first (gate inputs included).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub depends_on: Vec<At<String>>,
+    pub depends_on: Vec<At<Id>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub inputs: Vec<At<String>>,
+    pub inputs: Vec<At<Id>>,
     /// The previous task in list order, when `strategy: sequential` added that dependency
     /// and the author did not write it.
     #[serde(default, skip_serializing_if = "is_default")]

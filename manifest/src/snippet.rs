@@ -108,14 +108,14 @@ pub struct CutLine {
 impl CutLine {
     /// The primary label's first line cut around it, when that line is long.
     fn around(source: &Source, span: Span) -> Option<CutLine> {
-        let index = source.line_index(span.offset.min(source.text.len()));
+        let index = source.line_index(span.offset().min(source.text.len()));
         let line_start = source.line_start(index);
         let line_end = source.line_start(index + 1).min(source.text.len());
         let line = source.text.get(line_start..line_end)?.trim_end_matches(['\n', '\r']);
         if line.chars().count() <= LONG_LINE {
             return None;
         }
-        let offset = span.offset.clamp(line_start, line_start + line.len()) - line_start;
+        let offset = span.offset().clamp(line_start, line_start + line.len()) - line_start;
         let before = line[..offset].char_indices().rev().nth(WINDOW / 4 - 1).map_or(0, |(i, _)| i);
         let after = line[before..].char_indices().nth(WINDOW).map_or(line.len(), |(i, _)| before + i);
         let mut text = String::with_capacity(after - before + 8);
@@ -141,11 +141,11 @@ impl CutLine {
     /// A source span as it is in the cut text: clamped to the kept text, or `None` when it
     /// starts outside it.
     fn map(&self, span: Span) -> Option<Span> {
-        if span.offset < self.start || span.offset > self.end {
+        if span.offset() < self.start || span.offset() > self.end {
             return None;
         }
-        let end = (span.offset + span.len).min(self.end);
-        Some(Span::new(span.offset - self.start + self.lead, end - span.offset))
+        let end = (span.offset() + span.len()).min(self.end);
+        Some(Span::new(span.offset() - self.start + self.lead, end - span.offset()))
     }
 
     fn read_span<'a>(
@@ -227,7 +227,7 @@ mod tests {
         assert!(cut.text.starts_with('…') && cut.text.ends_with('…'), "{}", cut.text);
         assert!(cut.text.chars().count() <= WINDOW + 2);
         let primary = spans[0].expect("the primary label is kept");
-        assert_eq!(&cut.text[primary.offset..primary.offset + primary.len], "t12345");
+        assert_eq!(&cut.text[primary.offset()..primary.offset() + primary.len()], "t12345");
         assert_eq!(spans[1], None, "a label on another line is dropped");
         let contents = snippet.read_span(&primary.into(), 0, 0).expect("the label is inside the cut");
         let (line, column) = source.line_column(target);
@@ -241,7 +241,7 @@ mod tests {
         let (snippet, spans) = Snippet::new(&source, &[Span::new(3, text.len() - 4)]);
         let Snippet::Cut(cut) = snippet else { panic!("the line is long") };
         let span = spans[0].expect("kept");
-        assert!(span.offset + span.len <= cut.text.len());
+        assert!(span.offset() + span.len() <= cut.text.len());
     }
 
     #[test]

@@ -7,25 +7,45 @@ use crate::node_path::NodePath;
 /// The largest plan file `load_file` reads; larger files are refused before parsing.
 pub const MAX_PLAN_BYTES: u64 = 32 * 1024 * 1024;
 
-/// A byte range in a source text.
+/// A byte range in a source text, kept in two 32-bit numbers: texts are at most
+/// [`MAX_PLAN_BYTES`] long, and a large plan holds millions of spans.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Span {
-    /// Byte offset of the first byte.
-    pub offset: usize,
-    /// Length in bytes.
-    pub len: usize,
+    offset: u32,
+    len: u32,
 }
 
 impl Span {
-    /// A span of `len` bytes starting at `offset`.
+    /// A span of `len` bytes starting at `offset`; past 4 GiB, numbers stop at the largest one
+    /// rather than wrap.
     pub const fn new(offset: usize, len: usize) -> Self {
-        Span { offset, len }
+        Span { offset: narrow(offset), len: narrow(len) }
     }
+
+    /// Byte offset of the first byte.
+    pub const fn offset(self) -> usize {
+        self.offset as usize
+    }
+
+    /// Length in bytes.
+    pub const fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether it covers no bytes.
+    pub const fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A byte count in 32 bits, saturating.
+const fn narrow(n: usize) -> u32 {
+    if n > u32::MAX as usize { u32::MAX } else { n as u32 }
 }
 
 impl From<Span> for miette::SourceSpan {
     fn from(span: Span) -> Self {
-        (span.offset, span.len).into()
+        (span.offset(), span.len()).into()
     }
 }
 
@@ -38,6 +58,9 @@ pub struct Loc {
     /// The YAML path of the node.
     pub path: NodePath,
 }
+
+// A task holds several locations, and each of its dependencies one.
+const _: () = assert!(std::mem::size_of::<Loc>() == 24);
 
 impl Loc {
     /// A location from a span and a path.
@@ -111,7 +134,7 @@ impl Source {
 
     /// The text a span covers, or `""` when the span is outside the text.
     pub fn slice(&self, span: Span) -> &str {
-        self.text.get(span.offset..span.offset + span.len).unwrap_or("")
+        self.text.get(span.offset()..span.offset() + span.len()).unwrap_or("")
     }
 }
 

@@ -191,7 +191,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
     }
 
     let mut diagnostics = Vec::new();
-    let added: Vec<String> = tasks.iter().map(|t| t.id.value.clone()).collect();
+    let added: Vec<String> = tasks.iter().map(|t| t.id.value.to_string()).collect();
     let (mut new_plan, new) = insert(plan, removed, at, tasks, &mut diagnostics);
     if new_plan.control.strategy == Strategy::Sequential {
         rechain(&mut new_plan.tasks);
@@ -437,7 +437,7 @@ fn sort(diagnostics: &mut [Diagnostic], root: &str) {
             Severity::Info => 2,
         };
         let in_replacement = under(&d.loc.path.to_string(), root);
-        (rank, !in_replacement, if in_replacement { d.loc.span.offset } else { 0 })
+        (rank, !in_replacement, if in_replacement { d.loc.span.offset() } else { 0 })
     });
 }
 
@@ -452,7 +452,7 @@ fn read_answer(source: &Source) -> Result<Node, (String, usize)> {
     };
     let body = &text[range.clone()];
     let mut node = tree::parse(body).map_err(|error| {
-        let offset = (range.start + error.span.offset).min(text.len());
+        let offset = (range.start + error.span.offset()).min(text.len());
         let (line, column) = source.line_column(offset);
         (format!("{} (line {line}, column {column})", error.message), offset)
     })?;

@@ -15,28 +15,24 @@ use crate::source::{Loc, Span};
 pub struct Node {
     /// What the node holds.
     pub value: Value,
-    /// Where the node's bytes start in the source; see [`Node::span`].
-    offset: u32,
-    /// How many bytes it covers.
-    len: u32,
+    /// Where the node's bytes are in the source; see [`Node::span`].
+    span: Span,
 }
 
 impl Node {
-    /// A node of `value` over `span`. The readers take texts of at most 32 MiB, so offsets fit
-    /// 32 bits; past 4 GiB they would stop at the largest offset rather than wrap.
+    /// A node of `value` over `span`.
     pub fn new(value: Value, span: Span) -> Self {
-        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        Node { value, offset: narrow(span.offset), len: narrow(span.len) }
+        Node { value, span }
     }
 
     /// The node's bytes in the source (for collections, where the node starts).
     pub fn span(&self) -> Span {
-        Span::new(self.offset as usize, self.len as usize)
+        self.span
     }
 
     /// Moves the node `by` bytes later in the text.
     pub(crate) fn shift(&mut self, by: usize) {
-        self.offset = u32::try_from(self.offset as usize + by).unwrap_or(u32::MAX);
+        self.span = Span::new(self.span.offset() + by, self.span.len());
     }
 }
 
@@ -60,7 +56,7 @@ pub enum Value {
 }
 
 // The whole tree of a large plan is held while it is normalised: a node is kept at 32 bytes
-// (a 24-byte value and its span in two 32-bit numbers), collections hold exactly their items, and short strings are
+// (a 24-byte value and its 8-byte span), collections hold exactly their items, and short strings are
 // inline, so a task's mapping costs a few hundred bytes rather than a kilobyte.
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
 
@@ -322,7 +318,7 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
 fn json_error(text: &str, yaml: SyntaxError) -> SyntaxError {
     match serde_json::from_str::<serde::de::IgnoredAny>(text) {
         Err(error) => {
-            let offset = offset_of(text, error.line() as u64, error.column() as u64).unwrap_or(yaml.span.offset);
+            let offset = offset_of(text, error.line() as u64, error.column() as u64).unwrap_or(yaml.span.offset());
             let message = error.to_string();
             let message = message.rfind(" at line ").map_or(message.as_str(), |at| &message[..at]).to_owned();
             SyntaxError { message, span: Span::new(offset, 0), kind: SyntaxKind::Json }

@@ -24,7 +24,7 @@ fn codes(diagnostics: &[&Diagnostic]) -> Vec<String> {
 
 /// The 1-based line and column a diagnostic points at.
 fn line_column(loaded: &Loaded, diagnostic: &Diagnostic) -> (usize, usize) {
-    loaded.source.line_column(diagnostic.loc.span.offset)
+    loaded.source.line_column(diagnostic.loc.span.offset())
 }
 
 fn plan(loaded: &Loaded) -> &Plan {

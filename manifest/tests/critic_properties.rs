@@ -316,7 +316,7 @@ proptest! {
                 if task.chained_after.as_deref() != Some(dep.value.as_str())
                     && graph.parents(i).any(|e| e != d && graph.is_ancestor(d, e))
                 {
-                    expected.push((task.id.value.clone(), dep.value.clone()));
+                    expected.push((task.id.value.to_string(), dep.value.to_string()));
                 }
             }
         }
@@ -348,7 +348,7 @@ proptest! {
         prop_assert_eq!(report.scores.dimensions, dimensions);
         prop_assert_eq!(report.scores.overall, overall);
         prop_assert!(report.findings.iter().all(|f| f.code().starts_with("critic::") && f.help.is_some()));
-        prop_assert!(report.findings.iter().all(|f| f.loc.span.offset <= text.len()));
+        prop_assert!(report.findings.iter().all(|f| f.loc.span.offset() <= text.len()));
         prop_assert_eq!(report.metrics.phases, loaded.graph.as_ref().expect("a graph").phases().len());
         for ratio in [report.metrics.resilience_score, report.metrics.parallelism_ratio, report.metrics.prompt_precision, report.metrics.synthesis_coverage] {
             prop_assert!((0.0..=1.0).contains(&ratio), "ratio {ratio}");
@@ -362,9 +362,9 @@ proptest! {
             prop_assert_eq!(review.severity(i), finding.severity);
             prop_assert_eq!(review.dimension(i), finding.dimension());
             prop_assert_eq!(review.task(i), finding.task.as_deref());
-            prop_assert_eq!(review.offset(i), finding.loc.span.offset);
+            prop_assert_eq!(review.offset(i), finding.loc.span.offset());
         }
-        prop_assert!(report.findings.windows(2).all(|pair| pair[0].loc.span.offset <= pair[1].loc.span.offset));
+        prop_assert!(report.findings.windows(2).all(|pair| pair[0].loc.span.offset() <= pair[1].loc.span.offset()));
         // Deterministic: the same plan, critiqued again or loaded again, gives the same report.
         prop_assert_eq!(&critique(plan), &report);
         let again = manifest::load_str("random.yaml", "random", &text, &|_| true);

@@ -12,7 +12,7 @@ fn errors(spec: &str) -> Vec<(String, String, usize)> {
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| (d.code(), d.problem.to_string(), loaded.source.line_column(d.loc.span.offset).0))
+        .map(|d| (d.code(), d.problem.to_string(), loaded.source.line_column(d.loc.span.offset()).0))
         .collect()
 }
 
@@ -87,7 +87,7 @@ fn names_the_plan_lacks_are_located_errors_with_suggestions() {
     let found: Vec<(String, Option<String>, usize)> = test
         .check_against(&plan)
         .iter()
-        .map(|d| (d.problem.to_string(), d.help.clone(), loaded.source.line_column(d.loc.span.offset).0))
+        .map(|d| (d.problem.to_string(), d.help.clone(), loaded.source.line_column(d.loc.span.offset()).0))
         .collect();
     assert_eq!(
         found,

@@ -27,9 +27,9 @@ impl Drop for TempFile {
 }
 
 fn within(span: Span, text: &str) -> bool {
-    span.offset.checked_add(span.len).is_some_and(|end| end <= text.len())
-        && text.is_char_boundary(span.offset)
-        && text.is_char_boundary(span.offset + span.len)
+    span.offset().checked_add(span.len()).is_some_and(|end| end <= text.len())
+        && text.is_char_boundary(span.offset())
+        && text.is_char_boundary(span.offset() + span.len())
 }
 
 /// What every load must satisfy: an invalid plan has an error, every span (primary and

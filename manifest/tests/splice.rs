@@ -322,9 +322,9 @@ fn unknown_position_is_reported() {
 }
 
 fn within(span: Span, text: &str) -> bool {
-    span.offset.checked_add(span.len).is_some_and(|end| end <= text.len())
-        && text.is_char_boundary(span.offset)
-        && text.is_char_boundary(span.offset + span.len)
+    span.offset().checked_add(span.len()).is_some_and(|end| end <= text.len())
+        && text.is_char_boundary(span.offset())
+        && text.is_char_boundary(span.offset() + span.len())
 }
 
 /// What every splice must satisfy: an invalid result has an error, and every diagnostic in the

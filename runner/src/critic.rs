@@ -131,7 +131,7 @@ fn write_finding(
     string(out, finding.help.as_deref())?;
     out.write_all(b",\n      \"file\": ")?;
     out.write_all(file)?;
-    let (line, column) = source.line_column(finding.loc.span.offset);
+    let (line, column) = source.line_column(finding.loc.span.offset());
     write!(out, ",\n      \"line\": {line},\n      \"column\": {column},\n      \"path\": ")?;
     string(out, Some(&finding.loc.path.text()))?;
     out.write_all(b"\n    }")
@@ -192,7 +192,7 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
         out.push_str("critic notes:\n");
         hidden += render_groups(&mut out, &notes, code, kind, place, |out, i| {
             let note = review.finding(i);
-            let (line, column) = source.line_column(note.loc.span.offset);
+            let (line, column) = source.line_column(note.loc.span.offset());
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
         });
     }
@@ -249,7 +249,7 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
     if !loaded.is_valid() {
         let _ = writeln!(out, "## runner critic: `{name}` cannot run (score 0/10)\n");
         for error in loaded.errors() {
-            let (line, _) = loaded.source.line_column(error.loc.span.offset);
+            let (line, _) = loaded.source.line_column(error.loc.span.offset());
             let _ = writeln!(out, "- **error** `{}` (line {line}): {}", error.code(), escape(&error.to_string()));
         }
         return out;
@@ -272,7 +272,7 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
         }
         let _ = writeln!(out, "\n### {title}\n");
         for finding in findings.map(|i| review.finding(i)) {
-            let (line, _) = loaded.source.line_column(finding.loc.span.offset);
+            let (line, _) = loaded.source.line_column(finding.loc.span.offset());
             let _ = write!(
                 out,
                 "- **{}** `{}` (line {line}): {}",
@@ -348,7 +348,7 @@ mod tests {
         let findings = review
             .findings()
             .map(|f| {
-                let (line, column) = loaded.source.line_column(f.loc.span.offset);
+                let (line, column) = loaded.source.line_column(f.loc.span.offset());
                 DocumentFinding {
                     code: f.code(),
                     dimension: f.dimension().map(Dimension::as_str),

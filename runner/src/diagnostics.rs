@@ -22,7 +22,7 @@ pub struct JsonLocation {
 impl JsonLocation {
     /// The location of a span's start in a source, with its YAML path.
     pub fn new(loc: &manifest::Loc, source: &Source) -> Self {
-        let (line, column) = source.line_column(loc.span.offset);
+        let (line, column) = source.line_column(loc.span.offset());
         JsonLocation { file: source.name.clone(), line, column, path: loc.path.to_string() }
     }
 }
@@ -75,7 +75,7 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
     let codes: Vec<String> = diagnostics.iter().map(Diagnostic::code).collect();
     let code = |i: usize| codes[i].as_str();
     let kind = |i: usize| kind_of(diagnostics[i].severity);
-    let place = |i: usize| format!("line {}", source.line_column(diagnostics[i].loc.span.offset).0);
+    let place = |i: usize| format!("line {}", source.line_column(diagnostics[i].loc.span.offset()).0);
     let drawn: Vec<usize> = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity != Severity::Info).collect();
     render_groups(&mut out, &drawn, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
@@ -86,7 +86,7 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
         out.push_str("notes:\n");
         render_groups(&mut out, &notes, code, kind, place, |out, i| {
             let note = &diagnostics[i];
-            let (line, column) = source.line_column(note.loc.span.offset);
+            let (line, column) = source.line_column(note.loc.span.offset());
             out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, codes[i]));
         });
     }

@@ -45,10 +45,10 @@ pub fn report(loaded: &Loaded, review: &Review<'_>) -> Value {
         }));
     };
     for e in loaded.errors() {
-        add(e.code(), e.severity, e.to_string(), e.help.as_deref(), e.loc.span.offset, e.loc.span.len);
+        add(e.code(), e.severity, e.to_string(), e.help.as_deref(), e.loc.span.offset(), e.loc.span.len());
     }
     for f in review.findings() {
-        add(f.code(), f.severity, f.to_string(), f.help.as_deref(), f.loc.span.offset, f.loc.span.len);
+        add(f.code(), f.severity, f.to_string(), f.help.as_deref(), f.loc.span.offset(), f.loc.span.len());
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -486,7 +486,7 @@ fn expected_findings(file: &str) -> Vec<Value> {
         .findings
         .iter()
         .map(|f| {
-            let (line, column) = source.line_column(f.loc.span.offset);
+            let (line, column) = source.line_column(f.loc.span.offset());
             serde_json::json!({
                 "code": f.code(),
                 "dimension": f.dimension().map(|d| d.as_str()),

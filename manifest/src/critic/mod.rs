@@ -10,6 +10,7 @@ mod fallbacks;
 mod finding;
 mod found;
 mod hygiene;
+mod lists;
 mod metrics;
 mod parallel;
 mod review;
@@ -26,6 +27,7 @@ use std::collections::HashSet;
 
 use crate::graph::{TaskGraph, TaskIdx};
 use crate::plan::{Plan, Read};
+use lists::Lists;
 
 /// The critic's review of a plan, every finding made whole: for small plans and tests. A
 /// command that reports on large plans reads a [`Review`], which makes each finding only when it
@@ -65,9 +67,9 @@ pub(crate) struct Facts<'p> {
     pub plan: &'p Plan,
     pub graph: &'p TaskGraph,
     /// For each task, the reads of other tasks' outputs that resolve to a task, in order.
-    pub reads: Vec<Vec<(TaskIdx, &'p Read)>>,
-    /// For each task, the distinct tasks whose output it reads.
-    pub reads_from: Vec<Vec<TaskIdx>>,
+    pub reads: Lists<(TaskIdx, &'p Read)>,
+    /// For each task, the distinct tasks whose output it reads, sorted.
+    pub reads_from: Lists<TaskIdx>,
     /// Whether each task is on every path from a root to a sink.
     pub dominates_all: Vec<bool>,
     /// The longest chain of tasks.
@@ -78,26 +80,17 @@ pub(crate) struct Facts<'p> {
 
 impl<'p> Facts<'p> {
     fn new(plan: &'p Plan, graph: &'p TaskGraph) -> Self {
-        let reads: Vec<Vec<(TaskIdx, &Read)>> = plan
-            .tasks
-            .iter()
-            .map(|task| {
-                task.reads
-                    .iter()
-                    .filter(|read| matches!(read.attribute.as_deref(), None | Some("output")))
-                    .filter_map(|read| graph.index_of(&read.task).map(|i| (i, read)))
-                    .collect()
-            })
-            .collect();
-        let reads_from = reads
-            .iter()
-            .map(|task_reads| {
-                let mut from: Vec<TaskIdx> = task_reads.iter().map(|(i, _)| *i).collect();
-                from.sort_unstable();
-                from.dedup();
-                from
-            })
-            .collect();
+        let reads = Lists::build(plan.tasks.len(), |i, items| {
+            let outputs =
+                plan.tasks[i].reads.iter().filter(|read| matches!(read.attribute.as_deref(), None | Some("output")));
+            items.extend(outputs.filter_map(|read| graph.index_of(&read.task).map(|p| (p, read))));
+        });
+        let reads_from = Lists::build(plan.tasks.len(), |i, items| {
+            let mut from: Vec<TaskIdx> = reads[i].iter().map(|(p, _)| *p).collect();
+            from.sort_unstable();
+            from.dedup();
+            items.extend(from);
+        });
         let critical_path = graph.critical_path();
         Facts {
             plan,

@@ -37,7 +37,7 @@ pub fn review<'p>(plan: &'p Plan, graph: &'p TaskGraph) -> Review<'p> {
     hygiene::check(&facts, &mut found);
     secrets::check(plan, &mut found);
     // Stable: findings at one place keep the order of the passes, which is deterministic.
-    found.sort_by_cached_key(|f| f.loc(&facts).span.offset);
+    found.sort_by_cached_key(|f| f.loc(&facts).span.offset());
     let scores = Scores::of(found.iter().map(|f| (f.dimension(), f.severity())));
     let metrics = metrics::compute(&facts);
     Review { facts: Some(facts), found, scores, metrics }
@@ -91,7 +91,7 @@ impl<'p> Review<'p> {
 
     /// The byte offset finding `i` is at.
     pub fn offset(&self, i: usize) -> usize {
-        self.found[i].loc(self.facts()).span.offset
+        self.found[i].loc(self.facts()).span.offset()
     }
 
     /// The review with every finding made whole.

@@ -50,7 +50,7 @@ impl PlanReport {
         let findings = critique
             .findings()
             .map(|finding| {
-                let (line, column) = source.line_column(finding.loc.span.offset);
+                let (line, column) = source.line_column(finding.loc.span.offset());
                 FindingView {
                     code: finding.code(),
                     severity: finding.severity.as_str(),
