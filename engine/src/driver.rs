@@ -393,7 +393,7 @@ impl<S: EventStore> Driver<S> {
     fn open_task_spans(&mut self, starts: &[(usize, u32)]) {
         for &(i, _) in starts {
             let spec = &self.state.plan.tasks[i];
-            if self.task_spans.contains_key(spec.id.value.as_str()) {
+            if self.task_spans.contains_key(&spec.id.value) {
                 continue;
             }
             let agent = spec.agent.as_ref().map_or("", |a| a.value.as_str());
@@ -401,7 +401,7 @@ impl<S: EventStore> Driver<S> {
             if span.is_disabled() {
                 return;
             }
-            self.task_spans.insert(spec.id.value.as_str().to_owned(), span);
+            self.task_spans.insert(spec.id.value.clone(), span);
         }
     }
 
@@ -470,7 +470,7 @@ impl<S: EventStore> Driver<S> {
         }
         let spec = &self.state.plan.tasks[i];
         // No open task span means nobody records spans: the attempt's is not made either.
-        let parent = self.task_spans.get(spec.id.value.as_str()).cloned();
+        let parent = self.task_spans.get(&spec.id.value).cloned();
         let input = state.input.as_deref().unwrap_or_default();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
@@ -479,7 +479,7 @@ impl<S: EventStore> Driver<S> {
         {
             let limit = self.state.plan.control.error_char_limit as usize;
             // A reply known at once took no time worth a clock read (two a task, at 100k).
-            let command = report(spec.id.value.as_str().to_owned(), attempt, reply, limit, self.jitter_seed, 0);
+            let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
             if let Some(parent) = &parent {
                 crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
             }
@@ -495,8 +495,8 @@ impl<S: EventStore> Driver<S> {
             },
             may_ask: self.state.plan.control.allow_clarification,
             journal: self.is_llm(spec).then(|| {
-                let recorded = self.state.conversations.get(spec.id.value.as_str()).cloned().unwrap_or_default();
-                Box::new(Journal::new(work.journal.clone(), spec.id.value.as_str().to_owned(), attempt, recorded))
+                let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
+                Box::new(Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded))
             }),
             ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
         };
@@ -510,7 +510,7 @@ impl<S: EventStore> Driver<S> {
         let gate = match (spec.kind, spec.max_output_tokens) {
             (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
                 cap,
-                agent: spec.agent.as_ref().map(|a| a.value.as_str().to_owned()),
+                agent: spec.agent.as_ref().map(|a| a.value.clone()),
                 tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
             }),
             _ => None,

@@ -80,7 +80,7 @@ impl Hash for IdKey {
 /// faster than the default SipHash on short ids. Ids come from the plan's author, so there is
 /// no hash flooding to guard against.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
+struct IdHasher(u64);
 
 impl IdHasher {
     fn add(&mut self, word: u64) {

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
-pub use crate::id::Id;
 use crate::source::Loc;
 
 /// A value and where it was written. Serialises as the bare value; the location is only
@@ -376,13 +375,13 @@ impl TaskKind {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     /// The unique id.
-    pub id: At<Id>,
+    pub id: At<String>,
     /// What kind of step it is.
     #[serde(default, skip_serializing_if = "is_default")]
     pub kind: TaskKind,
     /// The agent that does it; `None` for human reviews and agent-less gates.
     #[serde(default, skip_serializing_if = "is_default")]
-    pub agent: Option<At<Id>>,
+    pub agent: Option<At<String>>,
     /// The input template.
     #[serde(default, skip_serializing_if = "is_default")]
     pub input: Option<At<String>>,
@@ -392,10 +391,10 @@ pub struct Task {
     pub prompt: Option<Box<At<String>>>,
     /// Tasks that must finish first (gate inputs included).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub depends_on: Vec<At<Id>>,
+    pub depends_on: Vec<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub inputs: Vec<At<Id>>,
+    pub inputs: Vec<At<String>>,
     /// The previous task in list order, when `strategy: sequential` added that dependency
     /// and the author did not write it.
     #[serde(default, skip_serializing_if = "is_default")]

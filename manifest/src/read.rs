@@ -4,16 +4,12 @@
 //! noted as `info`) and ignores unknown fields with a warning; the enveloped form accepts
 //! canonical names only and makes anything unknown an error at the offending key.
 
-use std::collections::HashSet;
-use std::hash::BuildHasherDefault;
-
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Shape};
-use crate::graph::IdHasher;
 use crate::node_path::NodePath;
-use crate::plan::{At, Form, Id};
+use crate::plan::{At, Form};
 use crate::source::Loc;
 use crate::tree::{Node, Value};
 
@@ -88,24 +84,11 @@ pub(crate) struct Reader {
     pub form: Form,
     /// The text the tree was read from, for the spelling of keys that are not strings.
     text: std::sync::Arc<str>,
-    /// The ids read so far: a task's id, each dependency on it and each use of an agent share
-    /// one text.
-    ids: HashSet<Id, BuildHasherDefault<IdHasher>>,
 }
 
 impl Reader {
     pub fn new(form: Form, text: std::sync::Arc<str>) -> Self {
-        Reader { diagnostics: Vec::new(), form, text, ids: HashSet::default() }
-    }
-
-    /// The id of this text, shared with the same id read before.
-    pub fn id(&mut self, text: &str) -> Id {
-        if let Some(id) = self.ids.get(text) {
-            return id.clone();
-        }
-        let id = Id::from(text);
-        self.ids.insert(id.clone());
-        id
+        Reader { diagnostics: Vec::new(), form, text }
     }
 
     pub fn push(&mut self, diagnostic: Diagnostic) {
@@ -228,12 +211,6 @@ impl Reader {
         self.string(entry, path, field.name)
     }
 
-    /// A field's text as an id (a task's, an agent's), when the field is there.
-    pub fn id_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<Id>> {
-        let text = self.text_of(fields, name)?;
-        Some(At::new(self.id(&text.value), text.loc))
-    }
-
     /// A field's whole number, within the bounds its description gives.
     pub fn whole_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<u64> {
         let (field, entry, path) = fields.find(name)?;
@@ -301,12 +278,6 @@ impl Reader {
                 Vec::new()
             }
         }
-    }
-
-    /// A list of ids (see [`Reader::strings`]), each shared with the same id read before.
-    pub fn ids(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<Id>> {
-        let strings = self.strings(entry, path, what);
-        strings.into_iter().map(|text| At::new(self.id(&text.value), text.loc)).collect()
     }
 
     /// A non-empty argv.

@@ -208,7 +208,7 @@ async fn watch_cancel_request(
 /// closed or the run was cancelled meanwhile.
 async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Option<Command>> {
     let Some(i) = state.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return Ok(None) };
-    let task = state.plan.tasks[i].id.value.to_string();
+    let task = state.plan.tasks[i].id.value.clone();
     if let Some(question) = &state.tasks[i].question {
         eprintln!("\ntask `{task}` asks: {question}");
         loop {

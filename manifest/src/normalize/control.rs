@@ -4,16 +4,16 @@ use std::collections::HashSet;
 
 use crate::fields::{CONTROL, GATE, GROUP, STRATEGY};
 use crate::node_path::NodePath;
-use crate::plan::{At, ControlLogic, FailurePolicy, GroupLimit, Id, Plan, Strategy, Task, TaskKind};
+use crate::plan::{At, ControlLogic, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
 use crate::read::{Reader, words_of};
 use crate::source::Loc;
 use crate::tree::{Node, Value};
 
 /// A gate written in `control_logic.synthesis_gates`, before it becomes a task.
 pub(super) struct SeedGate {
-    id: Option<At<Id>>,
-    after: Vec<At<Id>>,
-    agent: Option<At<Id>>,
+    id: Option<At<String>>,
+    after: Vec<At<String>>,
+    agent: Option<At<String>>,
     max_output_tokens: Option<u32>,
     loc: Loc,
 }
@@ -67,12 +67,12 @@ pub(super) fn read_control(
 fn read_gate(reader: &mut Reader, item: &Node, path: &NodePath) -> Option<SeedGate> {
     let gate = reader.fields(item, path, "a synthesis gate", GATE.fields, &[])?;
     Some(SeedGate {
-        id: reader.id_of(&gate, "id"),
+        id: reader.text_of(&gate, "id"),
         after: reader
             .require(&gate, "after_tasks", "a synthesis gate")
-            .map(|(e, p)| reader.ids(e, p, "a task id"))
+            .map(|(e, p)| reader.strings(e, p, "a task id"))
             .unwrap_or_default(),
-        agent: reader.id_of(&gate, "agent"),
+        agent: reader.text_of(&gate, "agent"),
         max_output_tokens: reader.count_of(&gate, "max_output_tokens"),
         loc: Loc::new(item.span(), path),
     })
@@ -84,14 +84,14 @@ pub(super) fn add_gates(plan: &mut Plan, gates: Vec<SeedGate>) {
     if gates.is_empty() {
         return;
     }
-    let mut taken: HashSet<Id> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
+    let mut taken: HashSet<String> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
     for (n, gate) in gates.into_iter().enumerate() {
         let id = gate.id.unwrap_or_else(|| {
             let mut candidate = format!("synthesis_gate_{}", n + 1);
-            while taken.contains(candidate.as_str()) {
+            while taken.contains(&candidate) {
                 candidate.push('_');
             }
-            At::new(Id::from(candidate), gate.loc.clone())
+            At::new(candidate, gate.loc.clone())
         });
         taken.insert(id.value.clone());
         let after: HashSet<&str> = gate.after.iter().map(|a| a.value.as_str()).collect();

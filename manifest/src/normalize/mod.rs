@@ -210,7 +210,7 @@ pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
             let loc = tasks[i].id.loc.clone();
             tasks[i].depends_on.reserve_exact(1);
             tasks[i].depends_on.push(At::new(previous.clone(), loc));
-            tasks[i].chained_after = Some(previous.to_string());
+            tasks[i].chained_after = Some(previous);
         }
     }
 }
@@ -235,7 +235,7 @@ pub(crate) fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
         block.push_str(&format!("\n- {}: {{{{ {} }}}}", dep.value, template::output_of(&dep.value)));
     }
     let loc = task.input.as_ref().map_or_else(|| task.loc.clone(), |input| input.loc.clone());
-    reader.push(Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.to_string() }, loc.clone()));
+    reader.push(Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.clone() }, loc.clone()));
     let input = task.input.get_or_insert_with(|| At::new(String::new(), loc));
     input.value.push_str(&block);
 }

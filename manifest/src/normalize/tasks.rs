@@ -4,7 +4,7 @@
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND};
 use crate::node_path::NodePath;
-use crate::plan::{Action, At, Attachment, FailurePolicy, Form, Id, Task, TaskKind, Verification};
+use crate::plan::{Action, At, Attachment, FailurePolicy, Form, Task, TaskKind, Verification};
 use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::template;
@@ -95,7 +95,13 @@ fn is_phase(node: &Node) -> bool {
     (has("tasks") || has("steps")) && !has("input") && !has("agent")
 }
 
-fn read_workflow_item(reader: &mut Reader, item: &Node, path: &NodePath, inherited: &[At<Id>], tasks: &mut Vec<Task>) {
+fn read_workflow_item(
+    reader: &mut Reader,
+    item: &Node,
+    path: &NodePath,
+    inherited: &[At<String>],
+    tasks: &mut Vec<Task>,
+) {
     if reader.form == Form::Bare {
         if let Value::Str(text) = &item.value {
             let id = format!("task_{}", tasks.len() + 1);
@@ -108,7 +114,7 @@ fn read_workflow_item(reader: &mut Reader, item: &Node, path: &NodePath, inherit
                 .label(format!("read as task `{id}`")),
             );
             tasks.push(Task {
-                id: At::new(Id::from(id), loc.clone()),
+                id: At::new(id, loc.clone()),
                 input: Some(At::new(text.to_string(), loc.clone())),
                 depends_on: inherited.to_vec(),
                 loc,
@@ -127,7 +133,7 @@ fn read_workflow_item(reader: &mut Reader, item: &Node, path: &NodePath, inherit
 fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a phase", PHASE.fields, &[]) else { return };
     let depends_on =
-        fields.get("depends_on").map(|(entry, path)| reader.ids(entry, path, "a task id")).unwrap_or_default();
+        fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
     let Some((entry, list_path)) = reader.require(&fields, "tasks", "a phase") else { return };
     let Value::Seq(items) = &entry.value.value else {
         reader.wrong_type(entry.value, list_path, "a phase's tasks", "a list of tasks");
@@ -141,18 +147,18 @@ fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec
 /// Reads a task onto the end of `tasks`; nothing when the node is not a mapping. The task is
 /// filled in where it stays rather than built and moved: a task is 600 bytes, and a large
 /// plan has 100,000 of them.
-fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<Id>], tasks: &mut Vec<Task>) {
+fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<String>], tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK) else { return };
     tasks.push(Task { loc: Loc::new(node.span(), path), ..Task::default() });
     let position = tasks.len();
     let Some(task) = tasks.last_mut() else { return };
     task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
-        Some(id) => At::new(reader.id(&id.value), id.loc),
+        Some(id) => id,
         None => {
             if !fields.has("id") && reader.form == Form::Enveloped {
                 reader.require(&fields, "id", "a task");
             }
-            At::new(Id::from(format!("task_{position}")), task.loc.clone())
+            At::new(format!("task_{position}"), task.loc.clone())
         }
     };
     if let Some((entry, path)) = fields.get("type") {
@@ -167,7 +173,7 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
             )
             .unwrap_or_default();
     }
-    task.agent = reader.id_of(&fields, "agent");
+    task.agent = reader.text_of(&fields, "agent");
     task.input = reader.text_of(&fields, "input");
     task.prompt = reader.text_of(&fields, "prompt").map(Box::new);
     if task.kind == TaskKind::HumanReview && task.prompt.is_none() && reader.form == Form::Bare {
@@ -206,14 +212,14 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
 
 /// A task's `depends_on` after what its phase inherits, and a gate's `inputs`, which it also
 /// depends on.
-fn read_dependencies(reader: &mut Reader, fields: &Fields<'_>, inherited: &[At<Id>], task: &mut Task) {
+fn read_dependencies(reader: &mut Reader, fields: &Fields<'_>, inherited: &[At<String>], task: &mut Task) {
     let written =
-        fields.get("depends_on").map(|(entry, path)| reader.ids(entry, path, "a task id")).unwrap_or_default();
+        fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
     // The list as read when nothing is inherited: extending an empty one would leave it room
     // for four ids.
     task.depends_on = if inherited.is_empty() { written } else { [inherited, &written].concat() };
     if let Some((entry, path)) = fields.get("inputs") {
-        task.inputs = reader.ids(entry, path, "a task id");
+        task.inputs = reader.strings(entry, path, "a task id");
         if task.kind != TaskKind::SynthesisGate {
             reader.invalid(entry.value, path, "inputs", "only a `synthesis_gate` has `inputs`; use `depends_on`");
         }

@@ -166,7 +166,7 @@ impl StateView {
     /// The view of a state; `status` is the run's status as shown (a run nobody drives any
     /// more is `interrupted`).
     pub fn new(state: &RunState, status: &'static str) -> Self {
-        let id = |i: usize| state.plan.tasks[i].id.value.to_string();
+        let id = |i: usize| state.plan.tasks[i].id.value.clone();
         let tasks = state
             .tasks
             .iter()
@@ -314,7 +314,7 @@ pub async fn task(
             id: task,
             kind: kind_name(spec.kind),
             agent: state.plan.agent_of(spec).map(str::to_owned),
-            depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.to_string()).collect(),
+            depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.clone()).collect(),
             status: current.status.as_str(),
             attempts: current.attempts,
             failures: current.failures,
