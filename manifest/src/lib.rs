@@ -7,6 +7,7 @@
 
 mod answer;
 pub mod critic;
+mod decimal;
 mod diagnostic;
 mod duration;
 mod fields;

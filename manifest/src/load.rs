@@ -77,7 +77,7 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
 fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
     let text = std::sync::Arc::clone(&source.text);
     let text: &str = &text;
-    let root = match tree::parse(text) {
+    let mut root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
             let diagnostic = error.diagnostic();
@@ -85,7 +85,7 @@ fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
         }
     };
     let mut reader = Reader::new(form_of(&root), std::sync::Arc::clone(&source.text));
-    let mut plan = normalize(&root, stem, &mut reader);
+    let mut plan = normalize(&mut root, stem, &mut reader);
     // The plan owns what it read; the tree would only add to the peak while the graph is built.
     drop(root);
     let mut diagnostics = reader.diagnostics;

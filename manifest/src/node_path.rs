@@ -77,18 +77,25 @@ impl Table {
         id
     }
 
-    /// Writes the path of `id` the way `join_key` and `join_index` used to build it.
+    /// Writes the path of `id` the way `join_key` and `join_index` used to build it, with no
+    /// allocation: the parts are gathered on the stack, [`CHAIN`] at a time, since reports write
+    /// hundreds of thousands of paths.
     fn write(&self, id: u32, out: &mut String) {
-        let mut steps = Vec::new();
-        let mut at = id as usize;
-        while at != 0
-            && let Some(part) = self.parts.get(at)
-        {
-            steps.push(part.step());
-            at = part.parent as usize;
+        let mut chain = [0u32; CHAIN];
+        let mut len = 0;
+        let mut at = id;
+        while at != 0 && len < CHAIN {
+            chain[len] = at;
+            len += 1;
+            at = self.parts.get(at as usize).map_or(0, |part| part.parent);
         }
-        for step in steps.into_iter().rev() {
-            match step {
+        // A parent is pushed before its children, so walking up ends at the root.
+        if at != 0 {
+            self.write(at, out);
+        }
+        for &part in chain[..len].iter().rev() {
+            let Some(part) = self.parts.get(part as usize) else { continue };
+            match part.step() {
                 Step::Key(name) => {
                     if !out.is_empty() {
                         out.push('.');
@@ -96,14 +103,17 @@ impl Table {
                     out.push_str(self.names.get(name as usize).map_or("", |n| n));
                 }
                 Step::Index(i) => {
-                    use fmt::Write;
-                    // Writing into a String cannot fail.
-                    let _ = write!(out, "[{i}]");
+                    out.push('[');
+                    out.extend(crate::decimal::digits(u64::from(i), &mut [0; 20]).iter().map(|&d| char::from(d)));
+                    out.push(']');
                 }
             }
         }
     }
 }
+
+/// How many steps of a path [`Table::write`] gathers at once: deeper than any plan's paths.
+const CHAIN: usize = 32;
 
 /// A table position as an id; a document has far fewer than 2^32 nodes (its size is capped).
 fn index(len: usize) -> u32 {
@@ -149,10 +159,17 @@ impl NodePath {
     /// The path as text, such as `spec.workflow[1].depends_on[0]`.
     pub fn text(&self) -> String {
         let mut out = String::new();
-        if let Some(table) = &self.table {
-            table.lock().unwrap_or_else(PoisonError::into_inner).write(self.id, &mut out);
-        }
+        self.write_into(&mut out);
         out
+    }
+
+    /// Writes the path into `out` in place of what it held: for writing many paths with one
+    /// buffer.
+    pub fn write_into(&self, out: &mut String) {
+        out.clear();
+        if let Some(table) = &self.table {
+            table.lock().unwrap_or_else(PoisonError::into_inner).write(self.id, out);
+        }
     }
 
     /// Whether this is the root (shown as the empty string).
@@ -229,6 +246,21 @@ mod tests {
         assert_eq!(root.index(2).key("id").to_string(), "[2].id");
         assert_eq!(root.to_string(), "");
         assert!(root.is_empty() && NodePath::default().is_empty() && !task.is_empty());
+    }
+
+    #[test]
+    fn deep_paths_are_written_whole() {
+        let mut path = NodePath::root();
+        let mut expected = String::new();
+        for depth in 0..(3 * CHAIN + 5) {
+            path = if depth % 2 == 0 { path.key("a") } else { path.index(depth) };
+            expected +=
+                &if depth % 2 == 0 { format!("{}a", if depth == 0 { "" } else { "." }) } else { format!("[{depth}]") };
+        }
+        assert_eq!(path.text(), expected);
+        let mut reused = "left over".to_owned();
+        path.write_into(&mut reused);
+        assert_eq!(reused, expected);
     }
 
     #[test]

@@ -87,6 +87,14 @@ impl Text {
             Text::Heap(text) => text,
         }
     }
+
+    /// The text's bytes, for comparing texts without checking them as UTF-8 again.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Inline { len, bytes } => &bytes[..*len as usize],
+            Text::Heap(text) => text.as_bytes(),
+        }
+    }
 }
 
 impl From<&str> for Text {
@@ -125,7 +133,7 @@ impl Deref for Text {
 
 impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 

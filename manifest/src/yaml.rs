@@ -182,16 +182,16 @@ fn number(value: &str) -> Option<Value> {
 
 /// Whether a mapping's keys are all different (serde-saphyr refuses duplicates).
 pub(crate) fn unique_keys(entries: &[(Node, Node)]) -> bool {
-    fn text(node: &Node) -> &str {
+    fn text(node: &Node) -> &[u8] {
         match &node.value {
-            Value::Str(s) => s,
-            _ => "",
+            Value::Str(s) => s.as_bytes(),
+            _ => b"",
         }
     }
     if entries.len() <= 16 {
         return entries.iter().enumerate().all(|(i, (k, _))| entries[..i].iter().all(|(o, _)| text(o) != text(k)));
     }
-    let mut keys: Vec<&str> = entries.iter().map(|(k, _)| text(k)).collect();
+    let mut keys: Vec<&[u8]> = entries.iter().map(|(k, _)| text(k)).collect();
     keys.sort_unstable();
     keys.windows(2).all(|pair| pair[0] != pair[1])
 }

@@ -95,24 +95,31 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std
     nested(out, &errors)?;
     out.write_all(b",\n  \"findings\": [")?;
     let file = serde_json::to_vec(&loaded.source.name)?;
-    let mut message = String::new();
+    let mut scratch = Scratch::default();
     for (i, finding) in review.findings().enumerate() {
         out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-        write_finding(out, &finding, &loaded.source, &file, &mut message)?;
+        write_finding(out, &finding, &loaded.source, &file, &mut scratch)?;
     }
     out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
     nested(out, &review.metrics)?;
     out.write_all(b"\n}")
 }
 
+/// The buffers one finding's text is made in, kept from one finding to the next.
+#[derive(Default)]
+struct Scratch {
+    message: String,
+    path: String,
+}
+
 /// Writes one finding of the JSON report's `findings`, at its depth; `file` is the source's name
-/// as a JSON string, and `message` a buffer to format the message in.
+/// as a JSON string.
 fn write_finding(
     out: &mut impl Write,
     finding: &Finding,
     source: &Source,
     file: &[u8],
-    message: &mut String,
+    scratch: &mut Scratch,
 ) -> std::io::Result<()> {
     out.write_all(b"    {\n      \"code\": ")?;
     string(out, Some(finding.lint.code_str()))?;
@@ -123,17 +130,18 @@ fn write_finding(
     out.write_all(b",\n      \"task\": ")?;
     string(out, finding.task.as_deref())?;
     out.write_all(b",\n      \"message\": ")?;
-    message.clear();
+    scratch.message.clear();
     // Writing into a String cannot fail.
-    let _ = write!(message, "{finding}");
-    string(out, Some(message))?;
+    let _ = write!(scratch.message, "{finding}");
+    string(out, Some(&scratch.message))?;
     out.write_all(b",\n      \"help\": ")?;
     string(out, finding.help.as_deref())?;
     out.write_all(b",\n      \"file\": ")?;
     out.write_all(file)?;
     let (line, column) = source.line_column(finding.loc.span.offset());
     write!(out, ",\n      \"line\": {line},\n      \"column\": {column},\n      \"path\": ")?;
-    string(out, Some(&finding.loc.path.text()))?;
+    finding.loc.path.write_into(&mut scratch.path);
+    string(out, Some(&scratch.path))?;
     out.write_all(b"\n    }")
 }
 

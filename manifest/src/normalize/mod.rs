@@ -38,37 +38,74 @@ pub(crate) fn form_of(root: &Node) -> Form {
 }
 
 /// Normalises a document; the plan is returned even when diagnostics hold errors, so that
-/// validation can report everything in one pass.
-pub(crate) fn normalize(root: &Node, stem: &str, reader: &mut Reader) -> Option<Plan> {
+/// validation can report everything in one pass. The workflow is taken out of `root` and read
+/// task by task, each task's nodes dropped once it is read, so that a large plan's tree and its
+/// tasks are not held whole at once.
+pub(crate) fn normalize(root: &mut Node, stem: &str, reader: &mut Reader) -> Option<Plan> {
     let top = NodePath::root();
     let plan = read_plan(root, stem, reader, &top);
     top.shrink_table();
     plan
 }
 
-fn read_plan(root: &Node, stem: &str, reader: &mut Reader, top: &NodePath) -> Option<Plan> {
+fn read_plan(root: &mut Node, stem: &str, reader: &mut Reader, top: &NodePath) -> Option<Plan> {
     let mut plan = Plan { form: reader.form, ..Plan::default() };
-    let spec = match reader.form {
-        Form::Enveloped => {
-            let top = reader.fields(root, top, "the manifest", ENVELOPE.fields, &[])?;
-            check_envelope(reader, &top);
-            if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
-                read_metadata(reader, metadata, path, &mut plan);
+    let rest = {
+        let root = &*root;
+        let spec = match reader.form {
+            Form::Enveloped => {
+                let top = reader.fields(root, top, "the manifest", ENVELOPE.fields, &[])?;
+                check_envelope(reader, &top);
+                if let Some((metadata, path)) = reader.require(&top, "metadata", "the manifest") {
+                    read_metadata(reader, metadata, path, &mut plan);
+                }
+                let (spec, path) = reader.require(&top, "spec", "the manifest")?;
+                reader.fields(spec.value, path, "spec", SPEC.fields, &[])?
             }
-            let (spec, path) = reader.require(&top, "spec", "the manifest")?;
-            reader.fields(spec.value, path, "spec", SPEC.fields, &[])?
-        }
-        Form::Bare => {
-            plan.name = stem.to_owned();
-            if !matches!(root.value, Value::Map(_)) {
-                reader.wrong_type(root, top, "a plan", "a mapping with a workflow");
-                return None;
+            Form::Bare => {
+                plan.name = stem.to_owned();
+                if !matches!(root.value, Value::Map(_)) {
+                    reader.wrong_type(root, top, "a plan", "a mapping with a workflow");
+                    return None;
+                }
+                reader.fields(root, top, "the plan", SPEC.fields, &[])?
             }
-            reader.fields(root, top, "the plan", SPEC.fields, &[])?
-        }
+        };
+        read_spec(reader, &spec, &mut plan)
     };
-    read_spec(reader, &spec, &mut plan);
+    if let Some((at, path)) = rest.workflow {
+        let node = take(root, at, WORKFLOW_DEPTH).expect("the workflow's node was found in this tree, unchanged since");
+        plan.tasks = read_workflow(reader, node, &path);
+    }
+    finish_spec(reader, rest.gates, &mut plan);
     Some(plan)
+}
+
+/// How deep below the root a workflow can be: `spec.plan.workflow`.
+const WORKFLOW_DEPTH: usize = 3;
+
+/// What of the spec is read after the workflow: where the workflow is (its node's address in
+/// the tree, and its path), and the seed's gates, added once the tasks are known.
+struct Rest {
+    workflow: Option<(*const Node, NodePath)>,
+    gates: Vec<control::SeedGate>,
+}
+
+/// Takes the node at address `at` out of the tree, at most `depth` levels below `node`,
+/// leaving a null in its place.
+fn take(node: &mut Node, at: *const Node, depth: usize) -> Option<Node> {
+    if std::ptr::eq(node, at) {
+        let span = node.span();
+        return Some(std::mem::replace(node, Node::new(Value::Null, span)));
+    }
+    if depth == 0 {
+        return None;
+    }
+    match &mut node.value {
+        Value::Map(entries) => entries.iter_mut().find_map(|(_, value)| take(value, at, depth - 1)),
+        Value::Seq(items) => items.iter_mut().find_map(|item| take(item, at, depth - 1)),
+        _ => None,
+    }
 }
 
 fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
@@ -105,7 +142,7 @@ fn read_metadata(reader: &mut Reader, entry: Entry<'_>, path: &NodePath, plan: &
     }
 }
 
-fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
+fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) -> Rest {
     plan.mission = reader.text_of(spec, "mission").map(|m| m.value);
     if let Some((entry, path)) = spec.get("mission_analysis") {
         plan.mission_analysis = read_mission_analysis(reader, entry.value, path);
@@ -135,8 +172,8 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
         }
     }
     let workflow = spec.get("workflow").or_else(|| nested.as_ref().and_then(|n| n.get("workflow")));
-    match workflow {
-        Some((entry, path)) => plan.tasks = read_workflow(reader, entry.value, path),
+    let workflow = match workflow {
+        Some((entry, path)) => Some((std::ptr::from_ref(entry.value), path.clone())),
         None => {
             let at = nested.as_ref().map_or(spec.loc.clone(), |n| n.loc.clone());
             reader.push(
@@ -144,12 +181,19 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) {
                     .label("no `workflow` here")
                     .help("add `workflow:` with a list of tasks"),
             );
+            None
         }
-    }
+    };
     let mut gates = Vec::new();
     if let Some((entry, path)) = spec.get("control_logic") {
         plan.control = read_control(reader, entry.value, path, &mut gates);
     }
+    Rest { workflow, gates }
+}
+
+/// What is done once the tasks are read: the seed's gates added, a sequential plan chained in
+/// list order, and the bare form's dependency outputs and built-in agent.
+fn finish_spec(reader: &mut Reader, gates: Vec<control::SeedGate>, plan: &mut Plan) {
     add_gates(plan, gates);
     if plan.control.strategy == Strategy::Sequential {
         chain_in_list_order(&mut plan.tasks);

@@ -54,37 +54,39 @@ const FOREIGN_TASK: &[Foreign] = &[
 ];
 
 /// Reads the task list in any of its shapes: a list of tasks, of strings, of phases with
-/// nested tasks, or (bare form) a mapping of named phases.
-pub(crate) fn read_workflow(reader: &mut Reader, node: &Node, path: &NodePath) -> Vec<Task> {
+/// nested tasks, or (bare form) a mapping of named phases. Each item's nodes are dropped once
+/// its tasks are read, so the memory of a large plan's tree goes to its tasks.
+pub(crate) fn read_workflow(reader: &mut Reader, node: Node, path: &NodePath) -> Vec<Task> {
+    let span = node.span();
     let mut tasks = Vec::new();
-    match &node.value {
+    match node.value {
         Value::Seq(items) => {
             // Sized once: a plan of 100k tasks would otherwise leave a quarter of a grown
             // vector's room unused for as long as the plan lives.
             tasks.reserve_exact(items.len());
-            for (i, item) in items.iter().enumerate() {
-                read_workflow_item(reader, item, &path.index(i), &[], &mut tasks);
+            for (i, item) in items.into_vec().into_iter().enumerate() {
+                read_workflow_item(reader, &item, &path.index(i), &[], &mut tasks);
             }
         }
         Value::Map(entries) if reader.form == Form::Bare => {
-            for (key, phase) in entries {
-                let name = scalar_text(key).unwrap_or_default();
+            for (key, phase) in entries.into_vec() {
+                let name = scalar_text(&key).unwrap_or_default();
                 let phase_path = path.key(&name);
-                match &phase.value {
+                match phase.value {
                     Value::Seq(items) => {
-                        for (i, item) in items.iter().enumerate() {
-                            read_workflow_item(reader, item, &phase_path.index(i), &[], &mut tasks);
+                        for (i, item) in items.into_vec().into_iter().enumerate() {
+                            read_workflow_item(reader, &item, &phase_path.index(i), &[], &mut tasks);
                         }
                     }
-                    _ => read_phase(reader, phase, &phase_path, &mut tasks),
+                    _ => read_phase(reader, &phase, &phase_path, &mut tasks),
                 }
             }
         }
         Value::Null => {}
-        _ => reader.wrong_type(node, path, "the workflow", "a list of tasks"),
+        value => reader.wrong_type(&Node::new(value, span), path, "the workflow", "a list of tasks"),
     }
     if tasks.is_empty() {
-        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(node.span(), path)));
+        reader.push(Diagnostic::error(Problem::EmptyWorkflow, Loc::new(span, path)));
     }
     tasks
 }
