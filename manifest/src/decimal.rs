@@ -2,7 +2,7 @@
 //! numbers, columns, list indices in paths).
 
 /// The decimal digits of `n`, written at the end of `buf`.
-pub(crate) fn digits(n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub fn digits(n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut start = buf.len();
     let mut rest = n;
     loop {

@@ -7,7 +7,7 @@
 
 mod answer;
 pub mod critic;
-mod decimal;
+pub mod decimal;
 mod diagnostic;
 mod duration;
 mod fields;

@@ -123,9 +123,19 @@ fn simple_references(text: &str) -> Option<std::collections::BTreeSet<String>> {
 /// The template expression for a task's output: `tasks.ID.output`, or `tasks["ID"].output`
 /// when the id is not an identifier.
 pub fn output_of(id: &str) -> String {
-    let identifier = id.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if identifier { format!("tasks.{id}.output") } else { format!("tasks[{id:?}].output") }
+    OutputOf(id).to_string()
+}
+
+/// [`output_of`] as it is written into a longer text, without a text of its own.
+pub struct OutputOf<'a>(pub &'a str);
+
+impl std::fmt::Display for OutputOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let id = self.0;
+        let identifier = id.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if identifier { write!(f, "tasks.{id}.output") } else { write!(f, "tasks[{id:?}].output") }
+    }
 }
 
 /// Rewrites the bare form's `results.X` inside `{{ }}` and `{% %}` to `tasks.X.output`;

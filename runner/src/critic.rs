@@ -110,10 +110,11 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std
 struct Scratch {
     message: String,
     path: String,
+    json: Vec<u8>,
 }
 
 /// Writes one finding of the JSON report's `findings`, at its depth; `file` is the source's name
-/// as a JSON string.
+/// as a JSON string. The finding is put together in memory and written in one piece.
 fn write_finding(
     out: &mut impl Write,
     finding: &Finding,
@@ -121,41 +122,45 @@ fn write_finding(
     file: &[u8],
     scratch: &mut Scratch,
 ) -> std::io::Result<()> {
-    out.write_all(b"    {\n      \"code\": ")?;
-    string(out, Some(finding.lint.code_str()))?;
-    out.write_all(b",\n      \"dimension\": ")?;
-    string(out, finding.dimension().map(Dimension::as_str))?;
-    out.write_all(b",\n      \"severity\": ")?;
-    string(out, Some(finding.severity.as_str()))?;
-    out.write_all(b",\n      \"task\": ")?;
-    string(out, finding.task.as_deref())?;
-    out.write_all(b",\n      \"message\": ")?;
+    let json = &mut scratch.json;
+    json.clear();
+    field(json, b"    {\n      \"code\": ", Some(finding.lint.code_str()));
+    field(json, b",\n      \"dimension\": ", finding.dimension().map(Dimension::as_str));
+    field(json, b",\n      \"severity\": ", Some(finding.severity.as_str()));
+    field(json, b",\n      \"task\": ", finding.task.as_deref());
     scratch.message.clear();
     // Writing into a String cannot fail.
     let _ = write!(scratch.message, "{finding}");
-    string(out, Some(&scratch.message))?;
-    out.write_all(b",\n      \"help\": ")?;
-    string(out, finding.help.as_deref())?;
-    out.write_all(b",\n      \"file\": ")?;
-    out.write_all(file)?;
+    field(json, b",\n      \"message\": ", Some(&scratch.message));
+    field(json, b",\n      \"help\": ", finding.help.as_deref());
+    json.extend_from_slice(b",\n      \"file\": ");
+    json.extend_from_slice(file);
     let (line, column) = source.line_column(finding.loc.span.offset());
-    write!(out, ",\n      \"line\": {line},\n      \"column\": {column},\n      \"path\": ")?;
+    json.extend_from_slice(b",\n      \"line\": ");
+    json.extend_from_slice(manifest::decimal::digits(line as u64, &mut [0; 20]));
+    json.extend_from_slice(b",\n      \"column\": ");
+    json.extend_from_slice(manifest::decimal::digits(column as u64, &mut [0; 20]));
     finding.loc.path.write_into(&mut scratch.path);
-    string(out, Some(&scratch.path))?;
-    out.write_all(b"\n    }")
+    field(json, b",\n      \"path\": ", Some(&scratch.path));
+    json.extend_from_slice(b"\n    }");
+    out.write_all(json)
 }
 
-/// Writes a JSON string, escaped as `serde_json` escapes it, or `null`.
-fn string(out: &mut impl Write, text: Option<&str>) -> std::io::Result<()> {
+/// Appends `key` and then a JSON string, escaped as `serde_json` escapes it, or `null`.
+fn field(json: &mut Vec<u8>, key: &[u8], text: Option<&str>) {
+    json.extend_from_slice(key);
     match text {
         // Most text needs no escaping (`serde_json` escapes quotes, backslashes and control
-        // characters only): that is checked without a branch per byte, and the text written whole.
+        // characters only): that is checked without a branch per byte, and the text copied whole.
         Some(text) if !text.bytes().fold(false, |escape, b| escape | (b < 0x20) | (b == b'"') | (b == b'\\')) => {
-            out.write_all(b"\"")?;
-            out.write_all(text.as_bytes())?;
-            out.write_all(b"\"")
+            json.push(b'"');
+            json.extend_from_slice(text.as_bytes());
+            json.push(b'"');
         }
-        _ => Ok(serde_json::to_writer(out, &text)?),
+        // Writing into a Vec cannot fail.
+        _ => {
+            let _ = serde_json::to_writer(&mut *json, &text);
+        }
     }
 }
 

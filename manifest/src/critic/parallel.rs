@@ -80,7 +80,7 @@ pub(super) fn unread_dependency(facts: &Facts<'_>, i: usize, k: usize) -> Findin
         .label("its output is never read")
         .help(format!(
             "read it with `{{{{ {} }}}}`, or drop the dependency so both can run at once",
-            crate::template::output_of(&dep.value)
+            crate::template::OutputOf(&dep.value)
         ))
 }
 
