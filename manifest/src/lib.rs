@@ -7,7 +7,7 @@
 
 mod answer;
 pub mod critic;
-pub mod decimal;
+mod decimal;
 mod diagnostic;
 mod duration;
 mod fields;
@@ -33,6 +33,7 @@ mod validate;
 mod yaml;
 
 pub use answer::{AnswerError, Found, JsonSyntax, find_json};
+pub use decimal::digits;
 pub use diagnostic::{Diagnostic, Problem, Severity};
 pub use duration::{Duration, DurationError};
 pub use fields::{API_VERSION, TOKENIZERS};

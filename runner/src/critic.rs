@@ -137,9 +137,9 @@ fn write_finding(
     json.extend_from_slice(file);
     let (line, column) = source.line_column(finding.loc.span.offset());
     json.extend_from_slice(b",\n      \"line\": ");
-    json.extend_from_slice(manifest::decimal::digits(line as u64, &mut [0; 20]));
+    json.extend_from_slice(manifest::digits(line as u64, &mut [0; 20]));
     json.extend_from_slice(b",\n      \"column\": ");
-    json.extend_from_slice(manifest::decimal::digits(column as u64, &mut [0; 20]));
+    json.extend_from_slice(manifest::digits(column as u64, &mut [0; 20]));
     finding.loc.path.write_into(&mut scratch.path);
     field(json, b",\n      \"path\": ", Some(&scratch.path));
     json.extend_from_slice(b"\n    }");
