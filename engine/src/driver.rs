@@ -57,7 +57,7 @@ const REPLIES_A_BATCH: usize = 16_384;
 const BATCH_ROOM_KEPT: usize = 64;
 
 /// Receives each record once it is durable (for a live view).
-pub type Observer = Box<dyn FnMut(&Record, &RunState) + Send>;
+pub type Observer = Box<dyn FnMut(Record, &RunState) + Send>;
 
 /// Makes the runtime of an `llm` agent, by agent name.
 pub type LlmRuntimes = Arc<dyn Fn(&str) -> Arc<dyn crate::runtime::AgentRuntime> + Send + Sync>;
@@ -423,11 +423,10 @@ impl<S: EventStore> Driver<S> {
 
     /// Appends the records and waits until they are durable, then shows them to the observer.
     async fn persist(&mut self, records: Vec<Record>) -> Result<(), DriverError> {
-        // Records are only copied when somebody watches: a RunCreated holds the whole plan.
+        // The store gives the records back when somebody watches, so they are not copied.
         match &mut self.observer {
             Some(observer) => {
-                self.store.append(records.clone()).await?;
-                for record in &records {
+                for record in self.store.append_returning(records).await? {
                     observer(record, &self.state);
                 }
             }

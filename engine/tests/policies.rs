@@ -504,7 +504,7 @@ async fn cancel_ends_the_run_and_later_commands_are_refused() {
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let driver = Driver::new("run".into(), store.clone(), &[], std::env::temp_dir()).observe(Box::new(
-        move |record: &Record, _: &RunState| {
+        move |record: Record, _: &RunState| {
             if matches!(&record.event, Event::TaskSucceeded { task, .. } if task == "b") {
                 trigger.cancel();
             }

@@ -51,7 +51,8 @@ async fn records_round_trip_and_the_run_row_follows_the_status() {
     );
     let completed = record(3, Event::RunCompleted { status: Outcome::Succeeded, summary: "ok".into() });
     log.push(completed.clone());
-    store.append(vec![completed]).await.expect("appended");
+    let back = store.append_returning(vec![completed.clone()]).await.expect("appended");
+    assert_eq!(back, [completed], "the records come back once they are durable");
     let loaded = db.load("r1").await.expect("the log reads back");
     assert_eq!(loaded.records, log);
     assert_eq!(loaded.warning, None);

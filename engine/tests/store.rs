@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use engine::store::{EventStore, JsonlStore, StoreError};
+use engine::store::{EventStore, JsonlStore, Returned, StoreError};
 use engine::{Event, Outcome, Record, Tokens};
 use records::{created, dispatched, record};
 
@@ -94,7 +94,8 @@ async fn records_round_trip() {
     ];
     let store = JsonlStore::create(&dir.log()).expect("created");
     store.append(records[..2].to_vec()).await.expect("durable");
-    store.append(records[2..].to_vec()).await.expect("durable");
+    let back = store.append_returning(records[2..].to_vec()).await.expect("durable");
+    assert_eq!(back, records[2..], "the records come back as they were appended");
     drop(store);
     let loaded = JsonlStore::load(&dir.log()).expect("loads");
     assert_eq!(loaded.warning, None);
@@ -107,9 +108,21 @@ async fn appends_queued_together_share_syncs() {
     let dir = TempDir::new("group-commit");
     let store = JsonlStore::create(&dir.log()).expect("created");
     let records = log_of(1000);
-    let pending: Vec<_> = records.iter().map(|record| store.append(vec![record.clone()])).collect();
-    for durable in pending {
-        durable.await.expect("durable");
+    // Every third append asks for its record back: a batch of both kinds is synced together.
+    let pending: Vec<Returned> = records
+        .iter()
+        .enumerate()
+        .map(|(i, record)| -> Returned {
+            if i % 3 == 0 {
+                return store.append_returning(vec![record.clone()]);
+            }
+            let durable = store.append(vec![record.clone()]);
+            Box::pin(async move { durable.await.map(|()| Vec::new()) })
+        })
+        .collect();
+    for (i, durable) in pending.into_iter().enumerate() {
+        let back = durable.await.expect("durable");
+        assert_eq!(back.first(), (i % 3 == 0).then_some(&records[i]), "append {i}");
     }
     let syncs = store.syncs();
     assert!((1..1000).contains(&syncs), "{syncs} syncs for 1000 appends");

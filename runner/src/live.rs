@@ -24,15 +24,31 @@ const PREVIEW: usize = 80;
 
 /// One readable line for a record; inputs and outputs are cut to one short line.
 pub fn line(record: &Record) -> String {
+    let mut line = String::new();
+    write_line(&mut line, record);
+    line
+}
+
+/// Appends [`line`]'s text for `record` to `out`.
+fn write_line(out: &mut String, record: &Record) {
     // `2026-11-22T12:45:03.123Z` -> `12:45:03.123`.
-    let time = record.at.get(11..23).unwrap_or(&record.at);
+    out.push_str(record.at.get(11..23).unwrap_or(&record.at));
+    out.push(' ');
     let event = &record.event;
-    let task = event.task().map(|t| format!(" {t}")).unwrap_or_default();
-    let details = details(event);
-    let details = if details.is_empty() { details } else { format!(" {details}") };
     // A conversation's turns and tool calls sit indented under their task's lines.
-    let indent = if in_conversation(event) { "  " } else { "" };
-    format!("{time} {indent}{}{task}{details}", event.name())
+    if in_conversation(event) {
+        out.push_str("  ");
+    }
+    out.push_str(event.name());
+    if let Some(task) = event.task() {
+        out.push(' ');
+        out.push_str(task);
+    }
+    let details = details(event);
+    if !details.is_empty() {
+        out.push(' ');
+        out.push_str(&details);
+    }
 }
 
 /// Whether an event is a step inside an llm attempt's conversation.
@@ -203,7 +219,8 @@ impl Live {
         let sender = self.sender.clone();
         Box::new(move |record, state| {
             if let Some(sender) = &sender {
-                let _ = sender.send(Message::Record(Box::new(record.clone()), progress(record, state)));
+                let progress = progress(&record, state);
+                let _ = sender.send(Message::Record(Box::new(record), progress));
             }
         })
     }
@@ -255,6 +272,8 @@ struct View {
     notes: Vec<String>,
     /// Plain lines, flushed when the channel is empty.
     out: BufWriter<std::io::Stdout>,
+    /// The plain line being written, kept from one record to the next.
+    line: String,
     drawn: Option<Instant>,
     /// Whether a record came since the last redraw.
     dirty: bool,
@@ -271,6 +290,7 @@ impl View {
             progress: Progress::default(),
             notes: Vec::new(),
             out: BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            line: String::new(),
             drawn: None,
             dirty: false,
         }
@@ -325,7 +345,10 @@ impl View {
     /// the next redraw.
     fn show(&mut self, record: &Record, progress: Progress) {
         if !self.fancy {
-            let _ = writeln!(self.out, "{}", line(record));
+            self.line.clear();
+            write_line(&mut self.line, record);
+            self.line.push('\n');
+            let _ = self.out.write_all(self.line.as_bytes());
             return;
         }
         self.progress = progress;

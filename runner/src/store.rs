@@ -202,6 +202,13 @@ impl EventStore for RunStore {
             RunStore::Pg(store) => store.append(records),
         }
     }
+
+    fn append_returning(&self, records: Vec<Record>) -> engine::store::Returned {
+        match self {
+            RunStore::Jsonl(store) => store.append_returning(records),
+            RunStore::Pg(store) => store.append_returning(records),
+        }
+    }
 }
 
 /// How often a driving process looks for a cancel request when no notification came.

@@ -18,13 +18,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use tokio::sync::oneshot;
-
 use super::check::{Checker, DAMAGED};
-use super::{Durable, EventStore, StoreError};
+use super::{Ack, Durable, EventStore, Returned, StoreError};
 use crate::event::{Event, Record};
 
-type Batch = (Vec<Record>, oneshot::Sender<Result<(), StoreError>>);
+type Batch = (Vec<Record>, Ack);
 
 /// Appends records to a JSONL file through a writer thread with group commit.
 #[derive(Debug)]
@@ -180,8 +178,8 @@ fn write_loop(
             }
         }
         let failed = result.is_err();
-        for (_, ack) in batches {
-            let _ = ack.send(result.clone());
+        for (records, ack) in batches {
+            ack.send(records, &result);
         }
         if failed {
             return;
@@ -232,11 +230,11 @@ impl Write for Chunked<'_> {
 
 impl EventStore for JsonlStore {
     fn append(&self, records: Vec<Record>) -> Durable {
-        let (ack, done) = oneshot::channel();
-        if self.sender.send((records, ack)).is_err() {
-            return Box::pin(std::future::ready(Err(StoreError::Closed)));
-        }
-        Box::pin(async move { done.await.unwrap_or(Err(StoreError::Closed)) })
+        Ack::durable(|ack| self.sender.send((records, ack)).is_ok())
+    }
+
+    fn append_returning(&self, records: Vec<Record>) -> Returned {
+        Ack::returned(|ack| self.sender.send((records, ack)).is_ok())
     }
 }
 

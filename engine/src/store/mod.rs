@@ -12,10 +12,59 @@ pub use memory::MemoryStore;
 use std::future::Future;
 use std::pin::Pin;
 
+use tokio::sync::oneshot;
+
 use crate::event::Record;
 
 /// A future that resolves when appended records are durable.
 pub type Durable = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
+
+/// A future that resolves, with the records given back, when they are durable.
+pub type Returned = Pin<Box<dyn Future<Output = Result<Vec<Record>, StoreError>> + Send>>;
+
+/// How a writer acknowledges a batch: a batch appended with
+/// [`EventStore::append_returning`] gets its records back, the others are dropped where they
+/// were written.
+pub(crate) enum Ack {
+    /// Only says whether the records are durable.
+    Durable(oneshot::Sender<Result<(), StoreError>>),
+    /// Gives the records back once they are durable.
+    Returned(oneshot::Sender<Result<Vec<Record>, StoreError>>),
+}
+
+impl Ack {
+    /// Acknowledges `records` with the batch's `result`.
+    pub(crate) fn send(self, records: Vec<Record>, result: &Result<(), StoreError>) {
+        match self {
+            Ack::Durable(ack) => {
+                let _ = ack.send(result.clone());
+            }
+            Ack::Returned(ack) => {
+                let _ = ack.send(result.clone().map(|()| records));
+            }
+        }
+    }
+
+    /// An ack of records queued for a writer (`queued` tells whether the writer took them),
+    /// and the future that resolves with it.
+    pub(crate) fn durable(queue: impl FnOnce(Ack) -> bool) -> Durable {
+        let (ack, done) = oneshot::channel();
+        Box::pin(Ack::wait(queue(Ack::Durable(ack)), done))
+    }
+
+    /// As [`Ack::durable`], for records given back.
+    pub(crate) fn returned(queue: impl FnOnce(Ack) -> bool) -> Returned {
+        let (ack, done) = oneshot::channel();
+        Box::pin(Ack::wait(queue(Ack::Returned(ack)), done))
+    }
+
+    async fn wait<T>(queued: bool, done: oneshot::Receiver<Result<T, StoreError>>) -> Result<T, StoreError> {
+        if !queued {
+            return Err(StoreError::Closed);
+        }
+        done.await.unwrap_or(Err(StoreError::Closed))
+    }
+}
 
 /// Why a store could not read or write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
@@ -124,4 +173,11 @@ pub trait EventStore: Send + Sync {
     /// before them) are durable. Records queued while an earlier write is being synced are
     /// written and synced together with the next one (group commit).
     fn append(&self, records: Vec<Record>) -> Durable;
+
+    /// As [`EventStore::append`], giving the records back once they are durable, for somebody
+    /// to be shown them without a copy being made first. By default a copy is appended.
+    fn append_returning(&self, records: Vec<Record>) -> Returned {
+        let durable = self.append(records.clone());
+        Box::pin(async move { durable.await.map(|()| records) })
+    }
 }

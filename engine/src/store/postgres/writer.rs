@@ -6,13 +6,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::Database;
 use crate::event::{Event, Record};
-use crate::store::{Durable, EventStore, StoreError};
+use crate::store::{Ack, Durable, EventStore, Returned, StoreError};
 
-type Batch = (Vec<Record>, oneshot::Sender<Result<(), StoreError>>);
+type Batch = (Vec<Record>, Ack);
 
 /// Appends one run's records to `runner_events` under a run lease, with group commit.
 #[derive(Debug)]
@@ -51,11 +51,11 @@ impl PgStore {
 
 impl EventStore for PgStore {
     fn append(&self, records: Vec<Record>) -> Durable {
-        let (ack, done) = oneshot::channel();
-        if self.sender.send((records, ack)).is_err() {
-            return Box::pin(std::future::ready(Err(StoreError::Closed)));
-        }
-        Box::pin(async move { done.await.unwrap_or(Err(StoreError::Closed)) })
+        Ack::durable(|ack| self.sender.send((records, ack)).is_ok())
+    }
+
+    fn append_returning(&self, records: Vec<Record>) -> Returned {
+        Ack::returned(|ack| self.sender.send((records, ack)).is_ok())
     }
 }
 
@@ -70,8 +70,8 @@ async fn write_loop(
         Ok(statement) => statement,
         Err(error) => {
             let error = db.error("prepare the writes", &error);
-            while let Ok((_, ack)) = receiver.try_recv() {
-                let _ = ack.send(Err(error.clone()));
+            while let Ok((records, ack)) = receiver.try_recv() {
+                ack.send(records, &Err(error.clone()));
             }
             return;
         }
@@ -89,8 +89,8 @@ async fn write_loop(
             write(&db, &statement, &run_id, fence, records).await
         };
         let failed = result.is_err();
-        for (_, ack) in batches {
-            let _ = ack.send(result.clone());
+        for (records, ack) in batches {
+            ack.send(records, &result);
         }
         if failed {
             return;
