@@ -504,3 +504,33 @@ fn a_rendered_manifest_can_be_valid() {
         assert!(loaded.is_valid(), "{text}\n{:#?}", loaded.diagnostics);
     }
 }
+
+#[test]
+fn a_workflow_is_read_wherever_it_may_be_written() {
+    let agents = "agent_definitions: {m: {runtime: mock}}";
+    let tasks = "[{id: a, agent: m, input: x}, {id: b, agent: m, input: y, depends_on: [a]}]";
+    let envelope = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: p}\n";
+    let placed = [
+        format!("{envelope}spec:\n  {agents}\n  workflow: {tasks}\n"),
+        format!("{agents}\nworkflow: {tasks}\n"),
+        format!("plan:\n  {agents}\n  workflow: {tasks}\n"),
+        // An alias is read as a copy of its anchor's node, in the workflow's place.
+        format!("{envelope}x-tasks: &tasks {tasks}\nspec:\n  {agents}\n  workflow: *tasks\n"),
+    ];
+    for text in &placed {
+        let loaded = load_str("p.yaml", "p", text, &|_| true);
+        let ids: Vec<&str> =
+            loaded.plan.iter().flat_map(|plan| &plan.tasks).map(|task| task.id.value.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "{text}\n{:?}", loaded.diagnostics);
+    }
+    for text in [
+        format!("{envelope}spec:\n  {agents}\n  workflow: just words\n"),
+        format!("{envelope}spec:\n  {agents}\n  workflow: {tasks}\n  workflow: {tasks}\n"),
+        format!("{envelope}spec:\n  plan:\n    {agents}\n    workflow: {tasks}\n"),
+        format!("plan: {{{agents}, workflow: {{a: 1}}}}\n"),
+    ] {
+        let loaded = load_str("p.yaml", "p", &text, &|_| true);
+        assert!(loaded.errors().next().is_some(), "{text}");
+        check(&loaded).expect("diagnostics inside the text");
+    }
+}
