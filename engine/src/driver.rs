@@ -322,9 +322,13 @@ impl<S: EventStore> Driver<S> {
         }
         self.summarize(followups.succeeded, work);
         let Some(agents) = &self.agents else { return Ok(()) };
-        for (i, attempt) in followups.starts {
+        for &(i, attempt) in &followups.starts {
             self.start_attempt(agents, i, attempt, work);
         }
+        // The starts' room holds the next batch's, so a chain does not grow a vector a step.
+        let mut starts = followups.starts;
+        starts.clear();
+        self.dispatched = starts;
         for (task, error) in followups.replans {
             self.start_replan(agents, task, &error, work);
         }
