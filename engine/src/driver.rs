@@ -29,7 +29,7 @@ use crate::event::{Event, Record};
 use crate::journal::{self, Journal};
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
-use crate::runtime::{Agents, Attempt, Registry};
+use crate::runtime::{Agents, Attempt, Registry, Reply};
 use crate::store::{EventStore, StoreError};
 use crate::summarizer::{self, Compactor, Summarizer};
 use crate::{RunState, RunStatus, TaskStatus};
@@ -193,7 +193,7 @@ impl<S: EventStore> Driver<S> {
         let mut attempts: JoinSet<()> = JoinSet::new();
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
-        let mut replies = VecDeque::new();
+        let mut replies: VecDeque<Known> = VecDeque::new();
         self.take(first, &mut batch)?;
         loop {
             while let Ok(command) = inbox.try_recv() {
@@ -205,7 +205,9 @@ impl<S: EventStore> Driver<S> {
             }
             // A wide layer's replies are taken a slice a turn, so that a batch (its events, then
             // its records) never holds a whole 100,000-task layer beside the replies.
-            for (i, command) in replies.drain(..replies.len().min(REPLIES_A_BATCH)) {
+            for known in replies.drain(..replies.len().min(REPLIES_A_BATCH)) {
+                let i = known.i;
+                let command = self.report_known(known);
                 let _ = self.take_at(i, command, &mut batch);
             }
             if !batch.is_empty() {
@@ -322,9 +324,13 @@ impl<S: EventStore> Driver<S> {
         }
         self.summarize(followups.succeeded, work);
         let Some(agents) = &self.agents else { return Ok(()) };
-        for (i, attempt) in followups.starts {
+        for &(i, attempt) in &followups.starts {
             self.start_attempt(agents, i, attempt, work);
         }
+        // The starts' room holds the next batch's, so a chain does not grow a vector a step.
+        let mut starts = followups.starts;
+        starts.clear();
+        self.dispatched = starts;
         for (task, error) in followups.replans {
             self.start_replan(agents, task, &error, work);
         }
@@ -468,23 +474,17 @@ impl<S: EventStore> Driver<S> {
             return;
         }
         let spec = &self.state.plan.tasks[i];
-        // No open task span means nobody records spans: the attempt's is not made either.
-        let parent = self.task_spans.get(&spec.id.value).cloned();
         let input = state.input.as_deref().unwrap_or_default();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
             && !gated
             && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input)
         {
-            let limit = self.state.plan.control.error_char_limit as usize;
-            // A reply known at once took no time worth a clock read (two a task, at 100k).
-            let command = report(spec.id.value.clone(), attempt, reply, limit, self.jitter_seed, 0);
-            if let Some(parent) = &parent {
-                crate::spans::attempt_ended(&crate::spans::attempt(parent, &spec.id.value, attempt), &command);
-            }
-            work.replies.push_back((i, command));
+            work.replies.push_back(Known { i, task: spec.id.value.clone(), attempt, reply });
             return;
         }
+        // No open task span means nobody records spans: the attempt's is not made either.
+        let parent = self.task_spans.get(&spec.id.value).cloned();
         let request = Attempt {
             max_output_tokens: spec.max_output_tokens,
             attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
@@ -529,6 +529,20 @@ impl<S: EventStore> Driver<S> {
         work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
     }
 
+    /// The command that reports a reply known at once, with its attempt's span when spans are
+    /// recorded (an open task span says so).
+    fn report_known(&self, known: Known) -> Command {
+        let Known { task, attempt, reply, .. } = known;
+        let span = self.task_spans.get(&task).map(|parent| crate::spans::attempt(parent, &task, attempt));
+        let limit = self.state.plan.control.error_char_limit as usize;
+        // A reply known at once took no time worth a clock read (two a task, at 100k).
+        let command = report(task, attempt, reply, limit, self.jitter_seed, 0);
+        if let Some(span) = span {
+            crate::spans::attempt_ended(&span, &command);
+        }
+        command
+    }
+
     /// Whether a task's agent is an llm agent, whose attempts keep a journal.
     fn is_llm(&self, spec: &manifest::plan::Task) -> bool {
         let plan = &self.state.plan;
@@ -554,6 +568,19 @@ impl<S: EventStore> Driver<S> {
     }
 }
 
+/// A reply an agent knew at once, waiting for its turn to be taken; it becomes a command only
+/// then, so a wide layer waits as replies rather than as commands nearly twice their size.
+struct Known {
+    /// The task's index when its attempt started.
+    i: usize,
+    /// The task.
+    task: String,
+    /// The attempt.
+    attempt: u32,
+    /// What the agent replied.
+    reply: Reply,
+}
+
 /// The work a durable batch starts.
 #[derive(Default)]
 struct Followups {
@@ -577,7 +604,7 @@ struct Work<'a> {
     journal: &'a mpsc::UnboundedSender<journal::Entry>,
     set: &'a mut JoinSet<()>,
     stop: &'a CancellationToken,
-    replies: &'a mut VecDeque<(usize, Command)>,
+    replies: &'a mut VecDeque<Known>,
 }
 
 impl Work<'_> {
