@@ -516,6 +516,8 @@ fn a_workflow_is_read_wherever_it_may_be_written() {
         format!("plan:\n  {agents}\n  workflow: {tasks}\n"),
         // An alias is read as a copy of its anchor's node, in the workflow's place.
         format!("{envelope}x-tasks: &tasks {tasks}\nspec:\n  {agents}\n  workflow: *tasks\n"),
+        // A merge key's entries are merged into the mapping that holds it.
+        format!("x: &base\n  workflow: {tasks}\n<<: [*base]\n{agents}\n"),
     ];
     for text in &placed {
         let loaded = load_str("p.yaml", "p", text, &|_| true);

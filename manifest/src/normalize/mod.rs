@@ -74,14 +74,16 @@ fn read_plan(root: &mut Node, stem: &str, reader: &mut Reader, top: &NodePath) -
         read_spec(reader, &spec, &mut plan)
     };
     if let Some((at, path)) = rest.workflow {
-        let node = take(root, at, WORKFLOW_DEPTH).expect("the workflow's node was found in this tree, unchanged since");
+        let node = take(root, at, WORKFLOW_DEPTH)
+            .expect("read_spec found the workflow among the entries of the spec or of its nested plan, in this tree");
         plan.tasks = read_workflow(reader, node, &path);
     }
     finish_spec(reader, rest.gates, &mut plan);
     Some(plan)
 }
 
-/// How deep below the root a workflow can be: `spec.plan.workflow`.
+/// How deep below the root `read_spec` finds a workflow: an entry of the spec, or of its nested
+/// `plan` (merge keys are already merged into the mapping that holds them).
 const WORKFLOW_DEPTH: usize = 3;
 
 /// What of the spec is read after the workflow: where the workflow is (its node's address in
