@@ -169,19 +169,17 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
 
     let mut reader = Reader::new(Form::Bare, std::sync::Arc::clone(&source.text));
     let mut tasks = Vec::new();
-    match &root.value {
-        Value::Seq(_) => tasks = read_workflow(&mut reader, root.clone(), &root_node),
-        _ => {
-            if let Some(fields) = reader.fields(&root, &root_node, "the replacement", WRAPPER, FOREIGN_WRAPPER) {
-                match fields.get("workflow") {
-                    Some((entry, path)) => tasks = read_workflow(&mut reader, entry.value.clone(), path),
-                    None => reader.push(
-                        Diagnostic::error(Problem::EmptyWorkflow, root_loc(root.span()))
-                            .label("no `workflow` here")
-                            .help(r#"answer with `{"workflow": [...]}` or a JSON list of tasks"#),
-                    ),
-                }
-            }
+    if matches!(root.value, Value::Seq(_)) {
+        tasks = read_workflow(&mut reader, root, &root_node);
+    } else if let Some(fields) = reader.fields(&root, &root_node, "the replacement", WRAPPER, FOREIGN_WRAPPER) {
+        match fields.get("workflow") {
+            // A replacement is a model's answer, a few tasks: its workflow is read from a copy.
+            Some((entry, path)) => tasks = read_workflow(&mut reader, entry.value.clone(), path),
+            None => reader.push(
+                Diagnostic::error(Problem::EmptyWorkflow, root_loc(root.span()))
+                    .label("no `workflow` here")
+                    .help(r#"answer with `{"workflow": [...]}` or a JSON list of tasks"#),
+            ),
         }
     }
     if tasks.is_empty() {

@@ -45,14 +45,14 @@ impl Ack {
         }
     }
 
-    /// An ack of records queued for a writer (`queued` tells whether the writer took them),
-    /// and the future that resolves with it.
+    /// Queues records for a writer with an ack that says only whether they are durable;
+    /// `queue` sends the ack with the records and tells whether the writer took them.
     pub(crate) fn durable(queue: impl FnOnce(Ack) -> bool) -> Durable {
         let (ack, done) = oneshot::channel();
         Box::pin(Ack::wait(queue(Ack::Durable(ack)), done))
     }
 
-    /// As [`Ack::durable`], for records given back.
+    /// As [`Ack::durable`], with an ack that gives the records back.
     pub(crate) fn returned(queue: impl FnOnce(Ack) -> bool) -> Returned {
         let (ack, done) = oneshot::channel();
         Box::pin(Ack::wait(queue(Ack::Returned(ack)), done))
