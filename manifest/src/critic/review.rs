@@ -37,8 +37,10 @@ pub fn review<'p>(plan: &'p Plan, graph: &'p TaskGraph) -> Review<'p> {
     hygiene::check(&facts, &mut found);
     secrets::check(plan, &mut found);
     // Stable: findings at one place keep the order of the passes, which is deterministic. Each
-    // pass finds in task order, so the list is a few sorted runs, which a stable sort merges.
-    found.sort_by_key(|f| f.loc(&facts).span.offset());
+    // place is looked up once, in the order the passes found them (task order, so the tasks are
+    // read front to back), rather than twice a comparison in the merge's order. Spans keep 32-bit
+    // offsets, so the narrower key loses nothing and the keys take half the room.
+    found.sort_by_cached_key(|f| f.loc(&facts).span.offset() as u32);
     let scores = Scores::of(found.iter().map(|f| (f.dimension(), f.severity())));
     let metrics = metrics::compute(&facts);
     Review { facts: Some(facts), found, scores, metrics }
