@@ -65,17 +65,21 @@ struct JsonDimensions {
 /// ignores.
 fn print_json_report(loaded: &Loaded, review: &Review<'_>) -> anyhow::Result<()> {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    write_json(&mut stdout, loaded, review)?;
+    write_json(&mut stdout, loaded, review, PIECE)?;
     stdout.write_all(b"\n")?;
     stdout.flush()?;
     Ok(())
 }
 
+/// Findings a piece of the JSON report holds: enough that handing a piece from one thread to
+/// the other costs nothing beside making it, few enough that the pieces in hand stay small.
+const PIECE: usize = 1024;
+
 /// Writes the JSON report: the documented shape, in this key order, laid out as `serde_json`'s
-/// pretty printer lays it out. The findings are written here, each made as it is reached and
-/// written straight out, so a report of 300,000 findings holds one at a time; the other parts
-/// are small and go through `serde_json`.
-fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std::io::Result<()> {
+/// pretty printer lays it out. The findings are written here, made a piece at a time on two
+/// threads and written in order, so a report of 300,000 findings holds a few pieces at a time;
+/// the other parts are small and go through `serde_json`.
+fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>, piece: usize) -> std::io::Result<()> {
     let score = |d| review.scores.of_dimension(d);
     let dimensions = JsonDimensions {
         single_point_of_failure: score(Dimension::SinglePointOfFailure),
@@ -94,15 +98,72 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std
     out.write_all(b",\n  \"errors\": ")?;
     nested(out, &errors)?;
     out.write_all(b",\n  \"findings\": [")?;
-    let file = serde_json::to_vec(&loaded.source.name)?;
-    let mut scratch = Scratch::default();
-    for (i, finding) in review.findings().enumerate() {
-        out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-        write_finding(out, &finding, &loaded.source, &file, &mut scratch)?;
-    }
+    let pieces = Pieces { review, source: &loaded.source, file: serde_json::to_vec(&loaded.source.name)?, size: piece };
+    pieces.write(out)?;
     out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
     nested(out, &review.metrics)?;
     out.write_all(b"\n}")
+}
+
+/// The findings of the JSON report, cut into pieces of `size` findings.
+struct Pieces<'a> {
+    review: &'a Review<'a>,
+    source: &'a Source,
+    /// The source's name as a JSON string.
+    file: Vec<u8>,
+    size: usize,
+}
+
+impl Pieces<'_> {
+    /// Writes every finding in order. With more than one piece, a second thread makes the odd
+    /// pieces while this one makes the even ones and writes them all; when writing fails, the
+    /// other thread stops at its next piece.
+    fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let count = self.review.len().div_ceil(self.size);
+        let mut mine = Vec::new();
+        if count < 2 {
+            self.make(0, &mut mine, &mut Scratch::default());
+            return out.write_all(&mine);
+        }
+        std::thread::scope(|scope| {
+            let (made, taken) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+            let (spent, reused) = std::sync::mpsc::channel::<Vec<u8>>();
+            scope.spawn(move || {
+                let mut scratch = Scratch::default();
+                for piece in (1..count).step_by(2) {
+                    let mut json = reused.try_recv().unwrap_or_default();
+                    self.make(piece, &mut json, &mut scratch);
+                    if made.send(json).is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut scratch = Scratch::default();
+            for piece in 0..count {
+                if piece % 2 == 0 {
+                    self.make(piece, &mut mine, &mut scratch);
+                    out.write_all(&mine)?;
+                } else {
+                    let theirs =
+                        taken.recv().expect("the other thread sends every odd piece (a panic there ends the scope)");
+                    out.write_all(&theirs)?;
+                    // The other thread may have finished; the buffer is then dropped here.
+                    let _ = spent.send(theirs);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Replaces `json` with piece `piece`'s findings, each after its separator.
+    fn make(&self, piece: usize, json: &mut Vec<u8>, scratch: &mut Scratch) {
+        json.clear();
+        let first = piece * self.size;
+        for i in first..self.review.len().min(first + self.size) {
+            json.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+            write_finding(json, &self.review.finding(i), self.source, &self.file, scratch);
+        }
+    }
 }
 
 /// The buffers one finding's text is made in, kept from one finding to the next.
@@ -110,20 +171,11 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>) -> std
 struct Scratch {
     message: String,
     path: String,
-    json: Vec<u8>,
 }
 
-/// Writes one finding of the JSON report's `findings`, at its depth; `file` is the source's name
-/// as a JSON string. The finding is put together in memory and written in one piece.
-fn write_finding(
-    out: &mut impl Write,
-    finding: &Finding,
-    source: &Source,
-    file: &[u8],
-    scratch: &mut Scratch,
-) -> std::io::Result<()> {
-    let json = &mut scratch.json;
-    json.clear();
+/// Appends one finding of the JSON report's `findings`, at its depth; `file` is the source's
+/// name as a JSON string.
+fn write_finding(json: &mut Vec<u8>, finding: &Finding, source: &Source, file: &[u8], scratch: &mut Scratch) {
     field(json, b"    {\n      \"code\": ", Some(finding.lint.code_str()));
     field(json, b",\n      \"dimension\": ", finding.dimension().map(Dimension::as_str));
     field(json, b",\n      \"severity\": ", Some(finding.severity.as_str()));
@@ -143,7 +195,6 @@ fn write_finding(
     finding.loc.path.write_into(&mut scratch.path);
     field(json, b",\n      \"path\": ", Some(&scratch.path));
     json.extend_from_slice(b"\n    }");
-    out.write_all(json)
 }
 
 /// Appends `key` and then a JSON string, escaped as `serde_json` escapes it, or `null`.
@@ -417,13 +468,47 @@ spec:
         for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN)] {
             let loaded = manifest::load_str(name, "plan", text, &|_| true);
             let review = review(&loaded);
-            let mut written = Vec::new();
-            write_json(&mut written, &loaded, &review).expect("writing to memory cannot fail");
-            assert_eq!(String::from_utf8(written).expect("UTF-8"), document(&loaded, &review), "{name}");
+            // One piece, and as many pieces as findings or half as many: the threaded path
+            // writes them in order with their separators.
+            for piece in [PIECE, 1, 2] {
+                let mut written = Vec::new();
+                write_json(&mut written, &loaded, &review, piece).expect("writing to memory cannot fail");
+                assert_eq!(String::from_utf8(written).expect("UTF-8"), document(&loaded, &review), "{name} by {piece}");
+            }
         }
         let odd = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
         assert!(review(&odd).len() >= 5, "the odd plan has findings of several codes");
         assert!(manifest::load_str("c.yaml", "c", CYCLE, &|_| true).errors().next().is_some(), "the cycle is an error");
         assert!(review(&manifest::load_str("c.yaml", "c", CLEAN, &|_| true)).is_empty(), "the clean plan has none");
+    }
+
+    /// A writer that takes `room` bytes and then fails, as a closed pipe does.
+    struct Closing {
+        room: usize,
+    }
+
+    impl Write for Closing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            let taken = buf.len().min(self.room);
+            self.room -= taken;
+            Ok(taken)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_report_whose_reader_goes_away_ends_with_the_error() {
+        let loaded = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
+        let review = review(&loaded);
+        for room in [0, 300, 1200] {
+            let error = write_json(&mut Closing { room }, &loaded, &review, 1).expect_err("the pipe closes mid-report");
+            assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "after {room} bytes");
+        }
     }
 }
