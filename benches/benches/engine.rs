@@ -15,7 +15,11 @@
 //!
 //! The floor: a minimal hand-written tokio scheduler (in-degree counters, one spawned no-op
 //! task per plan task, results through a channel) runs the same shapes and sizes in the same
-//! run, and the table shows runner's time per task beside it with their ratio.
+//! run, and the table shows runner's time per task beside it with their ratio. Each JSONL
+//! configuration also shows the disk's floor, measured right after each run: its log's bytes
+//! written to a new file in as many appends as the run made fsyncs, each synced, with nothing
+//! else (a layered run waits for one fsync a layer, so its time per task cannot be below a
+//! hundredth of one fsync).
 //!
 //! Targets: in memory under 1 us a task at 100k on every shape (within 2x of the floor); JSONL
 //! fan-out and layered under 3 us a task at 100k, the chain at most one fsync a task; peak
@@ -317,11 +321,13 @@ impl Store {
     }
 }
 
-/// One run's figures: the driven time, the fsyncs (or transactions) and the records it took.
+/// One run's figures: the driven time, the fsyncs (or transactions) and the records it took,
+/// and (JSONL only) the disk's floor measured right after it (see [`disk_floor`]).
 struct Once {
     time: Duration,
     syncs: u64,
     records: u64,
+    disk: Duration,
 }
 
 /// Runs one configuration once.
@@ -331,7 +337,7 @@ fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64
             let parents = parents(plan.shape, plan.tasks);
             let started = Instant::now();
             rt.block_on(rt.spawn(floor(parents))).expect("the floor's scheduler runs to its end");
-            Once { time: started.elapsed(), syncs: 0, records: 0 }
+            Once { time: started.elapsed(), syncs: 0, records: 0, disk: Duration::ZERO }
         }
         Store::Memory => {
             let plan = plan.prepared();
@@ -341,7 +347,7 @@ fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64
             let spent = started.elapsed();
             let records = store.records().len() as u64;
             drop((state, store));
-            Once { time: spent, syncs: 0, records }
+            Once { time: spent, syncs: 0, records, disk: Duration::ZERO }
         }
         Store::Jsonl => {
             let plan = plan.prepared();
@@ -353,8 +359,10 @@ fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64
             let spent = started.elapsed();
             let syncs = store.syncs();
             drop((state, store));
+            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
             let _ = std::fs::remove_file(path);
-            Once { time: spent, syncs, records: counted.load(std::sync::atomic::Ordering::Relaxed) }
+            let disk = disk_floor(folder, bytes, syncs);
+            Once { time: spent, syncs, records: counted.load(std::sync::atomic::Ordering::Relaxed), disk }
         }
         Store::Postgres => {
             let id = format!("bench-{}-{}-{n}", plan.shape.name(), plan.tasks);
@@ -371,9 +379,27 @@ fn run_once(rt: &Runtime, plan: &Configured, store: Store, folder: &Path, n: u64
                 time: spent,
                 syncs: store.transactions(),
                 records: counted.load(std::sync::atomic::Ordering::Relaxed),
+                disk: Duration::ZERO,
             }
         }
     }
+}
+
+/// The disk's own floor under a JSONL run: the time to write `bytes` to a new file in `syncs`
+/// equal appends, each followed by `fdatasync`, with no runner at all.
+fn disk_floor(folder: &Path, bytes: u64, syncs: u64) -> Duration {
+    use std::io::Write as _;
+    let path = folder.join("disk-floor.jsonl");
+    let mut file = std::fs::File::create(&path).expect("a new file beside the logs");
+    let append = vec![b'x'; (bytes / syncs.max(1)) as usize];
+    let started = Instant::now();
+    for _ in 0..syncs {
+        file.write_all(&append).expect("the disk takes the append");
+        file.sync_data().expect("the disk syncs");
+    }
+    let spent = started.elapsed();
+    let _ = std::fs::remove_file(path);
+    spent
 }
 
 /// Runs below this many seconds go through Criterion; longer ones (the 100k plans, and the
@@ -411,7 +437,8 @@ fn engine_run(c: &mut Criterion) {
                     continue;
                 }
                 let name = format!("{}/{}", store.name(), shape.name());
-                let (mut runs, mut spent, mut syncs, mut records) = (0u64, Duration::ZERO, 0u64, 0u64);
+                let (mut runs, mut spent, mut syncs, mut records, mut disk) =
+                    (0u64, Duration::ZERO, 0u64, 0u64, Duration::ZERO);
                 let mut once = || {
                     if !split_printed && store != Store::Floor {
                         split_printed = true;
@@ -422,6 +449,7 @@ fn engine_run(c: &mut Criterion) {
                     spent += once.time;
                     syncs += once.syncs;
                     records += once.records;
+                    disk += once.disk;
                     once.time
                 };
                 match plain_runs(tasks, shape, store) {
@@ -457,6 +485,11 @@ fn engine_run(c: &mut Criterion) {
                     None => ("-".to_owned(), "-".to_owned()),
                 };
                 let events_per_second = records as f64 / spent.as_secs_f64();
+                let disk = if store == Store::Jsonl {
+                    format!("{:.2}", disk.as_secs_f64() * 1e6 / (runs * tasks as u64) as f64)
+                } else {
+                    "-".into()
+                };
                 let versus_jsonl = match (store, jsonl_per_task) {
                     (Store::Jsonl, _) => {
                         jsonl_per_task = Some(per_task);
@@ -467,16 +500,19 @@ fn engine_run(c: &mut Criterion) {
                 };
                 eprintln!(
                     "engine_run/{name}/{tasks}: {per_task:.2} us per task over {runs} runs (floor {floor}, {ratio}), \
-                     {fsyncs} fsyncs (postgres: transactions) per task, {events_per_second:.0} events/s{versus_jsonl}"
+                     {fsyncs} fsyncs (postgres: transactions) per task, disk floor {disk} us per task, \
+                     {events_per_second:.0} events/s{versus_jsonl}"
                 );
-                summary.push(format!("| {name} | {tasks} | {runs} | {per_task:.2} | {floor} | {ratio} | {fsyncs} |"));
+                summary.push(format!(
+                    "| {name} | {tasks} | {runs} | {per_task:.2} | {floor} | {ratio} | {fsyncs} | {disk} |"
+                ));
             }
         }
     }
     group.finish();
     let _ = std::fs::remove_dir_all(&folder);
     eprintln!(
-        "\n| store/shape | tasks | runs | us/task | floor us/task | x floor | fsyncs (postgres: transactions)/task |\n|---|---|---|---|---|---|---|"
+        "\n| store/shape | tasks | runs | us/task | floor us/task | x floor | fsyncs (postgres: transactions)/task | disk floor us/task |\n|---|---|---|---|---|---|---|---|"
     );
     for line in summary {
         eprintln!("{line}");
@@ -582,16 +618,21 @@ fn profile(spec: &str) {
     let (rt, folder) = (runtime(), log_folder());
     let plan = Configured { shape, tasks: 100_000, prepared: OnceCell::new() };
     plan.prepared();
-    let (mut spent, mut syncs) = (Duration::ZERO, 0);
+    let (mut spent, mut syncs, mut disk) = (Duration::ZERO, 0, Duration::ZERO);
     for n in 0..runs {
         let once = run_once(&rt, &plan, store, &folder, n, None);
         spent += once.time;
         syncs += once.syncs;
+        disk += once.disk;
     }
-    let _ = std::fs::remove_dir_all(&folder);
     let tasks = (runs * 100_000) as f64;
+    let disk = match store {
+        Store::Jsonl => format!(", disk floor {:.2} us per task", disk.as_secs_f64() * 1e6 / tasks),
+        _ => String::new(),
+    };
+    let _ = std::fs::remove_dir_all(&folder);
     eprintln!(
-        "{spec}: {:.2} us per task, {:.4} fsyncs per task",
+        "{spec}: {:.2} us per task, {:.4} fsyncs per task{disk}",
         spent.as_secs_f64() * 1e6 / tasks,
         syncs as f64 / tasks
     );
