@@ -133,17 +133,18 @@ impl Reader {
             // Built only when a diagnostic needs it: most keys are fine.
             let key_loc = || Loc::new(key.span(), entry_path.clone());
             let exact = known.iter().find(|f| f.name == name && (f.bare_only.is_none() || self.bare()));
-            let alias = known.iter().find(|f| f.aliases.contains(&name));
-            let canonical = match (exact, alias) {
-                (Some(f), _) => f,
-                (None, Some(f)) if self.bare() => {
+            // Aliases are looked up only for a name that is not a field's own: most keys are.
+            let alias = || known.iter().find(|f| f.aliases.contains(&name));
+            let canonical = match exact.ok_or_else(alias) {
+                Ok(f) => f,
+                Err(Some(f)) if self.bare() => {
                     self.push(Diagnostic::info(
                         Problem::Alias { written: name.into(), canonical: f.name.into() },
                         key_loc(),
                     ));
                     f
                 }
-                _ => {
+                Err(alias) => {
                     if self.bare()
                         && let Some(foreign) = foreign.iter().find(|f| f.name == name)
                     {
