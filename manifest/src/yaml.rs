@@ -147,6 +147,10 @@ fn plain_text(value: &str) -> bool {
 
 /// The YAML 1.1 boolean spellings serde-saphyr accepts by default.
 fn yaml11_bool(value: &str) -> Option<bool> {
+    // No spelling is longer than `false`: most scalars are, and are told apart by length alone.
+    if value.len() > "false".len() {
+        return None;
+    }
     let is = |words: [&str; 4]| words.iter().any(|w| value.eq_ignore_ascii_case(w));
     if is(["true", "yes", "y", "on"]) {
         Some(true)
