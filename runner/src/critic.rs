@@ -117,7 +117,7 @@ struct Pieces<'a> {
 impl Pieces<'_> {
     /// Writes every finding in order. With more than one piece, a second thread makes the odd
     /// pieces while this one makes the even ones and writes them all; when writing fails, the
-    /// other thread stops at its next piece.
+    /// other thread stops at its next piece, and when it cannot start, this one makes them all.
     fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
         let count = self.review.len().div_ceil(self.size);
         let mut mine = Vec::new();
@@ -128,7 +128,8 @@ impl Pieces<'_> {
         std::thread::scope(|scope| {
             let (made, taken) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
             let (spent, reused) = std::sync::mpsc::channel::<Vec<u8>>();
-            scope.spawn(move || {
+            // A thread that cannot start drops its sender: this one then makes every piece.
+            let _ = std::thread::Builder::new().name("json report".into()).spawn_scoped(scope, move || {
                 let mut scratch = Scratch::default();
                 for piece in (1..count).step_by(2) {
                     let mut json = reused.try_recv().unwrap_or_default();
@@ -143,12 +144,13 @@ impl Pieces<'_> {
                 if piece % 2 == 0 {
                     self.make(piece, &mut mine, &mut scratch);
                     out.write_all(&mine)?;
-                } else {
-                    let theirs =
-                        taken.recv().expect("the other thread sends every odd piece (a panic there ends the scope)");
+                } else if let Ok(theirs) = taken.recv() {
                     out.write_all(&theirs)?;
                     // The other thread may have finished; the buffer is then dropped here.
                     let _ = spent.send(theirs);
+                } else {
+                    self.make(piece, &mut mine, &mut scratch);
+                    out.write_all(&mine)?;
                 }
             }
             Ok(())
