@@ -34,12 +34,12 @@ impl<C: TokenCounter> RunState<C> {
         if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {
             input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
         }
-        if let Some(reason) = &self.tasks[i].feedback {
+        if let Some(reason) = self.tasks[i].feedback() {
             input.push_str("\n\nThe previous answer failed verification: ");
             input.push_str(reason);
             input.push_str("\nAnswer again and fix this.");
         }
-        for answer in &self.tasks[i].answers {
+        for answer in self.tasks[i].answers() {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
         }
