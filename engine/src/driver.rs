@@ -56,9 +56,6 @@ const REPLIES_A_BATCH: usize = 16_384;
 /// dispatches 100,000 tasks in one batch) becomes its records' (see `Driver::number`).
 const BATCH_ROOM_KEPT: usize = 64;
 
-/// The events of a wide batch turned into records at a time (see `Driver::number`).
-const RECORDS_A_SLICE: usize = 8_192;
-
 /// Receives each record once it is durable (for a live view).
 pub type Observer = Box<dyn FnMut(Record, &RunState) + Send>;
 
@@ -344,28 +341,20 @@ impl<S: EventStore> Driver<S> {
     }
 
     /// Gives each event of a batch its sequence number and the batch's time.
-    /// A small batch is drained and keeps its room. A wide one is taken whole and turned into
-    /// records from its end a slice at a time, its room given back after each slice, so that a
-    /// wide layer's events and their records are not both held whole.
+    /// A small batch is drained and keeps its room; a wide one is taken whole, so that its
+    /// records are made in its own allocation rather than beside it.
     fn number(&mut self, events: &mut Vec<Event>) -> Vec<Record> {
         let at = self.stamp.now();
-        let first = self.seq + 1;
-        self.seq += events.len() as u64;
-        let run_id = &self.run_id;
-        let record =
-            |n: usize, event| Record { seq: first + n as u64, at: Arc::clone(&at), run_id: Arc::clone(run_id), event };
-        if events.capacity() <= BATCH_ROOM_KEPT {
-            return events.drain(..).enumerate().map(|(n, event)| record(n, event)).collect();
+        let (seq, run_id) = (&mut self.seq, &self.run_id);
+        let mut record = |event| {
+            *seq += 1;
+            Record { seq: *seq, at: Arc::clone(&at), run_id: Arc::clone(run_id), event }
+        };
+        if events.capacity() > BATCH_ROOM_KEPT {
+            std::mem::take(events).into_iter().map(record).collect()
+        } else {
+            events.drain(..).map(&mut record).collect()
         }
-        let mut events = std::mem::take(events);
-        let mut records = Vec::with_capacity(events.len());
-        while !events.is_empty() {
-            let from = events.len().saturating_sub(RECORDS_A_SLICE);
-            records.extend(events.drain(from..).enumerate().rev().map(|(n, event)| record(from + n, event)));
-            events.shrink_to_fit();
-        }
-        records.reverse();
-        records
     }
 
     /// What a batch asks the driver to do once it is durable; a new plan (the run's first, or a
