@@ -136,11 +136,11 @@ impl<C: TokenCounter> RunState<C> {
             return;
         }
         let attempt = self.tasks[i].attempts + 1;
-        match self.render_input(i) {
+        match self.render_shared_input(i) {
             Ok(input) => match self.over_budget(i, &input) {
                 Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
                 None => {
-                    self.emit_for(i, Event::TaskDispatched { task, attempt, input: input.into() }, out);
+                    self.emit_for(i, Event::TaskDispatched { task, attempt, input }, out);
                     self.dispatched.push((i, attempt));
                 }
             },
