@@ -379,13 +379,13 @@ impl<S: EventStore> Driver<S> {
                 }
                 Event::RetryScheduled { task, delay_ms, .. } => followups.timers.push((task.clone(), *delay_ms)),
                 Event::TaskSucceeded { task, output, .. } if self.summarize => {
-                    followups.succeeded.push((task.clone(), output.clone()));
+                    followups.succeeded.push((task.clone(), output.to_string()));
                 }
                 Event::ReplanRequested { task, reason } => followups.replans.push((task.clone(), reason.clone())),
                 // Replans a crash cut short are asked for again.
                 Event::RunResumed => followups.replans.extend(self.state.replanning.iter().map(|task| {
                     let i = self.state.index_of(task);
-                    (task.clone(), i.and_then(|i| self.state.tasks[i].error.clone()).unwrap_or_default())
+                    (task.clone(), i.and_then(|i| self.state.tasks[i].error()).unwrap_or_default().to_owned())
                 })),
                 Event::RunCompleted { .. } | Event::RunCancelled { .. } => followups.ended = true,
                 _ => {}
@@ -474,11 +474,11 @@ impl<S: EventStore> Driver<S> {
             return;
         }
         let spec = &self.state.plan.tasks[i];
-        let input = state.input.as_deref().unwrap_or_default();
+        let input = state.input.as_ref();
         let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
         if spec.verification.is_none()
             && !gated
-            && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input)
+            && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input.map_or("", |i| i))
         {
             work.replies.push_back(Known { i, task: spec.id.value.clone(), attempt, reply });
             return;
@@ -497,7 +497,12 @@ impl<S: EventStore> Driver<S> {
                 let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
                 Box::new(Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded))
             }),
-            ..Attempt::new(spec.id.value.clone(), attempt, input, self.workdir.clone())
+            ..Attempt::new(
+                spec.id.value.clone(),
+                attempt,
+                input.map_or_else(|| "".into(), Arc::clone),
+                self.workdir.clone(),
+            )
         };
         let check = spec.verification.as_deref().cloned().map(|check| {
             let reviewer = match &check {

@@ -64,7 +64,7 @@ async fn repo_report_measures_every_crate_and_its_log_folds_to_the_same_state() 
     let driver = Driver::new("repo-report".into(), store, &[], examples());
     let state = driver.run(Command::Start(Start::plan(plan)), CancellationToken::new()).await.expect("driven");
 
-    let failures: Vec<String> = state.tasks.iter().filter_map(|t| t.error.clone()).collect();
+    let failures: Vec<String> = state.tasks.iter().filter_map(|t| t.error().map(str::to_owned)).collect();
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{failures:?}");
     let report = output(&state, "report");
     for krate in ["manifest", "engine", "runner", "benches"] {

@@ -112,7 +112,7 @@ async fn fail_fails_the_run_and_cancels_running_siblings() {
     assert_eq!(status(&state, "a"), TaskStatus::Failed);
     assert_eq!(status(&state, "b"), TaskStatus::Failed);
     let b = state.index_of("b").expect("b exists");
-    assert_eq!(state.tasks[b].error.as_deref(), Some("cancelled: the run failed"));
+    assert_eq!(state.tasks[b].error(), Some("cancelled: the run failed"));
     assert_eq!(state.running(), 0);
     assert_eq!(status(&state, "c"), TaskStatus::Pending, "c never runs");
     assert_folds(&store, &state);
@@ -391,7 +391,7 @@ async fn a_clarification_pauses_only_its_task_and_the_answer_goes_into_the_next_
     assert_eq!(state.status, RunStatus::Paused);
     assert_eq!(status(&state, "a"), TaskStatus::Paused);
     assert_eq!(status(&state, "d"), TaskStatus::Pending);
-    assert_eq!(state.tasks[0].question.as_deref(), Some("Which year?"));
+    assert_eq!(state.tasks[0].question(), Some("Which year?"));
     assert_folds(&store, &state);
 
     let before = store.records().len();
@@ -414,7 +414,7 @@ async fn a_clarification_pauses_only_its_task_and_the_answer_goes_into_the_next_
         ]
     );
     let Event::TaskDispatched { input, .. } = &log[before + 1] else { unreachable!() };
-    assert_eq!(input, "report\n\nClarification: 2024");
+    assert_eq!(&**input, "report\n\nClarification: 2024");
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_folds(&store, &state);
 }
@@ -806,7 +806,7 @@ async fn a_gate_output_never_exceeds_its_cap_and_the_compaction_is_recorded() {
     let (task, by, before, after) = compaction.expect("the gate's compaction is recorded");
     assert_eq!((task.as_str(), by.as_str()), ("g", "extractive"));
     assert!(before > 60 && after <= 60, "{before} -> {after}");
-    assert_eq!(state.tasks[state.index_of("w").expect("w")].output.as_deref(), Some(gate.as_str()));
+    assert_eq!(state.tasks[state.index_of("w").expect("w")].output.as_deref(), Some(&*gate));
 }
 
 #[tokio::test(start_paused = true)]

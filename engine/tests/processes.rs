@@ -85,7 +85,7 @@ async fn a_timed_out_attempt_leaves_no_grandchild_behind() {
     let start = Command::Start(Start::plan(plan("slow", ", timeout: 2s")));
     let state = driver(dir.path(), &store).run(start, CancellationToken::new()).await.expect("the run is driven");
     assert_eq!(state.status, RunStatus::Finished(Outcome::Failed));
-    let error = state.tasks[0].error.clone().unwrap_or_default();
+    let error = state.tasks[0].error().unwrap_or_default().to_owned();
     assert!(error.contains("timed out"), "{error}");
     // The grandchild started before the limit passed (it writes its pid at once).
     let grandchild = pid_in(dir.path(), "grandchild.pid").await;

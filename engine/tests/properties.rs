@@ -292,7 +292,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                         "\n\nThe previous answer failed verification: v{i}\nAnswer again and fix this."
                     ));
                 }
-                prop_assert_eq!(input, &expected);
+                prop_assert_eq!(&**input, expected.as_str());
                 prop_assert!(in_flight.insert(task.clone()), "{task} dispatched twice at once");
                 dispatched_at.insert(task.clone(), at as u64 + 1);
             }

@@ -38,7 +38,7 @@ async fn scripted_agents_answer_in_virtual_time_from_the_epoch() {
     let outputs: Vec<(&str, &str)> = records
         .iter()
         .filter_map(|r| match &r.event {
-            Event::TaskSucceeded { task, output, .. } => Some((task.as_str(), output.as_str())),
+            Event::TaskSucceeded { task, output, .. } => Some((task.as_str(), &**output)),
             _ => None,
         })
         .collect();

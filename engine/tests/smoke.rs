@@ -47,3 +47,36 @@ spec:
     assert_eq!(RunState::fold(&events), state);
     assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
 }
+
+#[tokio::test]
+async fn a_wide_layer_is_recorded_in_order_with_consecutive_numbers() {
+    // Wider than the slices a wide batch is turned into records by, and not a multiple of them.
+    let width = 20_000;
+    let mut yaml = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: wide}\nspec:\n  agent_definitions:\n    \
+         m: {runtime: mock, default: ok}\n  workflow:\n    - {id: root, agent: m, input: x}\n",
+    );
+    for i in 0..width {
+        yaml.push_str(&format!("    - {{id: t{i}, agent: m, input: x, depends_on: [root]}}\n"));
+    }
+    let store = TestStore::new("wide");
+    let driver = Driver::new("wide".into(), store.clone(), &[], std::env::temp_dir());
+    let state = driver.run(Command::Start(Start::plan(plan(&yaml))), CancellationToken::new()).await.expect("driven");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let records = store.records();
+    assert!(records.iter().enumerate().all(|(n, r)| r.seq == n as u64 + 1), "numbered 1, 2, 3, ...");
+    let after_root =
+        records.iter().position(|r| matches!(&r.event, Event::TaskSucceeded { task, .. } if task == "root"));
+    let layer: Vec<&str> = records[after_root.expect("root succeeded") + 1..]
+        .iter()
+        .take(width)
+        .map(|r| match &r.event {
+            Event::TaskDispatched { task, .. } => task.as_str(),
+            other => panic!("the layer is dispatched in one batch, not {other:?}"),
+        })
+        .collect();
+    let expected: Vec<String> = (0..width).map(|i| format!("t{i}")).collect();
+    assert_eq!(layer, expected, "dispatched in the machine's order, t0 first");
+    let events: Vec<Event> = records.iter().map(|r| r.event.clone()).collect();
+    assert_eq!(RunState::fold(&events), state);
+}

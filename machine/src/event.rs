@@ -160,8 +160,8 @@ pub enum Event {
         task: String,
         /// 1 for the first attempt.
         attempt: u32,
-        /// The rendered input.
-        input: String,
+        /// The rendered input (shared with the task's state).
+        input: Arc<str>,
     },
     /// An attempt succeeded.
     TaskSucceeded {
@@ -174,8 +174,8 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dispatched_seq: Option<u64>,
 
-        /// The output.
-        output: String,
+        /// The output (shared with the task's state).
+        output: Arc<str>,
         /// Tokens used, for llm agents.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<Tokens>,

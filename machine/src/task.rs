@@ -5,6 +5,8 @@
 //! while `Pending`, with no dependency left to wait for (the run's `blocked` count, in
 //! `state/queue.rs`) and no retry timer running (`waiting_timer`).
 
+use std::sync::Arc;
+
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,7 +44,9 @@ impl TaskStatus {
     }
 }
 
-/// One task's state.
+/// One task's state. The input and output share their text with the events that recorded
+/// them; what few tasks have (an error, a question, answers, feedback) sits behind one box, so a
+/// task without any of it costs a pointer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskState {
     /// Where it stands.
@@ -53,25 +57,34 @@ pub struct TaskState {
     /// attempt a crash cut short does not use up a retry.
     pub failures: u32,
     /// The output of the successful attempt.
-    pub output: Option<String>,
-    /// The last error.
-    pub error: Option<String>,
+    pub output: Option<Arc<str>>,
     /// The input of the latest attempt.
-    pub input: Option<String>,
+    pub input: Option<Arc<str>>,
     /// The `seq` of the latest attempt's `TaskDispatched`, which its result refers to.
     pub dispatched_seq: Option<u64>,
-    /// The open question, while paused for a clarification.
-    pub question: Option<String>,
-    /// Answers given so far, appended to the input of later attempts.
-    pub answers: Vec<String>,
-    /// Why the latest output failed verification, told to the next attempt only.
-    pub feedback: Option<String>,
+    /// The error, question, answers and feedback, when any is set (never an empty box).
+    notes: Option<Box<Notes>>,
     /// Whether the latest attempt is in flight (counted against concurrency limits).
     pub(crate) in_flight: bool,
     /// Whether a retry's timer is running.
     pub(crate) waiting_timer: bool,
     /// Whether it sits in the ready queue.
     pub(crate) queued: bool,
+}
+
+/// What few tasks have, boxed in [`TaskState`].
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Notes {
+    error: Option<String>,
+    question: Option<String>,
+    answers: Vec<String>,
+    feedback: Option<String>,
+}
+
+impl Notes {
+    fn is_empty(&self) -> bool {
+        self.error.is_none() && self.question.is_none() && self.answers.is_empty() && self.feedback.is_none()
+    }
 }
 
 impl TaskState {
@@ -82,15 +95,90 @@ impl TaskState {
             attempts: 0,
             failures: 0,
             output: None,
-            error: None,
             input: None,
             dispatched_seq: None,
-            question: None,
-            answers: Vec::new(),
-            feedback: None,
+            notes: None,
             in_flight: false,
             waiting_timer: false,
             queued: false,
         }
+    }
+
+    /// The last error.
+    pub fn error(&self) -> Option<&str> {
+        self.notes.as_ref()?.error.as_deref()
+    }
+
+    /// The open question, while paused for a clarification.
+    pub fn question(&self) -> Option<&str> {
+        self.notes.as_ref()?.question.as_deref()
+    }
+
+    /// Answers given so far, appended to the input of later attempts.
+    pub fn answers(&self) -> &[String] {
+        self.notes.as_ref().map_or(&[], |notes| &notes.answers)
+    }
+
+    /// Why the latest output failed verification, told to the next attempt only.
+    pub fn feedback(&self) -> Option<&str> {
+        self.notes.as_ref()?.feedback.as_deref()
+    }
+
+    /// Sets or clears the last error.
+    pub(crate) fn set_error(&mut self, error: Option<String>) {
+        self.edit(error.is_some(), |notes| notes.error = error);
+    }
+
+    /// Sets or clears the open question.
+    pub(crate) fn set_question(&mut self, question: Option<String>) {
+        self.edit(question.is_some(), |notes| notes.question = question);
+    }
+
+    /// Adds an answer.
+    pub(crate) fn add_answer(&mut self, answer: String) {
+        self.edit(true, |notes| notes.answers.push(answer));
+    }
+
+    /// Sets or clears the verification feedback.
+    pub(crate) fn set_feedback(&mut self, feedback: Option<String>) {
+        self.edit(feedback.is_some(), |notes| notes.feedback = feedback);
+    }
+
+    /// Changes the notes, boxing them only when something is set and dropping the box once
+    /// nothing is, so that equal states compare equal however they got there.
+    /// A change that only clears (`sets` false) leaves a task without notes as it is.
+    fn edit(&mut self, sets: bool, change: impl FnOnce(&mut Notes)) {
+        if !sets && self.notes.is_none() {
+            return;
+        }
+        let notes = self.notes.get_or_insert_default();
+        change(notes);
+        if notes.is_empty() {
+            self.notes = None;
+        }
+    }
+}
+
+// One per task of a run, held for the whole run.
+const _: () = assert!(std::mem::size_of::<TaskState>() == 72);
+
+#[cfg(test)]
+mod tests {
+    use super::TaskState;
+
+    #[test]
+    fn notes_cleared_again_leave_a_task_as_if_it_had_none() {
+        let mut task = TaskState::new();
+        task.set_error(Some("boom".into()));
+        task.set_feedback(Some("not json".into()));
+        assert_eq!((task.error(), task.feedback()), (Some("boom"), Some("not json")));
+        task.set_error(None);
+        task.set_feedback(None);
+        assert_eq!(task, TaskState::new());
+        task.set_question(None);
+        assert_eq!(task, TaskState::new(), "clearing what is not set changes nothing");
+        task.add_answer("2024".into());
+        assert_eq!(task.answers(), ["2024"]);
+        assert_ne!(task, TaskState::new());
     }
 }

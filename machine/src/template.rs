@@ -23,7 +23,7 @@ use crate::task::{TaskState, TaskStatus};
 /// fields read as `tasks.X.output.field`.
 #[derive(Debug)]
 struct Output {
-    text: String,
+    text: Arc<str>,
     json: Option<serde_json::Value>,
 }
 
@@ -145,7 +145,7 @@ impl Renderer {
         };
         for i in ids {
             let state = &run.tasks[i];
-            let text = state.output.clone().unwrap_or_default();
+            let text = state.output.clone().unwrap_or_else(|| "".into());
             let json = serde_json::from_str::<serde_json::Value>(&text).ok().filter(serde_json::Value::is_object);
             let output = if state.status == TaskStatus::Succeeded || state.status == TaskStatus::Skipped {
                 Value::from_object(Output { text, json })

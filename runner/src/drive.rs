@@ -209,7 +209,7 @@ async fn watch_cancel_request(
 async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Option<Command>> {
     let Some(i) = state.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return Ok(None) };
     let task = state.plan.tasks[i].id.value.clone();
-    if let Some(question) = &state.tasks[i].question {
+    if let Some(question) = state.tasks[i].question() {
         eprintln!("\ntask `{task}` asks: {question}");
         loop {
             let Some(text) = read_line("answer> ", cancel).await? else { return Ok(None) };
@@ -317,7 +317,7 @@ pub fn waiting(run_id: &str, state: &RunState) -> Vec<String> {
         }
         let id = &state.plan.tasks[i].id.value;
         let approval = state.conversations.get(id.as_str()).and_then(|c| c.waiting.as_ref());
-        match &task.question {
+        match task.question() {
             None if let Some(approval) = approval => {
                 lines.push(format!("  task `{id}` wants to call `{}` with {}", approval.tool, approval.arguments));
                 if !approval.reason.trim().is_empty() {

@@ -56,8 +56,8 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                         status: t.status.as_str(),
                         attempts: t.attempts,
                         output: t.output.as_deref(),
-                        error: t.error.as_deref(),
-                        question: t.question.as_deref(),
+                        error: t.error(),
+                        question: t.question(),
                     };
                     (state.plan.tasks[i].id.value.as_str(), task)
                 })
@@ -122,10 +122,10 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
     out.push_str(&format!("  {:<width$}  {:<9}  {:>8}  {}\n", "task", "status", "attempts", "output / error"));
     for (i, task) in state.tasks.iter().enumerate() {
         let id = &state.plan.tasks[i].id.value;
-        let detail = match (task.status, &task.question) {
+        let detail = match (task.status, task.question()) {
             (TaskStatus::Paused, Some(question)) => format!("asks: {}", first_line(question)),
             (TaskStatus::Paused, None) => "waits for a review decision".to_owned(),
-            _ => match (&task.output, &task.error) {
+            _ => match (task.output.as_deref(), task.error()) {
                 (Some(output), _) if task.status == TaskStatus::Succeeded => first_line(output),
                 (_, Some(error)) => format!("error: {}", first_line(error)),
                 (Some(output), None) => first_line(output),
@@ -145,7 +145,7 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
     }
     if state.status == RunStatus::Paused {
         for (i, task) in state.tasks.iter().enumerate() {
-            if task.status == TaskStatus::Paused && task.question.is_none() {
+            if task.status == TaskStatus::Paused && task.question().is_none() {
                 out.push('\n');
                 out.push_str(&crate::drive::review_text(state, i));
             }

@@ -40,5 +40,5 @@ pub fn created() -> Record {
 
 /// A dispatch of task `t<seq>` at `seq`.
 pub fn dispatched(seq: u64) -> Record {
-    record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}") })
+    record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}").into() })
 }

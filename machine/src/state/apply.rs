@@ -49,7 +49,7 @@ impl<C: TokenCounter> RunState<C> {
                 let tokens = self.settle_tokens(task, known, *tokens);
                 self.add_tokens(tokens);
                 if let Some(i) = known.or_else(|| self.index_of(task)) {
-                    self.tasks[i].feedback = Some(reason.clone());
+                    self.tasks[i].set_feedback(Some(reason.clone()));
                 }
             }
             Event::ContextCompacted { scope, summary, tokens, .. } => self.compaction(*scope, summary, *tokens),
@@ -99,26 +99,26 @@ impl<C: TokenCounter> RunState<C> {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Succeeded);
-        self.tasks[i].output = Some(output.to_owned());
+        self.tasks[i].output = Some(output.into());
         self.release_dependents(i);
     }
 
     /// `TaskDispatched`: an attempt is in flight, counted against every limit.
-    fn dispatched(&mut self, task: &str, known: Option<usize>, attempt: u32, input: &str) {
+    fn dispatched(&mut self, task: &str, known: Option<usize>, attempt: u32, input: &Arc<str>) {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Running);
         let state = &mut self.tasks[i];
         state.attempts = attempt;
-        state.input = Some(input.to_owned());
+        state.input = Some(Arc::clone(input));
         state.dispatched_seq = Some(self.seq);
         // Told to this attempt in its input; later ones are not.
-        state.feedback = None;
+        state.set_feedback(None);
         self.start_attempt(i);
     }
 
     /// `TaskSucceeded`: the output is recorded and dependents may go.
-    fn task_succeeded(&mut self, task: &str, known: Option<usize>, output: &str, tokens: Option<Tokens>) {
+    fn task_succeeded(&mut self, task: &str, known: Option<usize>, output: &Arc<str>, tokens: Option<Tokens>) {
         let tokens = self.settle_tokens(task, known, tokens);
         self.add_tokens(tokens);
         if self.summary == SummaryMode::ByAgent {
@@ -127,8 +127,8 @@ impl<C: TokenCounter> RunState<C> {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Succeeded);
-        self.tasks[i].output = Some(output.to_owned());
-        self.tasks[i].error = None;
+        self.tasks[i].output = Some(Arc::clone(output));
+        self.tasks[i].set_error(None);
         self.release_dependents(i);
     }
 
@@ -140,8 +140,8 @@ impl<C: TokenCounter> RunState<C> {
         self.tasks[i].failures += 1;
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Failed);
-        self.tasks[i].error = Some(error.to_owned());
-        self.tasks[i].question = None;
+        self.tasks[i].set_error(Some(error.to_owned()));
+        self.tasks[i].set_question(None);
     }
 
     /// `RetryScheduled`: pending again, behind a timer.
@@ -176,14 +176,14 @@ impl<C: TokenCounter> RunState<C> {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Paused);
-        self.tasks[i].question = Some(question.to_owned());
+        self.tasks[i].set_question(Some(question.to_owned()));
     }
 
     /// `ClarificationProvided`: the task is ready again, with the answer.
     fn answered(&mut self, task: &str, known: Option<usize>, answer: &str) {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
-        self.tasks[i].question = None;
-        self.tasks[i].answers.push(answer.to_owned());
+        self.tasks[i].set_question(None);
+        self.tasks[i].add_answer(answer.to_owned());
         self.set_status(i, TaskStatus::Pending);
         self.enqueue(i);
     }
@@ -201,7 +201,7 @@ impl<C: TokenCounter> RunState<C> {
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         if approved {
             self.set_status(i, TaskStatus::Succeeded);
-            self.tasks[i].output = Some(comment.clone().unwrap_or_else(|| "approved".to_owned()));
+            self.tasks[i].output = Some(comment.as_deref().unwrap_or("approved").into());
             self.release_dependents(i);
         }
     }

@@ -1,6 +1,7 @@
 //! A task's input: its template rendered against the run, with what later attempts are told.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use manifest::Plan;
 use manifest::plan::TaskKind;
@@ -34,12 +35,12 @@ impl<C: TokenCounter> RunState<C> {
         if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {
             input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
         }
-        if let Some(reason) = &self.tasks[i].feedback {
+        if let Some(reason) = self.tasks[i].feedback() {
             input.push_str("\n\nThe previous answer failed verification: ");
             input.push_str(reason);
             input.push_str("\nAnswer again and fix this.");
         }
-        for answer in &self.tasks[i].answers {
+        for answer in self.tasks[i].answers() {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
         }
@@ -47,6 +48,23 @@ impl<C: TokenCounter> RunState<C> {
             return Err(RenderError::TooLarge);
         }
         Ok(input)
+    }
+
+    /// [`Self::render_input`] as the text a `TaskDispatched` and the task's state share. An input
+    /// with no template syntax and nothing to append is the plan's text, copied once.
+    pub(super) fn render_shared_input(&self, i: usize) -> Result<Arc<str>, RenderError> {
+        let (task, state) = (&self.plan.tasks[i], &self.tasks[i]);
+        let appends = task.kind == TaskKind::SynthesisGate || state.feedback().is_some() || !state.answers().is_empty();
+        match &task.input {
+            Some(input)
+                if !appends
+                    && !manifest::template::Templates::is_template(&input.value)
+                    && input.value.len() <= MAX_INPUT_BYTES =>
+            {
+                Ok(input.value.as_str().into())
+            }
+            _ => self.render_input(i).map(Arc::from),
+        }
     }
 }
 

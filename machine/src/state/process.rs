@@ -205,6 +205,7 @@ impl<C: TokenCounter> RunState<C> {
             self.request_replan(i, error, out);
         } else {
             let merge = (self.summary == SummaryMode::Extractive).then(|| self.merge_summary(&task, &output));
+            let output = output.into();
             self.emit_for(i, Event::TaskSucceeded { task, attempt, dispatched_seq, output, tokens, duration_ms }, out);
             if let Some(event) = merge {
                 self.emit(event, out);
@@ -289,7 +290,7 @@ impl<C: TokenCounter> RunState<C> {
         if self.status.is_final() || !self.replanning.contains(&task) {
             return Ok(Next::Stop);
         }
-        let error = self.tasks[i].error.clone().unwrap_or_default();
+        let error = self.tasks[i].error().unwrap_or_default().to_owned();
         self.emit(Event::ReplanFailed { task, reason: reason.clone(), tokens }, out);
         self.give_up(i, Action::Fail, &format!("{error}; replanning failed: {reason}"), out);
         Ok(Next::Schedule)
@@ -350,7 +351,7 @@ impl<C: TokenCounter> RunState<C> {
     fn answer(&mut self, task: String, text: String, out: &mut Vec<Event>) -> Result<Next, EngineError> {
         self.require_active()?;
         let i = self.task_index(&task)?;
-        if self.tasks[i].question.is_none() {
+        if self.tasks[i].question().is_none() {
             return Err(EngineError::NoQuestion { task });
         }
         self.emit(Event::ClarificationProvided { task, answer: text }, out);

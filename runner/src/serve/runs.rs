@@ -181,7 +181,7 @@ impl StateView {
             .filter(|(_, t)| t.status == TaskStatus::Paused)
             .map(|(i, t)| Waiting {
                 task: id(i),
-                question: t.question.clone(),
+                question: t.question().map(str::to_owned),
                 tool: state.conversations.get(&id(i)).and_then(|c| c.waiting.clone()),
             })
             .collect();
@@ -318,12 +318,12 @@ pub async fn task(
             status: current.status.as_str(),
             attempts: current.attempts,
             failures: current.failures,
-            input: current.input.clone(),
-            output: current.output.clone(),
-            error: current.error.clone(),
-            question: current.question.clone(),
-            answers: current.answers.clone(),
-            feedback: current.feedback.clone(),
+            input: current.input.as_deref().map(str::to_owned),
+            output: current.output.as_deref().map(str::to_owned),
+            error: current.error().map(str::to_owned),
+            question: current.question().map(str::to_owned),
+            answers: current.answers().to_vec(),
+            feedback: current.feedback().map(str::to_owned),
             tokens,
             verification,
             events,

@@ -87,7 +87,7 @@ fn replies(scenario: &Scenario, state: &RunState) -> Vec<Command> {
             continue;
         }
         let id = &state.plan.tasks[i].id.value;
-        if task.question.is_some() {
+        if task.question().is_some() {
             if let Some((_, text)) = scenario.test.answers.iter().find(|(t, _)| &t.value == id) {
                 commands.push(Command::Answer { task: id.clone(), text: text.clone() });
             }

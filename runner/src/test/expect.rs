@@ -1,6 +1,8 @@
 //! Checking a scenario's expectations against its run: each failed expectation says what was
 //! expected, what happened, and shows the events around it.
 
+use std::sync::Arc;
+
 use engine::context::tokens::{Tokenizer, count};
 use engine::{Event, Record};
 use manifest::plan_test::{EventMatch, OutputCheck, TaskExpect};
@@ -160,7 +162,7 @@ fn describe(check: &OutputCheck) -> String {
 struct Seen {
     status: &'static str,
     attempts: u32,
-    output: Option<String>,
+    output: Option<Arc<str>>,
 }
 
 fn seen(ran: &Ran, task: &str) -> Option<Seen> {

@@ -59,7 +59,7 @@ impl<C: TokenCounter> RunState<C> {
             let Some(i) = self.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return };
             let task = self.id(i).to_owned();
             let approval = self.conversations.get(&task).and_then(|c| c.waiting.as_ref());
-            let reason = match (&self.tasks[i].question, approval) {
+            let reason = match (self.tasks[i].question(), approval) {
                 (Some(question), _) => format!("task `{task}` asks: {question}"),
                 (None, Some(approval)) => format!("task `{task}` waits for approval to call `{}`", approval.tool),
                 (None, None) => format!("task `{task}` waits for a review decision"),
@@ -123,7 +123,7 @@ impl<C: TokenCounter> RunState<C> {
             let graph = Arc::clone(&self.graph);
             let outputs = graph
                 .parents(i)
-                .map(|p| (self.id(p).to_owned(), self.tasks[p].output.clone().unwrap_or_default()))
+                .map(|p| (self.id(p).to_owned(), self.tasks[p].output.as_deref().unwrap_or_default().to_owned()))
                 .collect();
             let prompt = self.plan.tasks[i].prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
             let prompt = self.render(&prompt).unwrap_or(prompt);
@@ -136,7 +136,7 @@ impl<C: TokenCounter> RunState<C> {
             return;
         }
         let attempt = self.tasks[i].attempts + 1;
-        match self.render_input(i) {
+        match self.render_shared_input(i) {
             Ok(input) => match self.over_budget(i, &input) {
                 Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
                 None => {
@@ -146,7 +146,7 @@ impl<C: TokenCounter> RunState<C> {
             },
             Err(error) => {
                 // The attempt never reaches an agent, but it is recorded, so it counts.
-                self.emit_for(i, Event::TaskDispatched { task, attempt, input: String::new() }, out);
+                self.emit_for(i, Event::TaskDispatched { task, attempt, input: "".into() }, out);
                 self.dispatched.push((i, attempt));
                 let error = format!("cannot render the input: {error}");
                 self.fail_attempt(i, attempt, Failure::new(error, ErrorClass::Permanent), out);
