@@ -8,7 +8,7 @@ use manifest::{Diagnostic, Severity, Source};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
-use crate::grouping::{Groups, summary_line};
+use crate::grouping::{Fate, Groups, summary_line};
 
 /// Where a diagnostic or finding is, as the JSON reports print it: 1-based line and column.
 #[derive(Debug, Serialize)]
@@ -95,7 +95,8 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
 
 /// Draws reports in order, grouped by code: of `items` (positions in a list of reports), those
 /// [`Groups`] hides are replaced by one line after the last drawn report of their code, naming
-/// each by `place`. Returns how many were not drawn.
+/// each by `place`. Returns how many were not drawn. The reports a line stands for are found
+/// again when it is written, by their code among the later items, rather than kept.
 pub fn render_groups<'a, P: Hash + Eq + Display>(
     out: &mut String,
     items: &[usize],
@@ -104,23 +105,31 @@ pub fn render_groups<'a, P: Hash + Eq + Display>(
     place: impl Fn(usize) -> P,
     mut draw: impl FnMut(&mut String, usize),
 ) -> usize {
-    let groups = Groups::new(items.iter().map(|&i| code(i)));
+    let mut groups = Groups::new(items.iter().map(|&i| code(i)));
     for (k, &item) in items.iter().enumerate() {
-        if groups.is_shown(k) {
-            draw(out, item);
-        }
-        if let Some(rest) = groups.rest_after(k) {
-            let line = summary_line(rest.len(), code(item), kind(item), rest.iter().map(|&j| place(items[j])));
-            match kind(item) {
-                "notes" => {
-                    out.push_str("  ");
-                    out.push_str(&line);
-                    out.push('\n');
-                }
-                _ => {
-                    out.push_str(&line);
-                    out.push_str("\n\n");
-                }
+        let this = code(item);
+        let rest = match groups.next(this) {
+            Fate::Hidden => continue,
+            Fate::Drawn => {
+                draw(out, item);
+                continue;
+            }
+            Fate::DrawnThenSummary(rest) => {
+                draw(out, item);
+                rest
+            }
+        };
+        let places = items[k + 1..].iter().filter(|&&j| code(j) == this).map(|&j| place(j));
+        let line = summary_line(rest, this, kind(item), places);
+        match kind(item) {
+            "notes" => {
+                out.push_str("  ");
+                out.push_str(&line);
+                out.push('\n');
+            }
+            _ => {
+                out.push_str(&line);
+                out.push_str("\n\n");
             }
         }
     }

@@ -13,47 +13,53 @@ pub const SHOWN_PER_CODE: usize = 3;
 /// How many places the summary line names before it only counts.
 const NAMED_PLACES: usize = 10;
 
-/// Which reports of a list are drawn, and after which ones a summary line follows.
-pub struct Groups {
-    shown: Vec<bool>,
-    /// By the index of a code's last drawn report: the indices of its reports not drawn.
-    rest: HashMap<usize, Vec<usize>>,
+/// Which reports of a list are drawn, told one report at a time in list order: it holds a count
+/// per code, never a list of the reports, so a list of 400,000 costs a few codes' room.
+pub struct Groups<'a> {
+    /// How many reports each code has in the whole list.
+    totals: HashMap<&'a str, usize>,
+    /// How many reports of each code have been told so far.
+    told: HashMap<&'a str, usize>,
 }
 
-impl Groups {
-    /// Groups reports by their codes, given in report order.
-    pub fn new<'a>(codes: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut drawn: HashMap<&str, (usize, usize)> = HashMap::new();
-        let mut hidden: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut shown = Vec::new();
-        for (i, code) in codes.into_iter().enumerate() {
-            let (count, last) = drawn.entry(code).or_insert((0, i));
-            *count += 1;
-            if *count <= SHOWN_PER_CODE {
-                *last = i;
-                shown.push(true);
-            } else {
-                hidden.entry(code).or_default().push(i);
-                shown.push(false);
-            }
+/// What becomes of the next report of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Drawn in full.
+    Drawn,
+    /// Drawn in full, the last of its code to be: a summary line for the given number of later
+    /// reports of its code follows it.
+    DrawnThenSummary(usize),
+    /// Not drawn: a summary line stands for it.
+    Hidden,
+}
+
+impl<'a> Groups<'a> {
+    /// Counts the reports of each code, given in report order.
+    pub fn new(codes: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut totals = HashMap::new();
+        for code in codes {
+            *totals.entry(code).or_insert(0) += 1;
         }
-        let rest = hidden.into_iter().map(|(code, indices)| (drawn[code].1, indices)).collect();
-        Groups { shown, rest }
+        Groups { totals, told: HashMap::new() }
     }
 
-    /// Whether report `i` is drawn.
-    pub fn is_shown(&self, i: usize) -> bool {
-        self.shown.get(i).copied().unwrap_or(false)
+    /// The fate of the next report in list order, of code `code`.
+    pub fn next(&mut self, code: &'a str) -> Fate {
+        let told = self.told.entry(code).or_insert(0);
+        *told += 1;
+        let total = self.totals.get(code).copied().unwrap_or(*told);
+        match (*told).cmp(&SHOWN_PER_CODE) {
+            std::cmp::Ordering::Less => Fate::Drawn,
+            std::cmp::Ordering::Equal if total > SHOWN_PER_CODE => Fate::DrawnThenSummary(total - SHOWN_PER_CODE),
+            std::cmp::Ordering::Equal => Fate::Drawn,
+            std::cmp::Ordering::Greater => Fate::Hidden,
+        }
     }
 
-    /// The reports not drawn that a summary line after report `i` stands for.
-    pub fn rest_after(&self, i: usize) -> Option<&[usize]> {
-        self.rest.get(&i).map(Vec::as_slice)
-    }
-
-    /// How many reports are not drawn.
+    /// How many reports of the whole list are not drawn.
     pub fn hidden(&self) -> usize {
-        self.rest.values().map(Vec::len).sum()
+        self.totals.values().map(|total| total.saturating_sub(SHOWN_PER_CODE)).sum()
     }
 }
 
@@ -103,22 +109,24 @@ pub fn thousands(n: usize) -> String {
 mod tests {
     use super::*;
 
+    fn fates(codes: &[&'static str]) -> (Vec<Fate>, usize) {
+        let mut groups = Groups::new(codes.iter().copied());
+        (codes.iter().map(|code| groups.next(code)).collect(), groups.hidden())
+    }
+
     #[test]
     fn only_the_reports_past_the_third_of_a_code_are_hidden() {
-        let codes = ["a", "b", "a", "a", "c", "a", "b", "a"];
-        let groups = Groups::new(codes);
-        let shown: Vec<bool> = (0..codes.len()).map(|i| groups.is_shown(i)).collect();
-        assert_eq!(shown, [true, true, true, true, true, false, true, false]);
-        assert_eq!(groups.rest_after(3), Some(&[5, 7][..]), "after the third `a`");
-        assert_eq!(groups.rest_after(6), None, "`b` does not repeat enough");
-        assert_eq!(groups.hidden(), 2);
+        let (fates, hidden) = fates(&["a", "b", "a", "a", "c", "a", "b", "a"]);
+        use Fate::{Drawn, DrawnThenSummary, Hidden};
+        assert_eq!(fates, [Drawn, Drawn, Drawn, DrawnThenSummary(2), Drawn, Hidden, Drawn, Hidden]);
+        assert_eq!(hidden, 2);
     }
 
     #[test]
     fn codes_that_do_not_repeat_are_all_shown() {
-        let groups = Groups::new(["a", "b", "a", "c"]);
-        assert!((0..4).all(|i| groups.is_shown(i)));
-        assert_eq!(groups.hidden(), 0);
+        let (fates, hidden) = fates(&["a", "b", "a", "c", "a"]);
+        assert!(fates.iter().all(|f| *f == Fate::Drawn), "{fates:?}");
+        assert_eq!(hidden, 0);
     }
 
     #[test]
