@@ -248,15 +248,15 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
         Some(task) => Cow::Borrowed(task),
         None => Cow::Owned(format!("line {}", source.line_column(review.offset(i)).0)),
     };
-    let warnings: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).collect();
-    let mut hidden = render_groups(&mut out, &warnings, code, kind, place, |out, i| {
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning);
+    let mut hidden = render_groups(&mut out, warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &review.finding(i).with_source(source));
     });
-    let notes: Vec<usize> = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info).collect();
-    if !notes.is_empty() {
+    let notes = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info);
+    if notes.clone().next().is_some() {
         out.push_str("critic notes:\n");
-        hidden += render_groups(&mut out, &notes, code, kind, place, |out, i| {
+        hidden += render_groups(&mut out, notes, code, kind, place, |out, i| {
             let note = review.finding(i);
             let (line, column) = source.line_column(note.loc.span.offset());
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());

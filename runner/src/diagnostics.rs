@@ -76,15 +76,15 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
     let code = |i: usize| codes[i].as_str();
     let kind = |i: usize| kind_of(diagnostics[i].severity);
     let place = |i: usize| format!("line {}", source.line_column(diagnostics[i].loc.span.offset()).0);
-    let drawn: Vec<usize> = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity != Severity::Info).collect();
-    render_groups(&mut out, &drawn, code, kind, place, |out, i| {
+    let drawn = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity != Severity::Info);
+    render_groups(&mut out, drawn, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &diagnostics[i].with_source(source));
     });
-    let notes: Vec<usize> = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity == Severity::Info).collect();
-    if !notes.is_empty() {
+    let notes = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity == Severity::Info);
+    if notes.clone().next().is_some() {
         out.push_str("notes:\n");
-        render_groups(&mut out, &notes, code, kind, place, |out, i| {
+        render_groups(&mut out, notes, code, kind, place, |out, i| {
             let note = &diagnostics[i];
             let (line, column) = source.line_column(note.loc.span.offset());
             out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, codes[i]));
@@ -95,18 +95,20 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
 
 /// Draws reports in order, grouped by code: of `items` (positions in a list of reports), those
 /// [`Groups`] hides are replaced by one line after the last drawn report of their code, naming
-/// each by `place`. Returns how many were not drawn. The reports a line stands for are found
-/// again when it is written, by their code among the later items, rather than kept.
+/// each by `place`. Returns how many were not drawn. The items are walked again rather than
+/// kept: once to count each code, and from a summary line's place on to find the reports it
+/// stands for.
 pub fn render_groups<'a, P: Hash + Eq + Display>(
     out: &mut String,
-    items: &[usize],
+    items: impl Iterator<Item = usize> + Clone,
     code: impl Fn(usize) -> &'a str,
     kind: impl Fn(usize) -> &'static str,
     place: impl Fn(usize) -> P,
     mut draw: impl FnMut(&mut String, usize),
 ) -> usize {
-    let mut groups = Groups::new(items.iter().map(|&i| code(i)));
-    for (k, &item) in items.iter().enumerate() {
+    let mut groups = Groups::new(items.clone().map(&code));
+    let mut items = items;
+    while let Some(item) = items.next() {
         let this = code(item);
         let rest = match groups.next(this) {
             Fate::Hidden => continue,
@@ -119,7 +121,7 @@ pub fn render_groups<'a, P: Hash + Eq + Display>(
                 rest
             }
         };
-        let places = items[k + 1..].iter().filter(|&&j| code(j) == this).map(|&j| place(j));
+        let places = items.clone().filter(|&j| code(j) == this).map(&place);
         let line = summary_line(rest, this, kind(item), places);
         match kind(item) {
             "notes" => {
