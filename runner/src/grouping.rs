@@ -16,10 +16,8 @@ const NAMED_PLACES: usize = 10;
 /// Which reports of a list are drawn, told one report at a time in list order: it holds a count
 /// per code, never a list of the reports, so a list of 400,000 costs a few codes' room.
 pub struct Groups<'a> {
-    /// How many reports each code has in the whole list.
-    totals: HashMap<&'a str, usize>,
-    /// How many reports of each code have been told so far.
-    told: HashMap<&'a str, usize>,
+    /// By code: how many reports it has in the whole list, and how many have been told so far.
+    counts: HashMap<&'a str, (usize, usize)>,
 }
 
 /// What becomes of the next report of a list.
@@ -37,29 +35,29 @@ pub enum Fate {
 impl<'a> Groups<'a> {
     /// Counts the reports of each code, given in report order.
     pub fn new(codes: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut totals = HashMap::new();
+        let mut counts = HashMap::new();
         for code in codes {
-            *totals.entry(code).or_insert(0) += 1;
+            counts.entry(code).or_insert((0, 0)).0 += 1;
         }
-        Groups { totals, told: HashMap::new() }
+        Groups { counts }
     }
 
     /// The fate of the next report in list order, of code `code`.
     pub fn next(&mut self, code: &'a str) -> Fate {
-        let told = self.told.entry(code).or_insert(0);
+        let (total, told) = self.counts.entry(code).or_insert((0, 0));
         *told += 1;
-        let total = self.totals.get(code).copied().unwrap_or(*told);
-        match (*told).cmp(&SHOWN_PER_CODE) {
-            std::cmp::Ordering::Less => Fate::Drawn,
-            std::cmp::Ordering::Equal if total > SHOWN_PER_CODE => Fate::DrawnThenSummary(total - SHOWN_PER_CODE),
-            std::cmp::Ordering::Equal => Fate::Drawn,
-            std::cmp::Ordering::Greater => Fate::Hidden,
+        if *told > SHOWN_PER_CODE {
+            Fate::Hidden
+        } else if *told == SHOWN_PER_CODE && *total > SHOWN_PER_CODE {
+            Fate::DrawnThenSummary(*total - SHOWN_PER_CODE)
+        } else {
+            Fate::Drawn
         }
     }
 
     /// How many reports of the whole list are not drawn.
     pub fn hidden(&self) -> usize {
-        self.totals.values().map(|total| total.saturating_sub(SHOWN_PER_CODE)).sum()
+        self.counts.values().map(|(total, _)| total.saturating_sub(SHOWN_PER_CODE)).sum()
     }
 }
 

@@ -23,49 +23,44 @@ impl<C: TokenCounter> RunState<C> {
         self.renderer.render(template, &values)
     }
 
-    /// The task's input template rendered against the run, with any answers appended.
-    pub fn render_input(&self, i: usize) -> Result<String, RenderError> {
-        let task = &self.plan.tasks[i];
+    /// The task's input template rendered against the run, with any answers appended, as the
+    /// text a `TaskDispatched` and the task's state share. An input with no template syntax and
+    /// nothing to append is the plan's text, copied once.
+    pub fn render_input(&self, i: usize) -> Result<Arc<str>, RenderError> {
+        let (task, state) = (&self.plan.tasks[i], &self.tasks[i]);
         let template = match (&task.input, task.kind) {
             (Some(input), _) => Cow::Borrowed(input.value.as_str()),
             (None, TaskKind::SynthesisGate) => Cow::Owned(gate_input(&self.plan, i)),
             (None, _) => Cow::Borrowed(""),
         };
+        let cap = match (task.kind, task.max_output_tokens, &task.agent) {
+            (TaskKind::SynthesisGate, Some(cap), Some(_)) => Some(cap),
+            _ => None,
+        };
+        let appends = cap.is_some() || state.feedback().is_some() || !state.answers().is_empty();
+        if !appends && !manifest::template::Templates::is_template(&template) {
+            return within_cap(&template).map(Arc::from);
+        }
         let mut input = self.render(&template)?;
-        if let (TaskKind::SynthesisGate, Some(cap), Some(_)) = (task.kind, task.max_output_tokens, &task.agent) {
+        if let Some(cap) = cap {
             input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
         }
-        if let Some(reason) = self.tasks[i].feedback() {
+        if let Some(reason) = state.feedback() {
             input.push_str("\n\nThe previous answer failed verification: ");
             input.push_str(reason);
             input.push_str("\nAnswer again and fix this.");
         }
-        for answer in self.tasks[i].answers() {
+        for answer in state.answers() {
             input.push_str("\n\nClarification: ");
             input.push_str(answer);
         }
-        if input.len() > MAX_INPUT_BYTES {
-            return Err(RenderError::TooLarge);
-        }
-        Ok(input)
+        within_cap(&input).map(Arc::from)
     }
+}
 
-    /// [`Self::render_input`] as the text a `TaskDispatched` and the task's state share. An input
-    /// with no template syntax and nothing to append is the plan's text, copied once.
-    pub(super) fn render_shared_input(&self, i: usize) -> Result<Arc<str>, RenderError> {
-        let (task, state) = (&self.plan.tasks[i], &self.tasks[i]);
-        let appends = task.kind == TaskKind::SynthesisGate || state.feedback().is_some() || !state.answers().is_empty();
-        match &task.input {
-            Some(input)
-                if !appends
-                    && !manifest::template::Templates::is_template(&input.value)
-                    && input.value.len() <= MAX_INPUT_BYTES =>
-            {
-                Ok(input.value.as_str().into())
-            }
-            _ => self.render_input(i).map(Arc::from),
-        }
-    }
+/// The input, when it is within [`MAX_INPUT_BYTES`].
+fn within_cap(input: &str) -> Result<&str, RenderError> {
+    if input.len() > MAX_INPUT_BYTES { Err(RenderError::TooLarge) } else { Ok(input) }
 }
 
 /// The default input of a gate with no `input`: each input's output under its id.

@@ -136,7 +136,7 @@ impl<C: TokenCounter> RunState<C> {
             return;
         }
         let attempt = self.tasks[i].attempts + 1;
-        match self.render_shared_input(i) {
+        match self.render_input(i) {
             Ok(input) => match self.over_budget(i, &input) {
                 Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
                 None => {
