@@ -475,8 +475,8 @@ impl<S: EventStore> Driver<S> {
         }
         let spec = &self.state.plan.tasks[i];
         let input = state.input.as_ref();
-        let gated = spec.kind == TaskKind::SynthesisGate && spec.max_output_tokens.is_some();
-        if spec.verification.is_none()
+        let gated = spec.kind == TaskKind::SynthesisGate && spec.extras().max_output_tokens.is_some();
+        if spec.extras().verification.is_none()
             && !gated
             && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input.map_or("", |i| i))
         {
@@ -486,9 +486,9 @@ impl<S: EventStore> Driver<S> {
         // No open task span means nobody records spans: the attempt's is not made either.
         let parent = self.task_spans.get(&spec.id.value).cloned();
         let request = Attempt {
-            max_output_tokens: spec.max_output_tokens,
-            attachments: spec.attachments.iter().map(|a| a.value.clone()).collect(),
-            schema: match spec.verification.as_deref() {
+            max_output_tokens: spec.extras().max_output_tokens,
+            attachments: spec.extras().attachments.iter().map(|a| a.value.clone()).collect(),
+            schema: match spec.extras().verification.as_ref() {
                 Some(Verification::SchemaCheck { schema }) => Some(schema.value.clone()),
                 _ => None,
             },
@@ -504,14 +504,14 @@ impl<S: EventStore> Driver<S> {
                 self.workdir.clone(),
             )
         };
-        let check = spec.verification.as_deref().cloned().map(|check| {
+        let check = spec.extras().verification.as_ref().cloned().map(|check| {
             let reviewer = match &check {
                 Verification::LlmReviewer { agent, .. } => agents.agent(&agent.value),
                 _ => None,
             };
             (check, reviewer)
         });
-        let gate = match (spec.kind, spec.max_output_tokens) {
+        let gate = match (spec.kind, spec.extras().max_output_tokens) {
             (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
                 cap,
                 agent: spec.agent.as_ref().map(|a| a.value.clone()),

@@ -665,7 +665,11 @@ async fn phased_runs_phase_by_phase_and_one_unit_at_a_time() {
                 let groups: Vec<Option<String>> = running
                     .iter()
                     .map(|r| {
-                        state.plan.tasks[state.index_of(r).expect("known")].parallel_group.clone().map(|g| g.value)
+                        state.plan.tasks[state.index_of(r).expect("known")]
+                            .extras()
+                            .parallel_group
+                            .clone()
+                            .map(|g| g.value)
                     })
                     .collect();
                 let one_unit = running.len() == 1 || groups.iter().all(|g| g.is_some() && *g == groups[0]);

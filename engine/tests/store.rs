@@ -588,7 +588,7 @@ async fn a_log_whose_plan_wrote_every_field_resumes_and_a_new_one_leaves_the_def
     assert_eq!(b.get("timeout"), Some(&serde_json::json!("30s")));
     let decoded: manifest::Plan = serde_json::from_value(encoded).expect("decodes");
     assert_eq!(serde_json::to_value(&decoded).expect("encodes"), serde_json::to_value(&**old).expect("encodes"));
-    assert!(decoded.tasks[2].critical && decoded.tasks[2].parallel_group.is_some());
+    assert!(decoded.tasks[2].critical && decoded.tasks[2].extras().parallel_group.is_some());
 
     let driver = engine::driver::Driver::new("old".into(), store, &loaded.records, dir.0.clone());
     let cancel = tokio_util::sync::CancellationToken::new();

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::duration::Duration;
 use crate::source::Loc;
 
+mod task_json;
+
 /// A value and where it was written. Serialises as the bare value; the location is only
 /// meaningful next to the source it came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -371,75 +373,97 @@ impl TaskKind {
 }
 
 /// One step of the workflow. A field at its default is left out of the plan's JSON (a run's
-/// `RunCreated` holds every task) and read back as the default.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `RunCreated` holds every task) and read back as the default; see `plan/task_json.rs`.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Task {
     /// The unique id.
     pub id: At<String>,
     /// What kind of step it is.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub kind: TaskKind,
     /// The agent that does it; `None` for human reviews and agent-less gates.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub agent: Option<At<String>>,
     /// The input template.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub input: Option<At<String>>,
-    /// The question shown to the reviewer (`human_review`); boxed, like the other fields few
-    /// tasks set, so that the scheduler's reads of a task stay within a few cache lines.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub prompt: Option<Box<At<String>>>,
     /// Tasks that must finish first (gate inputs included).
-    #[serde(default, skip_serializing_if = "is_default")]
     pub depends_on: Vec<At<String>>,
+    /// What happens when it fails.
+    pub on_failure: At<FailurePolicy>,
+    /// Whether the run fails when this task does not succeed.
+    pub critical: bool,
+    /// The upstream outputs its templates read, each at the place it is read; filled in by the
+    /// loader's validation.
+    pub reads: Vec<Read>,
+    /// Where the task was written (its mapping).
+    pub loc: Loc,
+    /// The fields few tasks set, read with [`Task::extras`] and set with [`Task::set_extras`].
+    pub extras: ExtrasBox,
+}
+
+/// A task's [`Extras`], boxed only once one is set; two compare equal when what they hold does.
+#[derive(Debug, Clone, Default)]
+pub struct ExtrasBox(Option<Box<Extras>>);
+
+impl PartialEq for ExtrasBox {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_deref().unwrap_or(&NO_EXTRAS) == other.0.as_deref().unwrap_or(&NO_EXTRAS)
+    }
+}
+
+// A plan of 100,000 tasks holds 100,000 of these for as long as it runs.
+const _: () = assert!(std::mem::size_of::<Task>() == 288);
+
+/// The fields of a task that few tasks set, kept together behind one box so that a task of a
+/// large plan stays small.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extras {
+    /// The question shown to the reviewer (`human_review`).
+    pub prompt: Option<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
-    #[serde(default, skip_serializing_if = "is_default")]
     pub inputs: Vec<At<String>>,
     /// The previous task in list order, when `strategy: sequential` added that dependency
     /// and the author did not write it.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub chained_after: Option<String>,
     /// The parallel group it belongs to.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub parallel_group: Option<Box<At<String>>>,
+    pub parallel_group: Option<At<String>>,
     /// How its output is checked.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub verification: Option<Box<Verification>>,
-    /// What happens when it fails.
-    #[serde(default, skip_serializing_if = "is_default_policy")]
-    pub on_failure: At<FailurePolicy>,
-    /// Whether the run fails when this task does not succeed.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub critical: bool,
+    pub verification: Option<Verification>,
     /// How long one attempt may take.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub timeout: Option<Duration>,
     /// Links and files given to the agent.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub attachments: Vec<At<Attachment>>,
     /// A gate's output cap in tokens.
-    #[serde(default, skip_serializing_if = "is_default")]
     pub max_output_tokens: Option<u32>,
-    /// The upstream outputs its templates read, each at the place it is read; filled in by the
-    /// loader's validation.
-    #[serde(skip)]
-    pub reads: Vec<Read>,
-    /// Where the task was written (its mapping).
-    #[serde(skip)]
-    pub loc: Loc,
 }
 
-/// Whether a task field holds its type's default, so its JSON leaves it out.
-fn is_default<T: Default + PartialEq>(value: &T) -> bool {
-    *value == T::default()
-}
-
-/// Whether a task's failure policy is the default one (its location aside).
-fn is_default_policy(policy: &At<FailurePolicy>) -> bool {
-    policy.value == FailurePolicy::default()
-}
+/// The extras of a task that sets none of them.
+static NO_EXTRAS: Extras = Extras {
+    prompt: None,
+    inputs: Vec::new(),
+    chained_after: None,
+    parallel_group: None,
+    verification: None,
+    timeout: None,
+    attachments: Vec::new(),
+    max_output_tokens: None,
+};
 
 impl Task {
+    /// The fields few tasks set (prompt, gate inputs, group, verification, timeout,
+    /// attachments, ...), each at its default when the task sets none.
+    pub fn extras(&self) -> &Extras {
+        self.extras.0.as_deref().unwrap_or(&NO_EXTRAS)
+    }
+
+    /// Sets the fields few tasks set, boxing them only when one is set.
+    pub fn set_extras(&mut self, extras: Extras) {
+        self.extras.0 = (extras != NO_EXTRAS).then(|| Box::new(extras));
+    }
+
+    /// The fields few tasks set, to change them; boxed on first use.
+    pub fn extras_mut(&mut self) -> &mut Extras {
+        self.extras.0.get_or_insert_default()
+    }
+
     /// Whether its input reads `{{ context_summary }}`, the run's rolling summary of every
     /// output recorded before it.
     pub fn reads_context_summary(&self) -> bool {

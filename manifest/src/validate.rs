@@ -75,7 +75,7 @@ fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
                     plan.tasks.iter().map(|t| t.id.value.as_str()).filter(|id| *id != task.id.value),
                 )
                 .or_else(|| Some("remove it, or add a task with this id".into()));
-                let is_gate_input = task.inputs.iter().any(|input| input.loc == dep.loc);
+                let is_gate_input = task.extras().inputs.iter().any(|input| input.loc == dep.loc);
                 let problem = if is_gate_input {
                     Problem::UnknownGateInput { gate: task.id.value.clone(), input: dep.value.clone() }
                 } else {
@@ -138,7 +138,7 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
             }
             None => {}
         }
-        if let Some(Verification::LlmReviewer { agent, .. }) = task.verification.as_deref() {
+        if let Some(Verification::LlmReviewer { agent, .. }) = task.extras().verification.as_ref() {
             unknown(&|| format!("the verification of task `{}`", task.id.value), &agent.value, &agent.loc, out);
         }
     }
@@ -209,7 +209,7 @@ fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
         }
     };
     for task in &plan.tasks {
-        if let Some(Verification::SchemaCheck { schema }) = task.verification.as_deref() {
+        if let Some(Verification::SchemaCheck { schema }) = task.extras().verification.as_ref() {
             check(format!("the verification of task `{}`", task.id.value), &schema.value, schema.loc.clone(), out);
         }
     }
@@ -222,7 +222,7 @@ fn check_schemas(plan: &Plan, out: &mut Vec<Diagnostic>) {
 
 fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
-        for attachment in &task.attachments {
+        for attachment in &task.extras().attachments {
             if let Attachment::File(file) = &attachment.value
                 && !files(file)
             {
@@ -311,7 +311,7 @@ fn check_templates<'s>(
     let mut all_reads = Vec::with_capacity(plan.tasks.len());
     for (i, task) in plan.tasks.iter().enumerate() {
         let mut reads = Vec::new();
-        for text in [task.input.as_ref(), task.prompt.as_deref()].into_iter().flatten() {
+        for text in [task.input.as_ref(), task.extras().prompt.as_ref()].into_iter().flatten() {
             let owner = || format!("the input of task `{}`", task.id.value);
             let references = match templates.references(&text.value) {
                 Ok(references) => references,

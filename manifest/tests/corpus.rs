@@ -182,9 +182,9 @@ fn a_human_review_type_is_kept() {
     let verify = &tasks[1];
     assert!(verify.agent.is_none(), "a person reviews, not an agent");
     assert!(
-        verify.prompt.as_ref().is_some_and(|p| p.value.starts_with("Please verify")),
+        verify.extras().prompt.as_ref().is_some_and(|p| p.value.starts_with("Please verify")),
         "the bare form's input is the reviewer's question: {:?}",
-        verify.prompt
+        verify.extras().prompt
     );
 }
 

@@ -361,11 +361,13 @@ fn schedule(plan: &Plan, graph: &TaskGraph, strategy: Strategy) -> String {
                         continue;
                     }
                     step += 1;
-                    let unit: Vec<usize> = match &plan.tasks[i].parallel_group {
+                    let unit: Vec<usize> = match &plan.tasks[i].extras().parallel_group {
                         Some(group) => phase
                             .iter()
                             .copied()
-                            .filter(|&j| plan.tasks[j].parallel_group.as_ref().is_some_and(|g| g.value == group.value))
+                            .filter(|&j| {
+                                plan.tasks[j].extras().parallel_group.as_ref().is_some_and(|g| g.value == group.value)
+                            })
                             .collect(),
                         None => vec![i],
                     };
@@ -398,7 +400,7 @@ fn describe(plan: &Plan, i: usize) -> String {
         (TaskKind::Task, Some(agent)) => format!("agent {agent}"),
         (TaskKind::Task, None) => "no agent".to_owned(),
     };
-    let group = task.parallel_group.as_ref().map(|g| format!(", group {}", g.value)).unwrap_or_default();
+    let group = task.extras().parallel_group.as_ref().map(|g| format!(", group {}", g.value)).unwrap_or_default();
     let critical = if task.critical { ", critical" } else { "" };
     format!("{} ({who}{group}{critical})", task.id.value)
 }

@@ -245,7 +245,7 @@ async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Opt
 /// What a review shows: its prompt and the outputs under review.
 pub fn review_text(state: &RunState, i: usize) -> String {
     let task = &state.plan.tasks[i];
-    let raw = task.prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
+    let raw = task.extras().prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
     let prompt = state.render(&raw).unwrap_or(raw);
     let mut text = format!("review `{}`: {}\n", task.id.value, prompt.trim_end());
     for parent in state.graph.parents(i) {

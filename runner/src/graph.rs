@@ -44,7 +44,7 @@ fn draw(plan: &Plan, graph: &TaskGraph, format: GraphFormat) -> String {
 fn groups(plan: &Plan, phase: &[usize]) -> BTreeMap<Option<String>, Vec<usize>> {
     let mut groups: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
     for &task in phase {
-        let group = plan.tasks[task].parallel_group.as_ref().map(|g| g.value.clone());
+        let group = plan.tasks[task].extras().parallel_group.as_ref().map(|g| g.value.clone());
         groups.entry(group).or_default().push(task);
     }
     groups

@@ -335,7 +335,7 @@ fn summary(loaded: &Loaded) -> String {
             manifest::plan::TaskKind::HumanReview => "you (review)".to_owned(),
             _ => plan.agent_of(task).unwrap_or("built-in").to_owned(),
         };
-        let text = task.input.as_ref().or(task.prompt.as_deref()).map_or("", |t| t.value.as_str());
+        let text = task.input.as_ref().or(task.extras().prompt.as_ref()).map_or("", |t| t.value.as_str());
         let first = text.lines().next().unwrap_or("");
         let _ = writeln!(out, "  {}. {} [{who}] {first}", n + 1, task.id.value);
     }

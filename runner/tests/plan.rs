@@ -47,7 +47,7 @@ fn the_seed_example_becomes_four_steps_with_the_link_on_the_third() {
     let loaded = manifest::load_str("plan.yaml", "plan", &text, &|_| true);
     let plan = loaded.plan.expect("the plan loads");
     assert_eq!(plan.control.strategy, manifest::plan::Strategy::Sequential);
-    let links: Vec<usize> = plan.tasks.iter().map(|t| t.attachments.len()).collect();
+    let links: Vec<usize> = plan.tasks.iter().map(|t| t.extras().attachments.len()).collect();
     assert_eq!(links, [0, 0, 1, 0]);
     let dir = only_plan(&env);
     let record = provenance(&dir);

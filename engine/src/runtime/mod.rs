@@ -189,7 +189,7 @@ impl Agents {
                 }
             };
             by_task.push(Arc::clone(runtime));
-            timeouts.push(task.timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
+            timeouts.push(task.extras().timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
         Agents { by_agent, by_task, timeouts, hidden }
     }

@@ -33,7 +33,7 @@ impl<C: TokenCounter> RunState<C> {
             (None, TaskKind::SynthesisGate) => Cow::Owned(gate_input(&self.plan, i)),
             (None, _) => Cow::Borrowed(""),
         };
-        let cap = match (task.kind, task.max_output_tokens, &task.agent) {
+        let cap = match (task.kind, task.extras().max_output_tokens, &task.agent) {
             (TaskKind::SynthesisGate, Some(cap), Some(_)) => Some(cap),
             _ => None,
         };
@@ -67,7 +67,7 @@ fn within_cap(input: &str) -> Result<&str, RenderError> {
 fn gate_input(plan: &Plan, i: usize) -> String {
     let task = &plan.tasks[i];
     let mut text = String::new();
-    for input in &task.inputs {
+    for input in &task.extras().inputs {
         text.push_str(&format!("## {}\n{{{{ {} }}}}\n\n", input.value, manifest::template::output_of(&input.value)));
     }
     text

@@ -49,7 +49,7 @@ impl<C: TokenCounter> RunState<C> {
                 tally.waiting += 1;
                 tally.phase_busy[level] += 1;
             }
-            let group = plan.tasks[i].parallel_group.as_ref().map(|g| &g.value);
+            let group = plan.tasks[i].extras().parallel_group.as_ref().map(|g| &g.value);
             if state.in_flight {
                 tally.running += 1;
                 tally.phase_busy[level] += 1;

@@ -104,7 +104,7 @@ impl<C: TokenCounter> RunState<C> {
         let level = self.graph.level(i);
         self.tally.running += 1;
         self.tally.phase_busy[level] += 1;
-        if let Some(group) = &self.plan.tasks[i].parallel_group {
+        if let Some(group) = &self.plan.tasks[i].extras().parallel_group {
             *self.tally.group_running.entry(group.value.clone()).or_default() += 1;
         }
         self.tally.turns[level] += 1;
@@ -116,7 +116,7 @@ impl<C: TokenCounter> RunState<C> {
         if std::mem::take(&mut self.tasks[i].in_flight) {
             self.tally.running -= 1;
             self.tally.phase_busy[self.graph.level(i)] -= 1;
-            if let Some(group) = &self.plan.tasks[i].parallel_group {
+            if let Some(group) = &self.plan.tasks[i].extras().parallel_group {
                 if let Some(count) = self.tally.group_running.get_mut(&group.value) {
                     *count = count.saturating_sub(1);
                 }

@@ -24,13 +24,13 @@ pub fn estimate_tokens(text: &str) -> u64 {
 
 /// The tokens a task may output.
 pub fn output_budget(task: &Task) -> u64 {
-    task.max_output_tokens.map_or(DEFAULT_OUTPUT_TOKENS, u64::from)
+    task.extras().max_output_tokens.map_or(DEFAULT_OUTPUT_TOKENS, u64::from)
 }
 
 /// The estimated input tokens of task `i`.
 pub(crate) fn estimate_input(facts: &Facts<'_>, i: usize) -> u64 {
     let task = &facts.plan.tasks[i];
-    let own = [task.input.as_ref(), task.prompt.as_deref()]
+    let own = [task.input.as_ref(), task.extras().prompt.as_ref()]
         .into_iter()
         .flatten()
         .map(|t| estimate_tokens(&t.value))

@@ -11,7 +11,7 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, reads) in facts.reads.iter().enumerate() {
         for (r, (producer, read)) in reads.iter().enumerate() {
             let Some(field) = &read.field else { continue };
-            if guarantees(facts.plan.tasks[*producer].verification.as_deref(), field) {
+            if guarantees(facts.plan.tasks[*producer].extras().verification.as_ref(), field) {
                 continue;
             }
             found.push(Found::OutputFormatCoupling { task: index(i), read: index(r) });

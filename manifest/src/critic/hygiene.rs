@@ -43,7 +43,7 @@ pub(super) fn used_agents(plan: &Plan) -> HashSet<&str> {
         }
     }
     for task in &plan.tasks {
-        if let Some(Verification::LlmReviewer { agent, .. }) = task.verification.as_deref() {
+        if let Some(Verification::LlmReviewer { agent, .. }) = task.extras().verification.as_ref() {
             used.insert(&agent.value);
         }
     }
@@ -95,7 +95,7 @@ fn unused(facts: &Facts<'_>, found: &mut Vec<Found>) {
 fn unreliable(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for &i in &facts.critical_path {
         let task = &facts.plan.tasks[i];
-        if task.verification.is_some() {
+        if task.extras().verification.is_some() {
             continue;
         }
         let Some(name) = facts.plan.agent_of(task) else { continue };
@@ -118,7 +118,7 @@ fn unverified_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let mut run = vec![0usize; graph.len()];
     for &i in graph.topo_order() {
         let task = &facts.plan.tasks[i];
-        if task.verification.is_some() || task.kind == TaskKind::HumanReview {
+        if task.extras().verification.is_some() || task.kind == TaskKind::HumanReview {
             continue;
         }
         run[i] = 1 + graph.parents(i).map(|p| run[p]).max().unwrap_or(0);

@@ -39,7 +39,7 @@ fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
         let reads_summary = task.reads_context_summary();
         for (k, dep) in task.depends_on.iter().enumerate() {
             let Some(d) = graph.index_of(&dep.value) else { continue };
-            if task.chained_after.as_deref() == Some(dep.value.as_str()) {
+            if task.extras().chained_after.as_deref() == Some(dep.value.as_str()) {
                 continue;
             }
             let via = || graph.parents(i).find(|&e| e != d && graph.is_ancestor(d, e));
@@ -86,7 +86,7 @@ pub(super) fn unread_dependency(facts: &Facts<'_>, i: usize, k: usize) -> Findin
 
 fn forced_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
-        let Some(previous) = &task.chained_after else { continue };
+        let Some(previous) = &task.extras().chained_after else { continue };
         let Some(p) = facts.graph.index_of(previous) else { continue };
         if facts.reads_from[i].binary_search(&p).is_err() {
             found.push(Found::ForcedChain { task: index(i) });
@@ -98,7 +98,7 @@ fn forced_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
 pub(super) fn forced_chain(facts: &Facts<'_>, i: usize) -> Finding {
     let task = &facts.plan.tasks[i];
     let id = task.id.value.as_str();
-    let previous = task.chained_after.as_deref().unwrap_or_default();
+    let previous = task.extras().chained_after.as_deref().unwrap_or_default();
     Finding::warning(Lint::ForcedChain { task: id.into(), previous: previous.into() }, Some(id), &task.id.loc)
         .label(format!("waits for `{previous}` only because of the list order"))
         .help(format!(
@@ -110,7 +110,7 @@ fn unlimited_groups(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let limit = facts.plan.control.max_concurrency.map_or(DEFAULT_PARALLEL_LIMIT, |m| m as usize);
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, task) in facts.plan.tasks.iter().enumerate() {
-        if let Some(group) = &task.parallel_group {
+        if let Some(group) = &task.extras().parallel_group {
             groups.entry(group.value.as_str()).or_default().push(i);
         }
     }
@@ -120,7 +120,7 @@ fn unlimited_groups(facts: &Facts<'_>, found: &mut Vec<Found>) {
             continue;
         }
         let first = &facts.plan.tasks[members[0]];
-        let loc = first.parallel_group.as_ref().map_or(&first.id.loc, |g| &g.loc);
+        let loc = first.extras().parallel_group.as_ref().map_or(&first.id.loc, |g| &g.loc);
         let finding = Finding::warning(Lint::UnlimitedGroup { group: group.into(), size: members.len() }, None, loc)
             .label(format!("{} tasks in this group", members.len()))
             .help(format!("set `control_logic.parallel_groups: {{{group}: {{max_concurrency: N}}}}`"));
@@ -137,7 +137,7 @@ fn explosions(facts: &Facts<'_>, found: &mut Vec<Found>) {
             .iter()
             .copied()
             .filter(|&t| {
-                let group = facts.plan.tasks[t].parallel_group.as_ref();
+                let group = facts.plan.tasks[t].extras().parallel_group.as_ref();
                 !group.is_some_and(|g| {
                     facts.plan.control.parallel_groups.get(&g.value).is_some_and(|l| l.max_concurrency.is_some())
                 })

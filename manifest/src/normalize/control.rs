@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use crate::fields::{CONTROL, GATE, GROUP, STRATEGY};
 use crate::node_path::NodePath;
-use crate::plan::{At, ControlLogic, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
+use crate::plan::{At, ControlLogic, Extras, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
 use crate::read::{Reader, words_of};
 use crate::source::Loc;
 use crate::tree::{Node, Value};
@@ -104,16 +104,16 @@ pub(super) fn add_gates(plan: &mut Plan, gates: Vec<SeedGate>) {
                 }
             }
         }
-        plan.tasks.push(Task {
+        let mut task = Task {
             id,
             kind: TaskKind::SynthesisGate,
             agent: gate.agent,
             depends_on: gate.after.clone(),
-            inputs: gate.after,
-            max_output_tokens: gate.max_output_tokens,
             on_failure: At::new(FailurePolicy::default(), gate.loc.clone()),
             loc: gate.loc,
             ..Task::default()
-        });
+        };
+        task.set_extras(Extras { inputs: gate.after, max_output_tokens: gate.max_output_tokens, ..Extras::default() });
+        plan.tasks.push(task);
     }
 }

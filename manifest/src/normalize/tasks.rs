@@ -4,7 +4,7 @@
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND};
 use crate::node_path::NodePath;
-use crate::plan::{Action, At, Attachment, FailurePolicy, Form, Task, TaskKind, Verification};
+use crate::plan::{Action, At, Attachment, Extras, FailurePolicy, Form, Task, TaskKind, Verification};
 use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::template;
@@ -147,7 +147,7 @@ fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec
 }
 
 /// Reads a task onto the end of `tasks`; nothing when the node is not a mapping. The task is
-/// filled in where it stays rather than built and moved: a task is 600 bytes, and a large
+/// filled in where it stays rather than built and moved: a task is 288 bytes, and a large
 /// plan has 100,000 of them.
 fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<String>], tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK) else { return };
@@ -177,28 +177,29 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     }
     task.agent = reader.text_of(&fields, "agent");
     task.input = reader.text_of(&fields, "input");
-    task.prompt = reader.text_of(&fields, "prompt").map(Box::new);
-    if task.kind == TaskKind::HumanReview && task.prompt.is_none() && reader.form == Form::Bare {
-        task.prompt = task.input.take().map(Box::new);
+    let mut extras = Extras { prompt: reader.text_of(&fields, "prompt"), ..Extras::default() };
+    if task.kind == TaskKind::HumanReview && extras.prompt.is_none() && reader.form == Form::Bare {
+        extras.prompt = task.input.take();
     }
-    read_dependencies(reader, &fields, inherited, task);
-    task.parallel_group = reader.text_of(&fields, "parallel_group").map(Box::new);
+    extras.inputs = read_dependencies(reader, &fields, inherited, task);
+    extras.parallel_group = reader.text_of(&fields, "parallel_group");
     if let Some((entry, path)) = fields.get("verification") {
-        task.verification = read_verification(reader, entry, path).map(Box::new);
+        extras.verification = read_verification(reader, entry, path);
     }
     task.on_failure = read_policy(reader, &fields, task.id.loc.clone());
     // The seed planner treats a task as critical unless told otherwise; a task that may be
     // skipped cannot be critical.
     let bare_default = reader.form == Form::Bare && !task.on_failure.value.can_skip();
     task.critical = reader.boolean_of(&fields, "critical").unwrap_or(bare_default);
-    task.timeout = reader.duration_of(&fields, "timeout");
+    extras.timeout = reader.duration_of(&fields, "timeout");
     if let Some((entry, path)) = fields.get("attachments") {
-        task.attachments = read_attachments(reader, entry.value, path);
+        extras.attachments = read_attachments(reader, entry.value, path);
     }
-    task.max_output_tokens = reader.count_of(&fields, "max_output_tokens");
+    extras.max_output_tokens = reader.count_of(&fields, "max_output_tokens");
     if reader.form == Form::Bare {
-        rewrite_result_references(reader, task);
+        rewrite_result_references(reader, [task.input.as_mut(), extras.prompt.as_mut()]);
     }
+    task.set_extras(extras);
     if task.kind == TaskKind::HumanReview
         && task.agent.is_some()
         && let Some((entry, path)) = fields.get("agent")
@@ -212,28 +213,35 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     }
 }
 
-/// A task's `depends_on` after what its phase inherits, and a gate's `inputs`, which it also
-/// depends on.
-fn read_dependencies(reader: &mut Reader, fields: &Fields<'_>, inherited: &[At<String>], task: &mut Task) {
+/// A task's `depends_on` after what its phase inherits, and a gate's `inputs` (returned), which
+/// it also depends on.
+fn read_dependencies(
+    reader: &mut Reader,
+    fields: &Fields<'_>,
+    inherited: &[At<String>],
+    task: &mut Task,
+) -> Vec<At<String>> {
     let written =
         fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
     // The list as read when nothing is inherited: extending an empty one would leave it room
     // for four ids.
     task.depends_on = if inherited.is_empty() { written } else { [inherited, &written].concat() };
+    let mut inputs = Vec::new();
     if let Some((entry, path)) = fields.get("inputs") {
-        task.inputs = reader.strings(entry, path, "a task id");
+        inputs = reader.strings(entry, path, "a task id");
         if task.kind != TaskKind::SynthesisGate {
             reader.invalid(entry.value, path, "inputs", "only a `synthesis_gate` has `inputs`; use `depends_on`");
         }
-        for input in &task.inputs {
+        for input in &inputs {
             if !task.depends_on.iter().any(|d| d.value == input.value) {
                 task.depends_on.push(input.clone());
             }
         }
     }
-    if task.kind == TaskKind::SynthesisGate && task.inputs.is_empty() {
-        task.inputs = task.depends_on.clone();
+    if task.kind == TaskKind::SynthesisGate && inputs.is_empty() {
+        inputs = task.depends_on.clone();
     }
+    inputs
 }
 
 /// A task's failure policy: `on_failure`, or the bare form's `max_retries`; `fail` at `id`
@@ -259,9 +267,10 @@ fn read_policy(reader: &mut Reader, fields: &Fields<'_>, id: Loc) -> At<FailureP
     policy
 }
 
-/// The bare form's `{{ results.X }}` means `{{ tasks.X.output }}`.
-fn rewrite_result_references(reader: &mut Reader, task: &mut Task) {
-    for text in [task.input.as_mut(), task.prompt.as_deref_mut()].into_iter().flatten() {
+/// The bare form's `{{ results.X }}` means `{{ tasks.X.output }}`: rewritten in a task's input
+/// and prompt.
+fn rewrite_result_references(reader: &mut Reader, templates: [Option<&mut At<String>>; 2]) {
+    for text in templates.into_iter().flatten() {
         if let Some(rewritten) = template::rewrite_results(&text.value) {
             reader.push(
                 Diagnostic::info(

@@ -46,7 +46,7 @@ impl GraphView {
                 kind: kind_name(task.kind),
                 agent: plan.agent_of(task).map(str::to_owned),
                 phase: phase_of[i],
-                group: task.parallel_group.as_ref().map(|g| g.value.clone()),
+                group: task.extras().parallel_group.as_ref().map(|g| g.value.clone()),
                 deps: graph.parents(i).collect(),
             })
             .collect();

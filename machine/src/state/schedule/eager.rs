@@ -26,7 +26,7 @@ pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>
         let Some((priority, i)) = run.next_ready() else { break };
         if run.plan.tasks[i].kind != TaskKind::HumanReview && !run.group_allows(i) {
             // Parked until a member of its group finishes.
-            if let Some(group) = &run.plan.tasks[i].parallel_group {
+            if let Some(group) = &run.plan.tasks[i].extras().parallel_group {
                 run.queue.parked.entry(group.value.clone()).or_default().push((priority, Reverse(i)));
             }
             continue;

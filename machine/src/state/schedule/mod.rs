@@ -101,7 +101,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// Whether task `i`'s parallel group has room for one more attempt.
     fn group_allows(&self, i: usize) -> bool {
-        let Some(group) = &self.plan.tasks[i].parallel_group else { return true };
+        let Some(group) = &self.plan.tasks[i].extras().parallel_group else { return true };
         let limit = self.plan.control.parallel_groups.get(&group.value).and_then(|g| g.max_concurrency);
         limit.is_none_or(|limit| self.tally.group_running.get(&group.value).copied().unwrap_or(0) < limit as usize)
     }
@@ -125,7 +125,7 @@ impl<C: TokenCounter> RunState<C> {
                 .parents(i)
                 .map(|p| (self.id(p).to_owned(), self.tasks[p].output.as_deref().unwrap_or_default().to_owned()))
                 .collect();
-            let prompt = self.plan.tasks[i].prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
+            let prompt = self.plan.tasks[i].extras().prompt.as_ref().map_or_else(String::new, |p| p.value.clone());
             let prompt = self.render(&prompt).unwrap_or(prompt);
             self.emit(Event::ReviewRequested { task, prompt, outputs }, out);
             return;

@@ -41,7 +41,7 @@ pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>
         run.queue.ready.push((priority, Reverse(i)));
         return;
     }
-    match run.plan.tasks[i].parallel_group.as_ref().map(|g| g.value.clone()) {
+    match run.plan.tasks[i].extras().parallel_group.as_ref().map(|g| g.value.clone()) {
         Some(group) => {
             run.queue.ready.push((priority, Reverse(i)));
             run.queue.unit = Some((run.queue.phase, group, 0));
