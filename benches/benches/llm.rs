@@ -574,9 +574,7 @@ fn research_run(rt: &Runtime, full_outputs: bool, answers: &Arc<Answers>) -> Fig
     });
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:#?}", state.tasks);
     let compaction = store.records().into_iter().find_map(|record| match record.event {
-        Event::ContextCompacted { task, by, tokens_before, tokens_after, .. } if task == "synthesize" => {
-            Some((by, tokens_before, tokens_after))
-        }
+        Event::ContextCompacted(c) if c.task == "synthesize" => Some((c.by, c.tokens_before, c.tokens_after)),
         _ => None,
     });
     let requests = server

@@ -78,8 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// One line about an event, for the printout.
 fn describe(event: &Event) -> String {
     match event {
-        Event::RunCreated { plan, strategy, .. } => {
-            format!("plan {} ({} tasks, {})", plan.name, plan.tasks.len(), strategy.as_str())
+        Event::RunCreated(created) => {
+            let plan = &created.plan;
+            format!("plan {} ({} tasks, {})", plan.name, plan.tasks.len(), created.strategy.as_str())
         }
         Event::TaskDispatched { task, attempt, input } => format!("{task}#{attempt} input {input:?}"),
         Event::TaskSucceeded { task, attempt, output, .. } => format!("{task}#{attempt} output {output:?}"),

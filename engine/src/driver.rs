@@ -362,7 +362,7 @@ impl<S: EventStore> Driver<S> {
     fn followups(&mut self, records: &[Record]) -> Followups {
         let mut followups = Followups::default();
         // A replan renumbers the tasks: the attempts dispatched before it are found by id.
-        let by_id = records.iter().any(|r| matches!(r.event, Event::Replanned { .. }));
+        let by_id = records.iter().any(|r| matches!(r.event, Event::Replanned(_)));
         let dispatched = std::mem::take(&mut self.dispatched);
         if !by_id {
             followups.starts = dispatched;
@@ -370,7 +370,8 @@ impl<S: EventStore> Driver<S> {
         self.open_task_spans(&followups.starts);
         for record in records {
             match &record.event {
-                Event::RunCreated { plan, .. } | Event::Replanned { plan, .. } => {
+                Event::RunCreated(_) | Event::Replanned(_) => {
+                    let plan = record.event.plan().expect("a RunCreated or Replanned carries a plan");
                     self.agents = Some(self.agents_for(&Arc::clone(plan)));
                     self.summarize = summarizer::by_agent(plan);
                 }

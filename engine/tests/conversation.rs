@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use engine::conversation::{CallState, ToolCallRecord};
+use engine::event::{ToolApprovalDecided, ToolCallFinished, ToolCallStarted};
 use engine::{Command, Event, Handler, RunState, RunStatus, Start, TaskStatus, Tokens};
 use proptest::prelude::*;
 
@@ -132,10 +133,11 @@ fn a_rejected_call_is_answered_with_the_rejection_instead_of_running() {
     step(&mut state, &mut log, reject);
     step(&mut state, &mut log, Command::Continue);
     assert_eq!(step(&mut state, &mut log, call_tool(2, 1, &rm)), ["ToolCallFinished"]);
-    let Some(Event::ToolCallFinished { ok, output, .. }) = log.last() else { panic!("a result: {log:?}") };
-    assert!(!ok);
+    let Some(Event::ToolCallFinished(finished)) = log.last() else { panic!("a result: {log:?}") };
+    assert!(!finished.ok);
+    let output = &finished.output;
     assert!(output.contains("rejected") && output.contains("not that folder"), "{output}");
-    assert!(!log.iter().any(|e| matches!(e, Event::ToolCallStarted { .. })), "the tool never ran");
+    assert!(!log.iter().any(|e| matches!(e, Event::ToolCallStarted(_))), "the tool never ran");
     assert_eq!(RunState::fold(&log), state);
 }
 
@@ -259,7 +261,7 @@ proptest! {
                     Some(c) => {
                         let turn = conversation.last_turn();
                         let events = state.process(call_tool(attempt, turn, &c)).expect("taken");
-                        let started = events.iter().any(|e| matches!(e, Event::ToolCallStarted { .. }));
+                        let started = events.iter().any(|e| matches!(e, Event::ToolCallStarted(_)));
                         log.extend(events);
                         if !started {
                             continue;
@@ -294,7 +296,7 @@ proptest! {
         }
         prop_assert_eq!(&RunState::fold(&log), &state);
         let turns: u64 = log.iter().map(|e| match e {
-            Event::ModelTurn { tokens: Some(t), .. } => t.prompt,
+            Event::ModelTurn(turn) => turn.tokens.map_or(0, |t| t.prompt),
             _ => 0,
         }).sum();
         prop_assert_eq!(state.tokens.prompt, turns);
@@ -302,17 +304,20 @@ proptest! {
         let mut started_since_approval = std::collections::HashMap::new();
         for event in &log {
             match event {
-                Event::ToolCallStarted { call_id, tool, .. } => {
+                Event::ToolCallStarted(event) => {
+                    let ToolCallStarted { call_id, tool, .. } = &**event;
                     prop_assert!(!finished.contains(call_id), "{call_id} started after it finished");
                     if tool == "rm" {
                         let again = started_since_approval.insert(call_id.clone(), true);
                         prop_assert_ne!(again, Some(true), "{} started twice without approval", call_id);
                     }
                 }
-                Event::ToolCallFinished { call_id, .. } => {
+                Event::ToolCallFinished(event) => {
+                    let ToolCallFinished { call_id, .. } = &**event;
                     finished.insert(call_id.clone());
                 }
-                Event::ToolApprovalDecided { call_id, .. } => {
+                Event::ToolApprovalDecided(event) => {
+                    let ToolApprovalDecided { call_id, .. } = &**event;
                     started_since_approval.insert(call_id.clone(), false);
                 }
                 _ => {}

@@ -294,7 +294,7 @@ async fn a_replan_splices_in_the_planners_tasks_in_place_of_the_failed_one_and_i
     let log = events(&store);
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded), "{:?}", trace(&log));
     let replanned = log.iter().find_map(|e| match e {
-        Event::Replanned { task, removed, added, .. } => Some((task.clone(), removed.clone(), added.clone())),
+        Event::Replanned(r) => Some((r.task.clone(), r.removed.clone(), r.added.clone())),
         _ => None,
     });
     assert_eq!(
@@ -624,7 +624,7 @@ async fn reused_outputs_are_recorded_and_never_dispatched() {
         trace(&log),
         ["RunCreated", "TaskReused a", "TaskDispatched b#1", "TaskSucceeded b#1", "RunCompleted succeeded"]
     );
-    assert!(matches!(&log[0], Event::RunCreated { retry_of: Some(r), .. } if r == "run-0"));
+    assert!(matches!(&log[0], Event::RunCreated(created) if created.retry_of.as_deref() == Some("run-0")));
     assert_eq!(state.tasks[1].output.as_deref(), Some("got old"));
     assert_eq!(state.tasks[0].attempts, 0);
     assert_folds(&store, &state);
@@ -802,9 +802,7 @@ async fn a_gate_output_never_exceeds_its_cap_and_the_compaction_is_recorded() {
     assert!(engine::context::tokens::count(&gate, engine::context::tokens::Tokenizer::O200k) <= 60, "{gate}");
     assert!(gate.contains("12.5 million"), "{gate}");
     let compaction = events(&store).into_iter().find_map(|e| match e {
-        Event::ContextCompacted { task, scope: Scope::Gate, by, tokens_before, tokens_after, .. } => {
-            Some((task, by, tokens_before, tokens_after))
-        }
+        Event::ContextCompacted(c) if c.scope == Scope::Gate => Some((c.task, c.by, c.tokens_before, c.tokens_after)),
         _ => None,
     });
     let (task, by, before, after) = compaction.expect("the gate's compaction is recorded");
@@ -885,7 +883,7 @@ async fn a_compactor_agent_rewrites_the_context_summary_after_each_task() {
     let by: Vec<(String, String)> = events(&store)
         .into_iter()
         .filter_map(|e| match e {
-            Event::ContextCompacted { task, scope: Scope::Summary, by, .. } => Some((task, by)),
+            Event::ContextCompacted(c) if c.scope == Scope::Summary => Some((c.task, c.by)),
             _ => None,
         })
         .collect();

@@ -322,7 +322,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 finals.insert(task.clone(), TaskStatus::Skipped);
             }
             Event::RunCompleted { status, summary } => completed = Some((*status, summary.clone())),
-            Event::RunCreated { .. } | Event::RetryDue { .. } => {}
+            Event::RunCreated(_) | Event::RetryDue { .. } => {}
             other => prop_assert!(false, "unexpected {}", other.name()),
         }
         // (d) Limits hold at every point of the log; (e) sequential runs one attempt at a time.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use engine::event::RunCreated;
 use engine::store::{EventStore, JsonlStore, Returned, StoreError};
 use engine::{Event, Outcome, Record, Tokens};
 use records::{created, dispatched, record};
@@ -63,7 +64,7 @@ async fn records_round_trip() {
     let records = vec![
         record(
             1,
-            Event::RunCreated {
+            Event::RunCreated(Box::new(RunCreated {
                 schema: engine::event::SCHEMA_VERSION,
                 plan: Arc::new(plan),
                 plan_sha256: "ab".repeat(32).into(),
@@ -73,7 +74,7 @@ async fn records_round_trip() {
                 retry_of: None,
                 trace: None,
                 approved_tools: Vec::new(),
-            },
+            })),
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),
         record(
@@ -570,9 +571,7 @@ async fn a_log_whose_plan_wrote_every_field_resumes_and_a_new_one_leaves_the_def
     std::fs::create_dir_all(dir.log().parent().expect("a folder")).expect("creates");
     std::fs::write(dir.log(), FULL_PLAN_LOG).expect("writes");
     let (store, loaded) = JsonlStore::open(&dir.log()).expect("a log with the plan in full opens");
-    let Event::RunCreated { plan: old, .. } = &loaded.records[0].event else {
-        panic!("the log starts with RunCreated")
-    };
+    let Some(old) = loaded.records[0].event.plan() else { panic!("the log starts with RunCreated") };
     let fresh = manifest::load_str("plan.yaml", "plan", FULL_PLAN, &|_| true).plan.expect("the plan loads");
     assert_eq!(
         serde_json::to_value(&**old).expect("encodes"),

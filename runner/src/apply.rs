@@ -208,7 +208,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
 fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Result<u8> {
     let mut events = RunState::new().process(Command::Start(start)).map_err(|e| refused(run.id(), &e))?;
     // Dispatches are the coordinator's to record, when it starts the attempts.
-    events.retain(|event| matches!(event, Event::RunCreated { .. } | Event::TaskReused { .. }));
+    events.retain(|event| matches!(event, Event::RunCreated(_) | Event::TaskReused { .. }));
     let records = records_after(&[], run.id(), events);
     run.append(store, records)?;
     lock.release();

@@ -276,13 +276,13 @@ impl Created {
     /// The `RunCreated` of a log.
     pub fn of(records: &[Record]) -> Option<Self> {
         records.iter().find_map(|record| match &record.event {
-            Event::RunCreated { plan, vars, strategy, source, trace, approved_tools, .. } => Some(Created {
-                plan: (**plan).clone(),
-                vars: vars.clone(),
-                strategy: *strategy,
-                source: source.clone(),
-                trace: trace.clone(),
-                approved_tools: approved_tools.clone(),
+            Event::RunCreated(created) => Some(Created {
+                plan: (*created.plan).clone(),
+                vars: created.vars.clone(),
+                strategy: created.strategy,
+                source: created.source.clone(),
+                trace: created.trace.clone(),
+                approved_tools: created.approved_tools.clone(),
                 at: record.at.to_string(),
             }),
             _ => None,

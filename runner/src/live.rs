@@ -14,6 +14,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use engine::driver::Observer;
+use engine::event::{
+    ContextCompacted, ModelTurn, Replanned, RunCreated, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished,
+};
 use engine::{Event, Record, RunState, Scope, TaskStatus};
 #[cfg(test)]
 use indicatif::ProgressDrawTarget;
@@ -55,18 +58,19 @@ fn write_line(out: &mut String, record: &Record) {
 fn in_conversation(event: &Event) -> bool {
     matches!(
         event,
-        Event::ModelTurn { .. }
-            | Event::ToolCallStarted { .. }
-            | Event::ToolCallFinished { .. }
-            | Event::ToolApprovalRequested { .. }
-            | Event::ToolApprovalDecided { .. }
+        Event::ModelTurn(_)
+            | Event::ToolCallStarted(_)
+            | Event::ToolCallFinished(_)
+            | Event::ToolApprovalRequested(_)
+            | Event::ToolApprovalDecided(_)
     )
 }
 
 /// What an event says, besides its type and task.
 fn details(event: &Event) -> String {
     match event {
-        Event::RunCreated { plan, strategy, retry_of, .. } => {
+        Event::RunCreated(event) => {
+            let RunCreated { plan, strategy, retry_of, .. } = &**event;
             let retry = retry_of.as_ref().map(|r| format!(", retrying {r}")).unwrap_or_default();
             format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
         }
@@ -96,7 +100,8 @@ fn details(event: &Event) -> String {
                 None => verdict.to_owned(),
             }
         }
-        Event::ModelTurn { attempt, turn, content, tool_calls, .. } => {
+        Event::ModelTurn(event) => {
+            let ModelTurn { attempt, turn, content, tool_calls, .. } = &**event;
             let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
             let text = content.as_deref().map(|c| preview(c, PREVIEW)).unwrap_or_default();
             match calls.is_empty() {
@@ -104,14 +109,17 @@ fn details(event: &Event) -> String {
                 false => format!("attempt {attempt} turn {turn} calls {}: {text}", calls.join(", ")),
             }
         }
-        Event::ToolCallStarted { tool, arguments, .. } => format!("{tool} {}", preview(arguments, PREVIEW)),
-        Event::ToolCallFinished { tool, ok, output, .. } => {
+        Event::ToolCallStarted(call) => format!("{} {}", call.tool, preview(&call.arguments, PREVIEW)),
+        Event::ToolCallFinished(event) => {
+            let ToolCallFinished { tool, ok, output, .. } = &**event;
             format!("{tool} {}: {}", if *ok { "ok" } else { "failed" }, preview(output, PREVIEW))
         }
-        Event::ToolApprovalRequested { tool, arguments, .. } => {
+        Event::ToolApprovalRequested(event) => {
+            let ToolApprovalRequested { tool, arguments, .. } = &**event;
             format!("{tool} waits for approval: {}", preview(arguments, PREVIEW))
         }
-        Event::ToolApprovalDecided { tool, approved, comment, .. } => {
+        Event::ToolApprovalDecided(event) => {
+            let ToolApprovalDecided { tool, approved, comment, .. } = &**event;
             let verdict = if *approved { "approved" } else { "rejected" };
             match comment {
                 Some(comment) => format!("{tool} {verdict}: {}", preview(comment, PREVIEW)),
@@ -119,7 +127,8 @@ fn details(event: &Event) -> String {
             }
         }
         Event::VerificationFailed { attempt, reason, .. } => format!("attempt {attempt}: {}", preview(reason, PREVIEW)),
-        Event::ContextCompacted { scope, by, tokens_before, tokens_after, .. } => {
+        Event::ContextCompacted(event) => {
+            let ContextCompacted { scope, by, tokens_before, tokens_after, .. } = &**event;
             let what = match scope {
                 Scope::Summary => "context summary",
                 Scope::Gate => "gate output",
@@ -127,7 +136,8 @@ fn details(event: &Event) -> String {
             format!("{what} {tokens_before} -> {tokens_after} tokens by {by}")
         }
         Event::ReplanRequested { reason, .. } => format!("after: {}", preview(reason, PREVIEW)),
-        Event::Replanned { removed, added, score, .. } => {
+        Event::Replanned(event) => {
+            let Replanned { removed, added, score, .. } = &**event;
             format!("removed [{}] added [{}] score {score:.1}", removed.join(", "), added.join(", "))
         }
         Event::ReplanFailed { reason, .. } => preview(reason, PREVIEW),
@@ -440,14 +450,14 @@ fn note(record: &Record) -> Option<String> {
             Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
         }
         Event::ClarificationRequested { .. }
-        | Event::ToolApprovalRequested { .. }
-        | Event::ToolApprovalDecided { .. }
+        | Event::ToolApprovalRequested(_)
+        | Event::ToolApprovalDecided(_)
         | Event::ReviewRequested { .. }
         | Event::ClarificationProvided { .. }
         | Event::ReviewDecided { .. }
         | Event::VerificationFailed { .. }
         | Event::ReplanRequested { .. }
-        | Event::Replanned { .. }
+        | Event::Replanned(_)
         | Event::ReplanFailed { .. }
         | Event::BudgetExhausted { .. }
         | Event::RunCancelled { .. } => Some(line(record)),

@@ -39,7 +39,7 @@ impl Checker {
 
     /// Checks one more record and keeps it.
     pub(super) fn accept(&mut self, record: Record, line: usize) -> Result<(), StoreError> {
-        let created = matches!(record.event, Event::RunCreated { .. });
+        let created = matches!(record.event, Event::RunCreated(_));
         match self.records.last() {
             None if record.seq != 1 => {
                 return Err(self.corrupt(line, format!("the first record has seq {}, not 1", record.seq), DAMAGED));
@@ -74,10 +74,11 @@ impl Checker {
                 }
             }
         }
-        if let Event::RunCreated { schema, .. } = &record.event
-            && !(1..=SCHEMA_VERSION).contains(schema)
+        if let Event::RunCreated(created) = &record.event
+            && !(1..=SCHEMA_VERSION).contains(&created.schema)
         {
-            let reason = format!("event schema version {schema}; this runner reads versions 1 to {SCHEMA_VERSION}");
+            let reason =
+                format!("event schema version {}; this runner reads versions 1 to {SCHEMA_VERSION}", created.schema);
             return Err(self.corrupt(line, reason, NEWER));
         }
         self.records.push(record);

@@ -145,8 +145,8 @@ fn write_loop(
             // A `RunCreated` encodes its plan twice: as the plan, then for `plan_sha256`; the
             // hash is computed on a thread of its own while the plan is encoded here.
             for record in batches.iter().flat_map(|(records, _)| records) {
-                if let Event::RunCreated { plan_sha256, .. } = &record.event {
-                    scope.spawn(|| plan_sha256.as_str().len());
+                if let Event::RunCreated(created) = &record.event {
+                    scope.spawn(|| created.plan_sha256.as_str().len());
                 }
             }
             let mut out = Chunked { buffer: &mut buffer, file: &mut file };

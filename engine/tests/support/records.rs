@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use engine::event::RunCreated;
 use engine::{Event, Record};
 
 /// A record of run `r1` with a fixed time.
@@ -24,7 +25,7 @@ pub fn created() -> Record {
     });
     record(
         1,
-        Event::RunCreated {
+        Event::RunCreated(Box::new(RunCreated {
             schema: engine::event::SCHEMA_VERSION,
             plan: Arc::clone(plan),
             plan_sha256: "ab".repeat(32).into(),
@@ -34,7 +35,7 @@ pub fn created() -> Record {
             retry_of: None,
             trace: None,
             approved_tools: Vec::new(),
-        },
+        })),
     )
 }
 

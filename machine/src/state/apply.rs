@@ -25,9 +25,9 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn apply_known(&mut self, event: &Event, known: Option<usize>) {
         self.seq += 1;
         match event {
-            Event::RunCreated { plan, vars, strategy, approved_tools, .. } => {
-                self.approved_tools.clone_from(approved_tools);
-                self.created(plan, vars, *strategy);
+            Event::RunCreated(created) => {
+                self.approved_tools.clone_from(&created.approved_tools);
+                self.created(&created.plan, &created.vars, created.strategy);
             }
             Event::TaskReused { task, output } => self.reused(task, known, output),
             Event::TaskDispatched { task, attempt, input } => self.dispatched(task, known, *attempt, input),
@@ -40,11 +40,11 @@ impl<C: TokenCounter> RunState<C> {
             Event::ClarificationProvided { task, answer } => self.answered(task, known, answer),
             Event::ReviewRequested { task, .. } => self.review_requested(task, known),
             Event::ReviewDecided { task, approved, comment } => self.review_decided(task, known, *approved, comment),
-            Event::ModelTurn { .. }
-            | Event::ToolCallStarted { .. }
-            | Event::ToolCallFinished { .. }
-            | Event::ToolApprovalRequested { .. }
-            | Event::ToolApprovalDecided { .. } => self.apply_conversation(event, known),
+            Event::ModelTurn(_)
+            | Event::ToolCallStarted(_)
+            | Event::ToolCallFinished(_)
+            | Event::ToolApprovalRequested(_)
+            | Event::ToolApprovalDecided(_) => self.apply_conversation(event, known),
             Event::VerificationFailed { task, reason, tokens, .. } => {
                 let tokens = self.settle_tokens(task, known, *tokens);
                 self.add_tokens(tokens);
@@ -52,15 +52,15 @@ impl<C: TokenCounter> RunState<C> {
                     self.tasks[i].set_feedback(Some(reason.clone()));
                 }
             }
-            Event::ContextCompacted { scope, summary, tokens, .. } => self.compaction(*scope, summary, *tokens),
+            Event::ContextCompacted(c) => self.compaction(c.scope, &c.summary, c.tokens),
             Event::ReplanRequested { task, .. } => {
                 self.replanning.insert(task.clone());
             }
-            Event::Replanned { task, plan, tokens, .. } => {
-                self.add_tokens(*tokens);
-                self.replanning.remove(task);
+            Event::Replanned(replanned) => {
+                self.add_tokens(replanned.tokens);
+                self.replanning.remove(&replanned.task);
                 self.replans += 1;
-                self.splice(Arc::clone(plan));
+                self.splice(Arc::clone(&replanned.plan));
             }
             Event::ReplanFailed { task, tokens, .. } => {
                 self.add_tokens(*tokens);

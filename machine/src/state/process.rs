@@ -14,7 +14,7 @@ use super::tools::{ToolReport, TurnReport};
 use crate::command::{Command, Start};
 use crate::context::summary;
 use crate::error::EngineError;
-use crate::event::{ErrorClass, Event, SCHEMA_VERSION, Scope, Tokens};
+use crate::event::{ContextCompacted, ErrorClass, Event, Replanned, RunCreated, SCHEMA_VERSION, Scope, Tokens};
 use crate::plan_hash::PlanHash;
 use crate::run_status::RunStatus;
 use crate::summary_mode::{DEFAULT_BUDGET, SummaryMode};
@@ -153,7 +153,7 @@ impl<C: TokenCounter> RunState<C> {
         };
         let strategy = start.strategy.unwrap_or(start.plan.control.strategy);
         self.prebuilt = Some(graph);
-        let event = Event::RunCreated {
+        let event = Event::RunCreated(Box::new(RunCreated {
             schema: SCHEMA_VERSION,
             plan: Arc::clone(&start.plan),
             plan_sha256: PlanHash::of(Arc::clone(&start.plan)),
@@ -163,7 +163,7 @@ impl<C: TokenCounter> RunState<C> {
             retry_of: start.retry_of,
             trace: start.trace,
             approved_tools: start.approved_tools,
-        };
+        }));
         self.emit(event, out);
         for (task, output) in start.reuse {
             if self.index_of(&task).is_some() {
@@ -219,7 +219,7 @@ impl<C: TokenCounter> RunState<C> {
         let budget = self.plan.control.summary_budget.unwrap_or(DEFAULT_BUDGET) as usize;
         let meter = Meter::new(&self.counter, Tokenizer::O200k);
         let summary = summary::merge(&self.context_summary, task, output, budget, meter);
-        Event::ContextCompacted {
+        Event::ContextCompacted(Box::new(ContextCompacted {
             task: task.to_owned(),
             scope: Scope::Summary,
             by: "extractive".to_owned(),
@@ -227,7 +227,7 @@ impl<C: TokenCounter> RunState<C> {
             tokens_after: meter.count(&summary) as u64,
             summary: Some(summary),
             tokens: None,
-        }
+        }))
     }
 
     /// `VerificationFailed`: records why, then fails the attempt.
@@ -259,7 +259,18 @@ impl<C: TokenCounter> RunState<C> {
         if self.status.is_final() {
             return Ok(Next::Stop);
         }
-        self.emit(Event::ContextCompacted { task, scope, by, tokens_before, tokens_after, summary, tokens }, out);
+        self.emit(
+            Event::ContextCompacted(Box::new(ContextCompacted {
+                task,
+                scope,
+                by,
+                tokens_before,
+                tokens_after,
+                summary,
+                tokens,
+            })),
+            out,
+        );
         Ok(Next::Schedule)
     }
 
@@ -274,7 +285,7 @@ impl<C: TokenCounter> RunState<C> {
             let reason = "the replacement's dependencies form a cycle".to_owned();
             return self.replan_failed(task, reason, tokens, out);
         }
-        self.emit(Event::Replanned { task, removed, added, plan, score, tokens }, out);
+        self.emit(Event::Replanned(Box::new(Replanned { task, removed, added, plan, score, tokens })), out);
         Ok(Next::Schedule)
     }
 

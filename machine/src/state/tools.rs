@@ -6,7 +6,9 @@
 use super::RunState;
 use crate::conversation::{Approval, CallState, ToolCallRecord, Turn};
 use crate::error::EngineError;
-use crate::event::{Event, Tokens};
+use crate::event::{
+    Event, ModelTurn, Tokens, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished, ToolCallStarted,
+};
 use crate::task::TaskStatus;
 use crate::tokens::TokenCounter;
 
@@ -43,7 +45,10 @@ impl<C: TokenCounter> RunState<C> {
         if !self.takes_result(i, attempt) {
             return Ok(false);
         }
-        self.emit(Event::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason }, out);
+        self.emit(
+            Event::ModelTurn(Box::new(ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason })),
+            out,
+        );
         Ok(true)
     }
 
@@ -74,21 +79,37 @@ impl<C: TokenCounter> RunState<C> {
                     Some(comment) => format!("error: a person rejected this call of `{tool}`: {comment}"),
                     None => format!("error: a person rejected this call of `{tool}`; do it another way"),
                 };
-                Event::ToolCallFinished { task, attempt, call_id, tool, ok: false, output }
+                Event::ToolCallFinished(Box::new(ToolCallFinished { task, attempt, call_id, tool, ok: false, output }))
             }
-            Some(CallState::Approved) => Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments },
+            Some(CallState::Approved) => {
+                Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments }))
+            }
             Some(CallState::Started) if !destructive => {
-                Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments }
+                Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments }))
             }
             Some(CallState::Started | CallState::Asked) => {
                 let arguments = shown(arguments);
-                Event::ToolApprovalRequested { task, attempt, call_id, tool, arguments, reason }
+                Event::ToolApprovalRequested(Box::new(ToolApprovalRequested {
+                    task,
+                    attempt,
+                    call_id,
+                    tool,
+                    arguments,
+                    reason,
+                }))
             }
             None if self.asks_approval(i, &tool) => {
                 let arguments = shown(arguments);
-                Event::ToolApprovalRequested { task, attempt, call_id, tool, arguments, reason }
+                Event::ToolApprovalRequested(Box::new(ToolApprovalRequested {
+                    task,
+                    attempt,
+                    call_id,
+                    tool,
+                    arguments,
+                    reason,
+                }))
             }
-            None => Event::ToolCallStarted { task, attempt, turn, call_id, tool, arguments },
+            None => Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments })),
         };
         self.emit(event, out);
         Ok(true)
@@ -102,7 +123,10 @@ impl<C: TokenCounter> RunState<C> {
         if !self.takes_result(i, attempt) || !started {
             return Ok(false);
         }
-        self.emit(Event::ToolCallFinished { task, attempt, call_id, tool, ok, output }, out);
+        self.emit(
+            Event::ToolCallFinished(Box::new(ToolCallFinished { task, attempt, call_id, tool, ok, output })),
+            out,
+        );
         Ok(true)
     }
 
@@ -119,13 +143,13 @@ impl<C: TokenCounter> RunState<C> {
         if self.tasks[i].status != TaskStatus::Paused {
             return None;
         }
-        let event = Event::ToolApprovalDecided {
+        let event = Event::ToolApprovalDecided(Box::new(ToolApprovalDecided {
             task: task.to_owned(),
             call_id: waiting.call_id.clone(),
             tool: waiting.tool.clone(),
             approved,
             comment: comment.clone(),
-        };
+        }));
         self.emit(event, out);
         Some(())
     }
@@ -148,7 +172,8 @@ impl<C: TokenCounter> RunState<C> {
     /// Applies the conversation's events.
     pub(super) fn apply_conversation(&mut self, event: &Event, known: Option<usize>) {
         match event {
-            Event::ModelTurn { task, attempt, turn, content, tool_calls, tokens, .. } => {
+            Event::ModelTurn(event) => {
+                let ModelTurn { task, attempt, turn, content, tool_calls, tokens, .. } = &**event;
                 self.add_tokens(*tokens);
                 let conversation = self.conversations.entry(task.clone()).or_default();
                 if conversation.counted_attempt != *attempt {
@@ -162,14 +187,17 @@ impl<C: TokenCounter> RunState<C> {
                 let turn = Turn { turn: *turn, content: content.clone(), tool_calls: tool_calls.clone() };
                 conversation.turns.push(turn);
             }
-            Event::ToolCallStarted { task, call_id, .. } => {
+            Event::ToolCallStarted(event) => {
+                let ToolCallStarted { task, call_id, .. } = &**event;
                 self.conversations.entry(task.clone()).or_default().calls.insert(call_id.clone(), CallState::Started);
             }
-            Event::ToolCallFinished { task, call_id, output, .. } => {
+            Event::ToolCallFinished(event) => {
+                let ToolCallFinished { task, call_id, output, .. } = &**event;
                 let conversation = self.conversations.entry(task.clone()).or_default();
                 conversation.calls.insert(call_id.clone(), CallState::Finished(output.clone()));
             }
-            Event::ToolApprovalRequested { task, call_id, tool, arguments, reason, .. } => {
+            Event::ToolApprovalRequested(event) => {
+                let ToolApprovalRequested { task, call_id, tool, arguments, reason, .. } = &**event;
                 let conversation = self.conversations.entry(task.clone()).or_default();
                 conversation.calls.insert(call_id.clone(), CallState::Asked);
                 let approval = Approval {
@@ -183,7 +211,8 @@ impl<C: TokenCounter> RunState<C> {
                 self.end_attempt(i);
                 self.set_status(i, TaskStatus::Paused);
             }
-            Event::ToolApprovalDecided { task, call_id, approved, comment, .. } => {
+            Event::ToolApprovalDecided(event) => {
+                let ToolApprovalDecided { task, call_id, approved, comment, .. } = &**event;
                 let conversation = self.conversations.entry(task.clone()).or_default();
                 let state = if *approved { CallState::Approved } else { CallState::Rejected(comment.clone()) };
                 conversation.calls.insert(call_id.clone(), state);

@@ -125,7 +125,7 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> String {
             if record.seq <= after {
                 continue;
             }
-            replanned |= matches!(record.event, Event::Replanned { .. });
+            replanned |= matches!(record.event, Event::Replanned(_));
             touched.extend(record.event.task().map(str::to_owned));
             events.push(EventView::new(record));
         }

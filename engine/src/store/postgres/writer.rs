@@ -131,7 +131,7 @@ async fn write<'a>(
 /// that do not change it.
 fn status_after(event: &Event) -> Option<&'static str> {
     match event {
-        Event::RunCreated { .. } | Event::RunResumed => Some("running"),
+        Event::RunCreated(_) | Event::RunResumed => Some("running"),
         Event::RunPaused { .. } => Some("paused"),
         Event::RunCancelled { .. } => Some("cancelled"),
         Event::RunCompleted { status, .. } => Some(status.as_str()),

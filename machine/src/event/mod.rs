@@ -1,14 +1,18 @@
 //! Events: every state change of a run, as recorded in its log. The schema is versioned and
 //! documented in `docs/events.md`; fields are only ever added.
 
+mod compaction;
+mod conversation;
+mod plan;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use manifest::Plan;
 use serde::{Deserialize, Serialize};
 
-use crate::conversation::ToolCallRecord;
-use crate::plan_hash::PlanHash;
+pub use compaction::{ContextCompacted, Scope};
+pub use conversation::{ModelTurn, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished, ToolCallStarted};
+pub use plan::{Replanned, RunCreated};
 
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
 /// `TaskDispatched`, classes failures and records the jittered retry delay; version 3 leaves
@@ -37,16 +41,6 @@ pub struct Tokens {
     pub prompt: u64,
     /// Tokens received.
     pub completion: u64,
-}
-
-/// What a compaction made fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// The rolling context summary, under `summary_budget`.
-    Summary,
-    /// A synthesis gate's output, under its `max_output_tokens`.
-    Gate,
 }
 
 /// What kind of failure ended an attempt, which decides whether `retry_on` retries it.
@@ -116,37 +110,15 @@ impl Outcome {
     }
 }
 
-/// Everything that can happen in a run.
+/// Everything that can happen in a run. The few large events that are rare in a run keep their
+/// fields behind a box, so that every event, and a batch of them, stays small; the log's JSON
+/// does not show the box.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
 pub enum Event {
     /// The run started: the normalised plan it runs and its hash.
-    RunCreated {
-        /// The event schema version.
-        schema: u32,
-        /// The normalised plan (shared, not copied, between the event and the run's state).
-        plan: Arc<Plan>,
-        /// The sha256 of the plan's JSON, hex (computed when first read).
-        plan_sha256: PlanHash,
-        /// `--var` values.
-        vars: BTreeMap<String, String>,
-        /// The strategy the run uses (the plan's, or `--strategy`).
-        strategy: manifest::plan::Strategy,
-        /// The plan file, absolute; commands run in its folder.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        source: Option<String>,
-        /// The run this one retries, reusing its outputs.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        retry_of: Option<String>,
-        /// The W3C `traceparent` of the run's span when its spans are exported, so the
-        /// processes that resume it add to the same trace.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        trace: Option<String>,
-        /// Tools whose calls need no approval in this run (`runner apply --approve-tool`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        approved_tools: Vec<String>,
-    },
+    RunCreated(Box<RunCreated>),
     /// A retried run took a task's output from the run it retries instead of running it.
     TaskReused {
         /// The task.
@@ -268,85 +240,15 @@ pub enum Event {
     },
     /// An llm attempt's model answered: one turn of its conversation, recorded before any tool
     /// it calls runs.
-    ModelTurn {
-        /// The task.
-        task: String,
-        /// The attempt.
-        attempt: u32,
-        /// 1 for the conversation's first answer (a resumed conversation goes on counting).
-        turn: u32,
-        /// The answer's text.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        content: Option<String>,
-        /// The tools it calls.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCallRecord>,
-        /// Tokens of this request, counted against the budget as it is recorded.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<Tokens>,
-        /// Why the model stopped (`stop`, `tool_calls`, `length`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        finish_reason: Option<String>,
-    },
+    ModelTurn(Box<ModelTurn>),
     /// A tool call is about to run; durable before its process starts.
-    ToolCallStarted {
-        /// The task.
-        task: String,
-        /// The attempt.
-        attempt: u32,
-        /// The turn that made the call.
-        turn: u32,
-        /// The call's id.
-        call_id: String,
-        /// The tool.
-        tool: String,
-        /// The arguments (JSON text).
-        arguments: String,
-    },
+    ToolCallStarted(Box<ToolCallStarted>),
     /// A tool call's result, as handed to the model (capped like outputs).
-    ToolCallFinished {
-        /// The task.
-        task: String,
-        /// The attempt.
-        attempt: u32,
-        /// The call's id.
-        call_id: String,
-        /// The tool.
-        tool: String,
-        /// Whether the tool ran and exited with status 0.
-        ok: bool,
-        /// The result.
-        output: String,
-    },
+    ToolCallFinished(Box<ToolCallFinished>),
     /// A tool call waits for a person's approval; the task pauses until a decision.
-    ToolApprovalRequested {
-        /// The task.
-        task: String,
-        /// The attempt that made the call.
-        attempt: u32,
-        /// The call's id.
-        call_id: String,
-        /// The tool.
-        tool: String,
-        /// The arguments (JSON text).
-        arguments: String,
-        /// What the model said in the turn that made the call.
-        reason: String,
-    },
+    ToolApprovalRequested(Box<ToolApprovalRequested>),
     /// Somebody approved or rejected a tool call; the task goes on with its conversation.
-    ToolApprovalDecided {
-        /// The task.
-        task: String,
-        /// The call's id.
-        call_id: String,
-        /// The tool.
-        tool: String,
-        /// Whether the call may run.
-        approved: bool,
-        /// The person's comment, told to the model with a rejection.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        comment: Option<String>,
-    },
+    ToolApprovalDecided(Box<ToolApprovalDecided>),
     /// An output failed its task's verification; the attempt counts as failed (a `TaskFailed`
     /// follows) and the reason goes into the next attempt's input.
     VerificationFailed {
@@ -367,24 +269,7 @@ pub enum Event {
     },
     /// Text was compacted to fit a budget: the rolling context summary after a task, or a
     /// synthesis gate's output held to its cap.
-    ContextCompacted {
-        /// The task whose output was compacted or merged into the summary.
-        task: String,
-        /// What was compacted.
-        scope: Scope,
-        /// Who compacted it: `extractive` or the name of the agent.
-        by: String,
-        /// Tokens before.
-        tokens_before: u64,
-        /// Tokens after.
-        tokens_after: u64,
-        /// The new context summary (scope `summary`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        summary: Option<String>,
-        /// Tokens the compacting agent used.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<Tokens>,
-    },
+    ContextCompacted(Box<ContextCompacted>),
     /// A failed task's policy asks the planner for a replacement; the run waits for it.
     ReplanRequested {
         /// The failed task.
@@ -394,21 +279,7 @@ pub enum Event {
     },
     /// The planner's replacement was spliced in: the failed task and its unstarted
     /// descendants were removed and new tasks added.
-    Replanned {
-        /// The failed task.
-        task: String,
-        /// Task ids taken out.
-        removed: Vec<String>,
-        /// Task ids put in.
-        added: Vec<String>,
-        /// The whole plan from now on.
-        plan: Arc<Plan>,
-        /// The critic's score of the new plan (0-10).
-        score: f64,
-        /// Tokens the planner used.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<Tokens>,
-    },
+    Replanned(Box<Replanned>),
     /// The planner gave no usable replacement; the failed task's fallback applies.
     ReplanFailed {
         /// The failed task.
@@ -446,11 +317,14 @@ pub enum Event {
     },
 }
 
+// A run of 100,000 tasks records some 300,000 events, in batches that each hold their events.
+const _: () = assert!(std::mem::size_of::<Event>() == 96);
+
 impl Event {
     /// The event's type name, as in the log.
     pub fn name(&self) -> &'static str {
         match self {
-            Event::RunCreated { .. } => "RunCreated",
+            Event::RunCreated(_) => "RunCreated",
             Event::TaskReused { .. } => "TaskReused",
             Event::TaskDispatched { .. } => "TaskDispatched",
             Event::TaskSucceeded { .. } => "TaskSucceeded",
@@ -462,21 +336,30 @@ impl Event {
             Event::ClarificationProvided { .. } => "ClarificationProvided",
             Event::ReviewRequested { .. } => "ReviewRequested",
             Event::ReviewDecided { .. } => "ReviewDecided",
-            Event::ModelTurn { .. } => "ModelTurn",
-            Event::ToolCallStarted { .. } => "ToolCallStarted",
-            Event::ToolCallFinished { .. } => "ToolCallFinished",
-            Event::ToolApprovalRequested { .. } => "ToolApprovalRequested",
-            Event::ToolApprovalDecided { .. } => "ToolApprovalDecided",
+            Event::ModelTurn(_) => "ModelTurn",
+            Event::ToolCallStarted(_) => "ToolCallStarted",
+            Event::ToolCallFinished(_) => "ToolCallFinished",
+            Event::ToolApprovalRequested(_) => "ToolApprovalRequested",
+            Event::ToolApprovalDecided(_) => "ToolApprovalDecided",
             Event::VerificationFailed { .. } => "VerificationFailed",
-            Event::ContextCompacted { .. } => "ContextCompacted",
+            Event::ContextCompacted(_) => "ContextCompacted",
             Event::ReplanRequested { .. } => "ReplanRequested",
-            Event::Replanned { .. } => "Replanned",
+            Event::Replanned(_) => "Replanned",
             Event::ReplanFailed { .. } => "ReplanFailed",
             Event::BudgetExhausted { .. } => "BudgetExhausted",
             Event::RunPaused { .. } => "RunPaused",
             Event::RunResumed => "RunResumed",
             Event::RunCancelled { .. } => "RunCancelled",
             Event::RunCompleted { .. } => "RunCompleted",
+        }
+    }
+
+    /// The plan a `RunCreated` or a `Replanned` carries.
+    pub fn plan(&self) -> Option<&Arc<manifest::Plan>> {
+        match self {
+            Event::RunCreated(created) => Some(&created.plan),
+            Event::Replanned(replanned) => Some(&replanned.plan),
+            _ => None,
         }
     }
 
@@ -494,16 +377,16 @@ impl Event {
             | Event::ClarificationProvided { task, .. }
             | Event::ReviewRequested { task, .. }
             | Event::ReviewDecided { task, .. }
-            | Event::ModelTurn { task, .. }
-            | Event::ToolCallStarted { task, .. }
-            | Event::ToolCallFinished { task, .. }
-            | Event::ToolApprovalRequested { task, .. }
-            | Event::ToolApprovalDecided { task, .. }
             | Event::VerificationFailed { task, .. }
-            | Event::ContextCompacted { task, .. }
             | Event::ReplanRequested { task, .. }
-            | Event::Replanned { task, .. }
             | Event::ReplanFailed { task, .. } => Some(task),
+            Event::ModelTurn(e) => Some(&e.task),
+            Event::ToolCallStarted(e) => Some(&e.task),
+            Event::ToolCallFinished(e) => Some(&e.task),
+            Event::ToolApprovalRequested(e) => Some(&e.task),
+            Event::ToolApprovalDecided(e) => Some(&e.task),
+            Event::ContextCompacted(e) => Some(&e.task),
+            Event::Replanned(e) => Some(&e.task),
             _ => None,
         }
     }

@@ -1,0 +1,57 @@
+//! The events that carry a whole plan: a run's start and a replan's splice.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use manifest::Plan;
+use serde::{Deserialize, Serialize};
+
+use super::Tokens;
+use crate::plan_hash::PlanHash;
+
+/// The run started: the normalised plan it runs and its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCreated {
+    /// The event schema version.
+    pub schema: u32,
+    /// The normalised plan (shared, not copied, between the event and the run's state).
+    pub plan: Arc<Plan>,
+    /// The sha256 of the plan's JSON, hex (computed when first read).
+    pub plan_sha256: PlanHash,
+    /// `--var` values.
+    pub vars: BTreeMap<String, String>,
+    /// The strategy the run uses (the plan's, or `--strategy`).
+    pub strategy: manifest::plan::Strategy,
+    /// The plan file, absolute; commands run in its folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The run this one retries, reusing its outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+    /// The W3C `traceparent` of the run's span when its spans are exported, so the
+    /// processes that resume it add to the same trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// Tools whose calls need no approval in this run (`runner apply --approve-tool`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_tools: Vec<String>,
+}
+
+/// The planner's replacement was spliced in: the failed task and its unstarted
+/// descendants were removed and new tasks added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replanned {
+    /// The failed task.
+    pub task: String,
+    /// Task ids taken out.
+    pub removed: Vec<String>,
+    /// Task ids put in.
+    pub added: Vec<String>,
+    /// The whole plan from now on.
+    pub plan: Arc<Plan>,
+    /// The critic's score of the new plan (0-10).
+    pub score: f64,
+    /// Tokens the planner used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
+}
