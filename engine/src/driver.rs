@@ -51,6 +51,11 @@ pub enum DriverError {
 /// The most replies known at once that one batch takes; the rest wait for the next turn.
 const REPLIES_A_BATCH: usize = 16_384;
 
+/// The most records one append takes. A wider batch (a fan-out dispatches 100,000 tasks in one)
+/// is made durable a slice at a time, so that its records never all sit beside its events;
+/// what it asks for starts only once its last slice is durable.
+const RECORDS_AN_APPEND: usize = 16_384;
+
 /// The room for events a batch keeps between commits: enough for the few events of a step, so
 /// a chain does not grow a vector every commit, while a whole wide layer's (a fan-out
 /// dispatches 100,000 tasks in one batch) becomes its records' (see `Driver::number`).
@@ -309,12 +314,25 @@ impl<S: EventStore> Driver<S> {
     }
 
     /// Makes a batch durable, tells the observer, then starts what it dispatched: numbering,
-    /// reading the follow-up work, the durable append, and starting that work, in that order.
-    /// The batch is left empty with its room, so the next one does not grow a vector again.
+    /// reading the follow-up work, the durable append (a slice at a time when the batch is
+    /// wide), and starting that work, in that order. A small batch is left empty with its
+    /// room, so the next one does not grow a vector again; a wide one is taken whole.
     async fn commit(&mut self, events: &mut Vec<Event>, work: &mut Work<'_>) -> Result<(), DriverError> {
-        let records = self.number(events);
-        let followups = self.followups(&records);
-        self.persist(records).await?;
+        // A replan renumbers the tasks: the attempts dispatched before it are found by id.
+        let by_id = events.iter().any(|e| matches!(e, Event::Replanned(_)));
+        let mut followups = self.starts(by_id);
+        if events.capacity() > BATCH_ROOM_KEPT {
+            let mut events = std::mem::take(events).into_iter();
+            while !events.as_slice().is_empty() {
+                let records = self.number(events.by_ref().take(RECORDS_AN_APPEND));
+                self.read_followups(&records, by_id, &mut followups);
+                self.persist(records).await?;
+            }
+        } else {
+            let records = self.number(events.drain(..));
+            self.read_followups(&records, by_id, &mut followups);
+            self.persist(records).await?;
+        }
         if followups.ended {
             work.stop.cancel();
             return Ok(());
@@ -340,34 +358,32 @@ impl<S: EventStore> Driver<S> {
         Ok(())
     }
 
-    /// Gives each event of a batch its sequence number and the batch's time.
-    /// A small batch is drained and keeps its room; a wide one is taken whole, so that its
-    /// records are made in its own allocation rather than beside it.
-    fn number(&mut self, events: &mut Vec<Event>) -> Vec<Record> {
+    /// Gives each event its sequence number and the time.
+    fn number(&mut self, events: impl Iterator<Item = Event>) -> Vec<Record> {
         let at = self.stamp.now();
         let (seq, run_id) = (&mut self.seq, &self.run_id);
-        let mut record = |event| {
+        let record = |event| {
             *seq += 1;
             Record { seq: *seq, at: Arc::clone(&at), run_id: Arc::clone(run_id), event }
         };
-        if events.capacity() > BATCH_ROOM_KEPT {
-            std::mem::take(events).into_iter().map(record).collect()
-        } else {
-            events.drain(..).map(&mut record).collect()
-        }
+        events.map(record).collect()
     }
 
-    /// What a batch asks the driver to do once it is durable; a new plan (the run's first, or a
-    /// replan's) also renews the agents' runtimes here.
-    fn followups(&mut self, records: &[Record]) -> Followups {
+    /// The attempts a batch dispatched, known by index unless a replan in it renumbered the
+    /// tasks (then [`Self::read_followups`] finds them by id).
+    fn starts(&mut self, by_id: bool) -> Followups {
         let mut followups = Followups::default();
-        // A replan renumbers the tasks: the attempts dispatched before it are found by id.
-        let by_id = records.iter().any(|r| matches!(r.event, Event::Replanned(_)));
         let dispatched = std::mem::take(&mut self.dispatched);
         if !by_id {
             followups.starts = dispatched;
         }
         self.open_task_spans(&followups.starts);
+        followups
+    }
+
+    /// What records of a batch ask the driver to do once the batch is durable; a new plan (the
+    /// run's first, or a replan's) also renews the agents' runtimes here.
+    fn read_followups(&mut self, records: &[Record], by_id: bool, followups: &mut Followups) {
         for record in records {
             match &record.event {
                 Event::RunCreated(_) | Event::Replanned(_) => {
@@ -393,7 +409,6 @@ impl<S: EventStore> Driver<S> {
             }
         }
         self.close_task_spans(records);
-        followups
     }
 
     /// Opens the span of each task whose first attempt starts, inside the run's span.
