@@ -72,44 +72,31 @@ impl<C: TokenCounter> RunState<C> {
         let state = self.conversations.get(&task).and_then(|c| c.call(&call.id)).cloned();
         let destructive = self.plan.tools.get(&call.name).is_some_and(|t| t.destructive);
         let ToolCallRecord { id: call_id, name: tool, arguments } = call;
-        let event = match state {
+        let waits = match state {
             Some(CallState::Finished(_)) => return Ok(false),
             Some(CallState::Rejected(comment)) => {
                 let output = match comment {
                     Some(comment) => format!("error: a person rejected this call of `{tool}`: {comment}"),
                     None => format!("error: a person rejected this call of `{tool}`; do it another way"),
                 };
-                Event::ToolCallFinished(Box::new(ToolCallFinished { task, attempt, call_id, tool, ok: false, output }))
+                let finished = ToolCallFinished { task, attempt, call_id, tool, ok: false, output };
+                self.emit(Event::ToolCallFinished(Box::new(finished)), out);
+                return Ok(true);
             }
-            Some(CallState::Approved) => {
+            Some(CallState::Approved) => false,
+            Some(CallState::Started) => destructive,
+            Some(CallState::Asked) => true,
+            None => self.asks_approval(i, &tool),
+        };
+        let event = match waits {
+            true => {
+                let arguments = shown(arguments);
+                let request = ToolApprovalRequested { task, attempt, call_id, tool, arguments, reason };
+                Event::ToolApprovalRequested(Box::new(request))
+            }
+            false => {
                 Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments }))
             }
-            Some(CallState::Started) if !destructive => {
-                Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments }))
-            }
-            Some(CallState::Started | CallState::Asked) => {
-                let arguments = shown(arguments);
-                Event::ToolApprovalRequested(Box::new(ToolApprovalRequested {
-                    task,
-                    attempt,
-                    call_id,
-                    tool,
-                    arguments,
-                    reason,
-                }))
-            }
-            None if self.asks_approval(i, &tool) => {
-                let arguments = shown(arguments);
-                Event::ToolApprovalRequested(Box::new(ToolApprovalRequested {
-                    task,
-                    attempt,
-                    call_id,
-                    tool,
-                    arguments,
-                    reason,
-                }))
-            }
-            None => Event::ToolCallStarted(Box::new(ToolCallStarted { task, attempt, turn, call_id, tool, arguments })),
         };
         self.emit(event, out);
         Ok(true)
