@@ -390,6 +390,10 @@ pub struct Task {
     pub on_failure: At<FailurePolicy>,
     /// Whether the run fails when this task does not succeed.
     pub critical: bool,
+    /// The previous task in list order, when `strategy: sequential` added that dependency
+    /// and the author did not write it. Not among the extras: a sequential plan sets it on
+    /// every task but the first.
+    pub chained_after: Option<Box<str>>,
     /// The upstream outputs its templates read, each at the place it is read; filled in by the
     /// loader's validation.
     pub reads: Vec<Read>,
@@ -410,7 +414,7 @@ impl PartialEq for ExtrasBox {
 }
 
 // A plan of 100,000 tasks holds 100,000 of these for as long as it runs.
-const _: () = assert!(std::mem::size_of::<Task>() == 288);
+const _: () = assert!(std::mem::size_of::<Task>() == 304);
 
 /// The fields of a task that few tasks set, kept together behind one box so that a task of a
 /// large plan stays small.
@@ -420,9 +424,6 @@ pub struct Extras {
     pub prompt: Option<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
     pub inputs: Vec<At<String>>,
-    /// The previous task in list order, when `strategy: sequential` added that dependency
-    /// and the author did not write it.
-    pub chained_after: Option<String>,
     /// The parallel group it belongs to.
     pub parallel_group: Option<At<String>>,
     /// How its output is checked.
@@ -439,7 +440,6 @@ pub struct Extras {
 static NO_EXTRAS: Extras = Extras {
     prompt: None,
     inputs: Vec::new(),
-    chained_after: None,
     parallel_group: None,
     verification: None,
     timeout: None,

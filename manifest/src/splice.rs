@@ -297,10 +297,8 @@ fn insert(
 /// its new order.
 fn rechain(tasks: &mut [Task]) {
     for task in tasks.iter_mut() {
-        // Only a chained task's extras are touched: reaching them for a write boxes them.
-        if let Some(previous) = task.extras().chained_after.clone() {
-            task.extras_mut().chained_after = None;
-            let link = task.depends_on.iter().position(|d| d.value == previous && d.loc == task.id.loc);
+        if let Some(previous) = task.chained_after.take() {
+            let link = task.depends_on.iter().position(|d| *d.value == *previous && d.loc == task.id.loc);
             if let Some(link) = link {
                 task.depends_on.remove(link);
             }

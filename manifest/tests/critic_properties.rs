@@ -313,7 +313,7 @@ proptest! {
         for (i, task) in plan.tasks.iter().enumerate() {
             for dep in &task.depends_on {
                 let Some(d) = graph.index_of(&dep.value) else { continue };
-                if task.extras().chained_after.as_deref() != Some(dep.value.as_str())
+                if task.chained_after.as_deref() != Some(dep.value.as_str())
                     && graph.parents(i).any(|e| e != d && graph.is_ancestor(d, e))
                 {
                     expected.push((task.id.value.clone(), dep.value.clone()));

@@ -297,7 +297,7 @@ spec:
     assert!(spliced.is_valid(), "{}", spliced.problems());
     assert_eq!(ids(&spliced), ["a", "x", "y", "c"]);
     let tasks = &spliced.plan.as_ref().expect("a plan").tasks;
-    let chain: Vec<Option<&str>> = tasks.iter().map(|t| t.extras().chained_after.as_deref()).collect();
+    let chain: Vec<Option<&str>> = tasks.iter().map(|t| t.chained_after.as_deref()).collect();
     assert_eq!(chain, [None, Some("a"), Some("x"), Some("y")]);
     let depends: Vec<&str> = tasks[3].depends_on.iter().map(|d| d.value.as_str()).collect();
     assert_eq!(depends, ["y"], "the link to the removed `b` is gone");

@@ -44,10 +44,19 @@ fn a_plan_with_and_without_extras_round_trips_through_json() {
     let extras: Vec<_> = plan.tasks.iter().map(|t| t.extras().clone()).collect();
     assert_eq!(extras[0], Default::default(), "the first task sets none of them");
     assert!(extras[1].timeout.is_some() && extras[1].verification.is_some(), "{:?}", extras[1]);
-    assert!(extras[1].chained_after.is_some() && !extras[1].attachments.is_empty());
+    assert!(plan.tasks[1].chained_after.is_some() && !extras[1].attachments.is_empty());
     assert!(extras[2].prompt.is_some() && !extras[2].inputs.is_empty(), "{:?}", extras[2]);
     let json = serde_json::to_string(&plan).expect("a plan serialises");
-    for field in ["timeout", "max_output_tokens", "parallel_group", "attachments", "verification", "prompt", "inputs"] {
+    for field in [
+        "chained_after",
+        "timeout",
+        "max_output_tokens",
+        "parallel_group",
+        "attachments",
+        "verification",
+        "prompt",
+        "inputs",
+    ] {
         assert!(json.contains(&format!("\"{field}\"")), "{field} is written: {json}");
     }
     let back: Plan = serde_json::from_str(&json).expect("and reads back");
@@ -73,9 +82,9 @@ fn setting_default_extras_leaves_a_task_as_it_was() {
     task.set_extras(Default::default());
     assert_eq!(serde_json::to_string(&task).unwrap(), serde_json::to_string(&Task::default()).unwrap());
     let mut with = Task::default();
-    with.extras_mut().chained_after = Some("a".into());
+    with.extras_mut().parallel_group = Some(manifest::plan::At::new("a".into(), Default::default()));
     let json = serde_json::to_string(&with).unwrap();
-    assert!(json.contains("chained_after"), "{json}");
+    assert!(json.contains("parallel_group"), "{json}");
     let back: Task = serde_json::from_str(&json).unwrap();
-    assert_eq!(back.extras().chained_after.as_deref(), Some("a"));
+    assert_eq!(back.extras().parallel_group.as_ref().map(|g| g.value.as_str()), Some("a"));
 }

@@ -39,7 +39,7 @@ fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
         let reads_summary = task.reads_context_summary();
         for (k, dep) in task.depends_on.iter().enumerate() {
             let Some(d) = graph.index_of(&dep.value) else { continue };
-            if task.extras().chained_after.as_deref() == Some(dep.value.as_str()) {
+            if task.chained_after.as_deref() == Some(dep.value.as_str()) {
                 continue;
             }
             let via = || graph.parents(i).find(|&e| e != d && graph.is_ancestor(d, e));
@@ -86,7 +86,7 @@ pub(super) fn unread_dependency(facts: &Facts<'_>, i: usize, k: usize) -> Findin
 
 fn forced_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
     for (i, task) in facts.plan.tasks.iter().enumerate() {
-        let Some(previous) = &task.extras().chained_after else { continue };
+        let Some(previous) = &task.chained_after else { continue };
         let Some(p) = facts.graph.index_of(previous) else { continue };
         if facts.reads_from[i].binary_search(&p).is_err() {
             found.push(Found::ForcedChain { task: index(i) });
@@ -98,7 +98,7 @@ fn forced_chains(facts: &Facts<'_>, found: &mut Vec<Found>) {
 pub(super) fn forced_chain(facts: &Facts<'_>, i: usize) -> Finding {
     let task = &facts.plan.tasks[i];
     let id = task.id.value.as_str();
-    let previous = task.extras().chained_after.as_deref().unwrap_or_default();
+    let previous = task.chained_after.as_deref().unwrap_or_default();
     Finding::warning(Lint::ForcedChain { task: id.into(), previous: previous.into() }, Some(id), &task.id.loc)
         .label(format!("waits for `{previous}` only because of the list order"))
         .help(format!(

@@ -256,7 +256,7 @@ pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
             let loc = tasks[i].id.loc.clone();
             tasks[i].depends_on.reserve_exact(1);
             tasks[i].depends_on.push(At::new(previous.clone(), loc));
-            tasks[i].extras_mut().chained_after = Some(previous);
+            tasks[i].chained_after = Some(previous.into_boxed_str());
         }
     }
 }

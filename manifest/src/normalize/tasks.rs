@@ -147,7 +147,7 @@ fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec
 }
 
 /// Reads a task onto the end of `tasks`; nothing when the node is not a mapping. The task is
-/// filled in where it stays rather than built and moved: a task is 288 bytes, and a large
+/// filled in where it stays rather than built and moved: a task is 304 bytes, and a large
 /// plan has 100,000 of them.
 fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<String>], tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK) else { return };

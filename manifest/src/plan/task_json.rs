@@ -88,7 +88,7 @@ impl Serialize for Task {
             prompt: extras.prompt.as_ref(),
             depends_on: &self.depends_on,
             inputs: &extras.inputs,
-            chained_after: extras.chained_after.as_deref(),
+            chained_after: self.chained_after.as_deref(),
             parallel_group: extras.parallel_group.as_ref(),
             verification: extras.verification.as_ref(),
             on_failure: &self.on_failure,
@@ -107,7 +107,6 @@ impl<'de> Deserialize<'de> for Task {
         let extras = Extras {
             prompt: read.prompt,
             inputs: read.inputs,
-            chained_after: read.chained_after,
             parallel_group: read.parallel_group,
             verification: read.verification,
             timeout: read.timeout,
@@ -122,6 +121,7 @@ impl<'de> Deserialize<'de> for Task {
             depends_on: read.depends_on,
             on_failure: read.on_failure,
             critical: read.critical,
+            chained_after: read.chained_after.map(String::into_boxed_str),
             ..Task::default()
         };
         task.set_extras(extras);
