@@ -298,7 +298,7 @@ fn insert(
 fn rechain(tasks: &mut [Task]) {
     for task in tasks.iter_mut() {
         if let Some(previous) = task.chained_after.take() {
-            let link = task.depends_on.iter().position(|d| *d.value == *previous && d.loc == task.id.loc);
+            let link = task.depends_on.iter().position(|d| d.value == *previous && d.loc == task.id.loc);
             if let Some(link) = link {
                 task.depends_on.remove(link);
             }
