@@ -77,14 +77,15 @@ pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loa
 fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
     let text = std::sync::Arc::clone(&source.text);
     let text: &str = &text;
-    let mut root = match tree::parse(text) {
-        Ok(root) => root,
+    let (mut root, deferred) = match tree::parse_deferring(text) {
+        Ok(parsed) => parsed,
         Err(error) => {
             let diagnostic = error.diagnostic();
             return Loaded::failed(source, diagnostic);
         }
     };
     let mut reader = Reader::new(form_of(&root), std::sync::Arc::clone(&source.text));
+    reader.deferred = deferred;
     let mut plan = normalize(&mut root, stem, &mut reader);
     // The plan owns what it read; the tree would only add to the peak while the graph is built.
     drop(root);

@@ -27,10 +27,21 @@ const MAX_KEY: usize = 1024;
 /// Reads a plain YAML document into a spanned tree; `None` when it uses anything this reader
 /// leaves to the event reader.
 pub(crate) fn parse(text: &str) -> Option<Node> {
+    read(text, None).map(|(root, _)| root)
+}
+
+/// [`parse`], leaving the items of a workflow's block sequence to be read again one at a time
+/// (see [`Deferred`]): each is read whole, so the text is known to be plain, then dropped.
+pub(crate) fn parse_deferring(text: &str) -> Option<(Node, Deferred)> {
+    read(text, Some(Vec::new()))
+}
+
+fn read(text: &str, deferring: Option<Vec<Later>>) -> Option<(Node, Deferred)> {
     if text.len() > MAX_TEXT || !plain_characters(text) {
         return None;
     }
-    let mut reader = Reader { text, bytes: text.as_bytes(), pos: 0, col: 0, numbers: HashMap::new(), nodes: 0 };
+    let mut reader = Reader::at(text, 0, 0);
+    reader.deferred = deferring;
     reader.pos = first_content_line(text.as_bytes());
     if reader.bytes[reader.pos..].starts_with(b"---") && reader.ends_indicator(reader.pos + 2) {
         reader.pos += 3;
@@ -39,8 +50,80 @@ pub(crate) fn parse(text: &str) -> Option<Node> {
     if reader.at_end() {
         return None;
     }
-    let root = reader.block_node(0)?;
-    reader.at_end().then_some(root)
+    let root = reader.block_node(0, Place::Root)?;
+    let ended = reader.at_end();
+    ended.then(|| (root, Deferred { items: reader.deferred.unwrap_or_default() }))
+}
+
+/// The items of a workflow left out of the tree by [`parse_deferring`]: each stands there as a
+/// null node over the item's span, and [`Deferred::whole`] reads it again when the normaliser
+/// comes to it. A plan of 100,000 tasks then never holds the tree of its whole workflow beside
+/// its tasks (the tree is several times the size of the text).
+#[derive(Debug, Default)]
+pub(crate) struct Deferred {
+    /// Every item left out, in the order of the text (so by `span`).
+    items: Vec<Later>,
+}
+
+/// Where an item left out starts, and the reader's state there.
+#[derive(Debug, Clone, Copy)]
+struct Later {
+    /// Where the item's node starts: its placeholder's span.
+    span: u32,
+    pos: u32,
+    col: u32,
+    depth: u32,
+}
+
+/// The keys whose block sequence is a workflow: the field and its aliases.
+const WORKFLOW_KEYS: [&str; 4] = ["workflow", "tasks", "steps", "phases"];
+
+/// Where a block mapping is, as far as finding a workflow goes: only the mappings the
+/// normaliser reads a workflow from may have their workflow's items deferred.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The document's root (a bare plan's workflow is here).
+    Root,
+    /// The root's `spec`, or a nested `plan` under the root or the spec.
+    Spec,
+    /// Anywhere else.
+    Other,
+}
+
+impl Place {
+    /// The place of the mapping that is the value of `key` in a mapping at this place.
+    fn below(self, key: &Node) -> Place {
+        let Value::Str(name) = &key.value else { return Place::Other };
+        match (self, name.as_str()) {
+            (Place::Root, "spec" | "plan") | (Place::Spec, "plan") => Place::Spec,
+            _ => Place::Other,
+        }
+    }
+
+    /// Whether the block sequence under `key` in a mapping at this place is a workflow.
+    fn holds_workflow(self, key: &Node) -> bool {
+        self != Place::Other && matches!(&key.value, Value::Str(name) if WORKFLOW_KEYS.contains(&name.as_str()))
+    }
+}
+
+impl Deferred {
+    /// `node` itself, or, when it stands for an item left out, that item read again from `text`.
+    pub(crate) fn whole(&self, text: &str, node: Node) -> Node {
+        if !matches!(node.value, Value::Null) || self.items.is_empty() {
+            return node;
+        }
+        let Some(later) = u32::try_from(node.span().offset())
+            .ok()
+            .and_then(|at| self.items.binary_search_by_key(&at, |later| later.span).ok())
+            .map(|i| self.items[i])
+        else {
+            return node;
+        };
+        let mut reader = Reader::at(text, later.pos as usize, later.col as usize);
+        reader
+            .block_node(later.depth as usize, Place::Other)
+            .expect("an item that was read whole from this text when it was left out reads the same again")
+    }
 }
 
 /// Where the first line that is neither blank nor a comment starts.
@@ -80,9 +163,16 @@ struct Reader<'t> {
     /// Number-like plain scalars already resolved, by text.
     numbers: HashMap<String, Value>,
     nodes: usize,
+    /// The items left out so far, when a workflow's items are deferred; `None` when they are
+    /// not, and while such an item is read (its own sequences stay whole).
+    deferred: Option<Vec<Later>>,
 }
 
 impl<'t> Reader<'t> {
+    fn at(text: &'t str, pos: usize, col: usize) -> Self {
+        Reader { text, bytes: text.as_bytes(), pos, col, numbers: HashMap::new(), nodes: 0, deferred: None }
+    }
+
     fn at_end(&self) -> bool {
         self.pos >= self.bytes.len()
     }
@@ -151,18 +241,18 @@ impl<'t> Reader<'t> {
     }
 
     /// The node that starts here, at column `col` of a line that may have begun with `-`
-    /// indicators; `depth` collections are open around it.
-    fn block_node(&mut self, depth: usize) -> Option<Node> {
+    /// indicators; `depth` collections are open around it, and a mapping here is at `place`.
+    fn block_node(&mut self, depth: usize, place: Place) -> Option<Node> {
         let col = self.col;
         match self.peek()? {
-            b'-' if self.ends_indicator(self.pos) => self.block_seq(col, depth, false),
+            b'-' if self.ends_indicator(self.pos) => self.block_seq(col, depth, false, false),
             b'[' | b'{' => {
                 let node = self.flow_node(depth)?;
                 self.next_line()?;
                 Some(node)
             }
             _ => match self.implicit_key()? {
-                Some(_) => self.block_map(col, depth),
+                Some(_) => self.block_map(col, depth, place),
                 None => {
                     let node = self.block_scalar_value()?;
                     self.next_line()?;
@@ -173,8 +263,9 @@ impl<'t> Reader<'t> {
     }
 
     /// A block sequence whose `-` indicators are at column `indent`; `indentless` when it is a
-    /// mapping's value at the indentation of its key (its span then starts at its first item).
-    fn block_seq(&mut self, indent: usize, depth: usize, indentless: bool) -> Option<Node> {
+    /// mapping's value at the indentation of its key (its span then starts at its first item);
+    /// `workflow` when its items are deferred, if this reading defers.
+    fn block_seq(&mut self, indent: usize, depth: usize, indentless: bool, workflow: bool) -> Option<Node> {
         if depth + 1 >= MAX_DEPTH {
             return None;
         }
@@ -192,6 +283,7 @@ impl<'t> Reader<'t> {
             }
         }
         let mut items = Vec::new();
+        let mut deferred = if workflow { self.deferred.take() } else { None };
         while !self.at_end() && self.col == indent && self.peek() == Some(b'-') && self.ends_indicator(self.pos) {
             let dash = self.pos;
             self.pos += 1;
@@ -204,8 +296,20 @@ impl<'t> Reader<'t> {
             } else {
                 self.col = indent + (self.pos - dash);
             }
-            let item = self.block_node(depth + 1)?;
-            items.push(item);
+            let (pos, col) = (self.pos, self.col);
+            let item = self.block_node(depth + 1, Place::Other)?;
+            match &mut deferred {
+                Some(later) => {
+                    let span = item.span();
+                    let [span_at, pos, col, depth] = [span.offset(), pos, col, depth + 1].map(|n| n as u32);
+                    later.push(Later { span: span_at, pos, col, depth });
+                    items.push(Node::new(Value::Null, span));
+                }
+                None => items.push(item),
+            }
+        }
+        if deferred.is_some() {
+            self.deferred = deferred;
         }
         if !self.at_end() && self.col > indent {
             return None;
@@ -214,8 +318,8 @@ impl<'t> Reader<'t> {
         Some(Node::new(Value::Seq(items.into_boxed_slice()), span))
     }
 
-    /// A block mapping whose keys are at column `indent`.
-    fn block_map(&mut self, indent: usize, depth: usize) -> Option<Node> {
+    /// A block mapping whose keys are at column `indent`, at `place`.
+    fn block_map(&mut self, indent: usize, depth: usize, place: Place) -> Option<Node> {
         if depth + 1 >= MAX_DEPTH {
             return None;
         }
@@ -232,9 +336,13 @@ impl<'t> Reader<'t> {
                     let seq_here = self.col == indent && self.peek() == Some(b'-') && self.ends_indicator(self.pos);
                     if seq_here || (!self.at_end() && self.col > indent) {
                         match self.peek()? {
-                            b'-' if self.ends_indicator(self.pos) => self.block_seq(self.col, depth + 1, seq_here)?,
+                            b'-' if self.ends_indicator(self.pos) => {
+                                self.block_seq(self.col, depth + 1, seq_here, place.holds_workflow(&key))?
+                            }
                             // Below its key, a value is a block collection or this reader gives up.
-                            _ if self.implicit_key()?.is_some() => self.block_map(self.col, depth + 1)?,
+                            _ if self.implicit_key()?.is_some() => {
+                                self.block_map(self.col, depth + 1, place.below(&key))?
+                            }
                             _ => return None,
                         }
                     } else {
@@ -598,6 +706,62 @@ mod tests {
             let read = crate::tree::parse_yaml(text).map_err(|e| e.message);
             assert_eq!(format!("{:?}", read.expect("valid YAML")), reference(text), "{text:?}");
         }
+    }
+
+    /// The items of the sequence at `path` (keys, then an index), when the tree holds one there.
+    fn items<'n>(root: &'n Node, path: &[&str]) -> &'n [Node] {
+        let mut node = root;
+        for step in path {
+            node = match &node.value {
+                Value::Map(entries) => {
+                    &entries.iter().find(|(k, _)| matches!(&k.value, Value::Str(s) if s == step)).expect(step).1
+                }
+                Value::Seq(items) => &items[step.parse::<usize>().expect("an index")],
+                _ => panic!("no {step} in {node:?}"),
+            };
+        }
+        let Value::Seq(items) = &node.value else { panic!("not a sequence at {path:?}: {node:?}") };
+        items
+    }
+
+    #[test]
+    fn only_a_workflows_items_are_deferred_and_each_reads_again_as_it_was() {
+        let cases: [(&str, &[&str], &[&[&str]]); 5] = [
+            (
+                "apiVersion: runner/v1\nspec:\n  agent_definitions:\n    w:\n      tasks:\n      - not a workflow\n  workflow:\n  \
+                 - {id: a, agent: w}\n  -\n    id: b\n    depends_on:\n    - a\n  - phase: p\n    tasks:\n      - id: c\n",
+                &["spec", "workflow"],
+                &[&["spec", "agent_definitions", "w", "tasks"]],
+            ),
+            (
+                "workflow:\n  - id: a\n  - id: b\nmetadata:\n  steps:\n    - x\n",
+                &["workflow"],
+                &[&["metadata", "steps"]],
+            ),
+            ("steps:\n- a plain step\n- ~\n", &["steps"], &[]),
+            ("spec:\n  plan:\n    tasks:\n      - id: a\n", &["spec", "plan", "tasks"], &[]),
+            (
+                "plan:\n  phases:\n    - id: a\nother:\n  tasks:\n    - id: b\n",
+                &["plan", "phases"],
+                &[&["other", "tasks"]],
+            ),
+        ];
+        for (text, deferred_at, whole_at) in cases {
+            let whole = parse(text).expect("plain");
+            let (root, deferred) = parse_deferring(text).expect("plain");
+            let left = items(&root, deferred_at);
+            assert!(left.iter().all(|item| matches!(item.value, Value::Null)), "{text:?}: {left:?}");
+            for (item, expected) in left.iter().zip(items(&whole, deferred_at)) {
+                assert_eq!(&deferred.whole(text, item.clone()), expected, "{text:?}");
+            }
+            for path in whole_at {
+                assert_eq!(items(&root, path), items(&whole, path), "{text:?} at {path:?}");
+            }
+        }
+        // A flow-style workflow is read whole.
+        let (root, deferred) = parse_deferring("workflow: [{id: a}]\n").expect("plain");
+        assert_eq!(root, parse("workflow: [{id: a}]\n").expect("plain"));
+        assert!(deferred.items.is_empty());
     }
 
     #[test]

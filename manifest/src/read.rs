@@ -9,6 +9,7 @@ use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Shape};
 use crate::node_path::NodePath;
+use crate::plain_yaml::Deferred;
 use crate::plan::{At, Form};
 use crate::source::Loc;
 use crate::tree::{Node, Value};
@@ -84,11 +85,18 @@ pub(crate) struct Reader {
     pub form: Form,
     /// The text the tree was read from, for the spelling of keys that are not strings.
     text: std::sync::Arc<str>,
+    /// The workflow items the tree was read without, read from `text` by [`Reader::whole`].
+    pub deferred: Deferred,
 }
 
 impl Reader {
     pub fn new(form: Form, text: std::sync::Arc<str>) -> Self {
-        Reader { diagnostics: Vec::new(), form, text }
+        Reader { diagnostics: Vec::new(), form, text, deferred: Deferred::default() }
+    }
+
+    /// `node` itself, or the workflow item it stands for, read now (see [`Deferred`]).
+    pub fn whole(&self, node: Node) -> Node {
+        self.deferred.whole(&self.text, node)
     }
 
     pub fn push(&mut self, diagnostic: Diagnostic) {

@@ -7,6 +7,7 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::diagnostic::Diagnostic;
+use crate::plain_yaml::Deferred;
 use crate::problem::Problem;
 use crate::source::{Loc, Span};
 
@@ -319,6 +320,17 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     }
     parse_yaml(text)
         .map_err(|error| if json && error.kind == SyntaxKind::Yaml { json_error(text, error) } else { error })
+}
+
+/// [`parse`], with the items of a plain YAML document's workflow left to be read one at a time
+/// (see [`Deferred`]); other documents are read whole.
+pub(crate) fn parse_deferring(text: &str) -> Result<(Node, Deferred), SyntaxError> {
+    if !text.trim_start().starts_with('{')
+        && let Some(parsed) = crate::plain_yaml::parse_deferring(text)
+    {
+        return Ok(parsed);
+    }
+    parse(text).map(|root| (root, Deferred::default()))
 }
 
 /// The JSON reader's account of a text that starts like JSON, located where serde_json stopped;

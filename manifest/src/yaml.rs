@@ -291,6 +291,8 @@ mod tests {
         prop_oneof![
             30 => "[a-z_]{1,10}",
             1 => scalar(),
+            // Where the plain reader defers a workflow's items.
+            4 => prop::sample::select(&["workflow", "tasks", "steps", "phases", "spec", "plan"][..]).prop_map(str::to_owned),
         ]
     }
 
@@ -395,6 +397,21 @@ mod tests {
         [crate::plain_yaml::parse(text), parse(text)]
     }
 
+    /// The tree with every item the plain reader deferred read again in place.
+    fn read_again(node: Node, text: &str, deferred: &crate::plain_yaml::Deferred) -> Node {
+        let span = node.span();
+        let value = match node.value {
+            Value::Seq(items) => Value::Seq(
+                items.into_iter().map(|item| read_again(deferred.whole(text, item), text, deferred)).collect(),
+            ),
+            Value::Map(entries) => {
+                Value::Map(entries.into_iter().map(|(key, item)| (key, read_again(item, text, deferred))).collect())
+            }
+            scalar => scalar,
+        };
+        Node::new(value, span)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1024))]
 
@@ -408,6 +425,13 @@ mod tests {
                     prop_assert!(reference.is_ok(), "only serde-saphyr refused {:?}", text);
                     let reference = reference.map_err(|e| e.message).unwrap_or_else(|_| unreachable!());
                     prop_assert_eq!(format!("{fast:?}"), format!("{reference:?}"), "in {:?}", text);
+                }
+                // Deferring a workflow's items changes nothing once they are read again.
+                let whole = crate::plain_yaml::parse(&text);
+                let deferring = crate::plain_yaml::parse_deferring(&text);
+                prop_assert_eq!(whole.is_some(), deferring.is_some(), "in {:?}", text);
+                if let (Some(whole), Some((root, deferred))) = (whole, deferring) {
+                    prop_assert_eq!(read_again(root, &text, &deferred), whole, "in {:?}", text);
                 }
             }
         }

@@ -65,6 +65,7 @@ pub(crate) fn read_workflow(reader: &mut Reader, node: Node, path: &NodePath) ->
             // vector's room unused for as long as the plan lives.
             tasks.reserve_exact(items.len());
             for (i, item) in items.into_vec().into_iter().enumerate() {
+                let item = reader.whole(item);
                 read_workflow_item(reader, &item, &path.index(i), &[], &mut tasks);
             }
         }
