@@ -726,7 +726,9 @@ mod tests {
 
     #[test]
     fn only_a_workflows_items_are_deferred_and_each_reads_again_as_it_was() {
-        let cases: [(&str, &[&str], &[&[&str]]); 5] = [
+        // Each text, where its workflow is, and where sequences that must stay whole are.
+        type Paths = &'static [&'static [&'static str]];
+        let cases: [(&str, &[&str], Paths); 5] = [
             (
                 "apiVersion: runner/v1\nspec:\n  agent_definitions:\n    w:\n      tasks:\n      - not a workflow\n  workflow:\n  \
                  - {id: a, agent: w}\n  -\n    id: b\n    depends_on:\n    - a\n  - phase: p\n    tasks:\n      - id: c\n",
