@@ -415,7 +415,7 @@ impl<S: EventStore> Driver<S> {
     fn open_task_spans(&mut self, starts: &[(usize, u32)]) {
         for &(i, _) in starts {
             let spec = &self.state.plan.tasks[i];
-            if self.task_spans.contains_key(&spec.id.value) {
+            if self.task_spans.contains_key(spec.id.value.as_str()) {
                 continue;
             }
             let agent = spec.agent.as_ref().map_or("", |a| a.value.as_str());
@@ -423,7 +423,7 @@ impl<S: EventStore> Driver<S> {
             if span.is_disabled() {
                 return;
             }
-            self.task_spans.insert(spec.id.value.clone(), span);
+            self.task_spans.insert(spec.id.value.to_string(), span);
         }
     }
 
@@ -496,11 +496,11 @@ impl<S: EventStore> Driver<S> {
             && !gated
             && let Some(reply) = agents.runtime_of(i).reply_now(&spec.id.value, attempt, input.map_or("", |i| i))
         {
-            work.replies.push_back(Known { i, task: spec.id.value.clone(), attempt, reply });
+            work.replies.push_back(Known { i, task: spec.id.value.to_string(), attempt, reply });
             return;
         }
         // No open task span means nobody records spans: the attempt's is not made either.
-        let parent = self.task_spans.get(&spec.id.value).cloned();
+        let parent = self.task_spans.get(spec.id.value.as_str()).cloned();
         let request = Attempt {
             max_output_tokens: spec.extras().max_output_tokens,
             attachments: spec.extras().attachments.iter().map(|a| a.value.clone()).collect(),
@@ -510,8 +510,8 @@ impl<S: EventStore> Driver<S> {
             },
             may_ask: self.state.plan.control.allow_clarification,
             journal: self.is_llm(spec).then(|| {
-                let recorded = self.state.conversations.get(&spec.id.value).cloned().unwrap_or_default();
-                Box::new(Journal::new(work.journal.clone(), spec.id.value.clone(), attempt, recorded))
+                let recorded = self.state.conversations.get(spec.id.value.as_str()).cloned().unwrap_or_default();
+                Box::new(Journal::new(work.journal.clone(), spec.id.value.to_string(), attempt, recorded))
             }),
             ..Attempt::new(
                 spec.id.value.clone(),
@@ -530,7 +530,7 @@ impl<S: EventStore> Driver<S> {
         let gate = match (spec.kind, spec.extras().max_output_tokens) {
             (TaskKind::SynthesisGate, Some(cap)) => Some(Gate {
                 cap,
-                agent: spec.agent.as_ref().map(|a| a.value.clone()),
+                agent: spec.agent.as_ref().map(|a| a.value.to_string()),
                 tokenizer: Tokenizer::of_agent(&self.state.plan, spec.agent.as_ref().map(|a| a.value.as_str())),
             }),
             _ => None,

@@ -658,7 +658,11 @@ async fn phased_runs_phase_by_phase_and_one_unit_at_a_time() {
                 let phase = level(task);
                 for (i, t) in state.plan.tasks.iter().enumerate() {
                     if state.graph.level(i) < phase {
-                        assert!(finished.contains(&t.id.value), "{task} (phase {phase}) before {} ended", t.id.value);
+                        assert!(
+                            finished.contains(t.id.value.as_str()),
+                            "{task} (phase {phase}) before {} ended",
+                            t.id.value
+                        );
                     }
                 }
                 running.push(task.clone());

@@ -237,7 +237,7 @@ impl Spec {
 fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseError> {
     let plan = &state.plan;
     let graph = &state.graph;
-    let id = |i: usize| plan.tasks[i].id.value.clone();
+    let id = |i: usize| plan.tasks[i].id.value.to_string();
     let index = |task: &str| state.index_of(task).expect("a known task");
     let limit = spec.max_concurrency.map_or(usize::MAX, |m| m as usize);
     let strategy = spec.strategy;

@@ -153,7 +153,7 @@ impl Renderer {
                 Value::UNDEFINED
             };
             let entry = BTreeMap::from([("output", output), ("status", Value::from(state.status.as_str()))]);
-            tasks.insert(run.plan.tasks[i].id.value.clone(), Value::from(entry));
+            tasks.insert(run.plan.tasks[i].id.value.as_str(), Value::from(entry));
         }
         let context = BTreeMap::from([
             ("mission", Value::from(run.plan.mission.clone().unwrap_or_default())),

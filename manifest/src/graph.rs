@@ -1,14 +1,14 @@
 //! The task graph: dependencies as adjacency lists, with phases, the critical path, roots and
 //! sinks. The critic and the engine both read plans through it.
 
-use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::plan::Plan;
+use crate::text::Text;
 
 /// A task's position in `Plan::tasks`; also its node index in the graph.
 pub type TaskIdx = usize;
@@ -24,55 +24,6 @@ pub struct TaskGraph {
     level: Vec<u32>,
     height: Vec<u32>,
     phases: Vec<Vec<TaskIdx>>,
-}
-
-/// A task id as the index by id keeps it: a short id inline, so that finding it reads the
-/// table's slot and no string elsewhere in memory (on a large plan, that read is a cache miss
-/// on every event the engine applies). Keys are compared and hashed as bytes, so a lookup never
-/// checks that they are UTF-8.
-#[derive(Debug, Clone)]
-enum IdKey {
-    /// An id of at most [`IdKey::INLINE`] bytes.
-    Inline { len: u8, bytes: [u8; IdKey::INLINE] },
-    /// A longer id.
-    Heap(Box<[u8]>),
-}
-
-impl IdKey {
-    const INLINE: usize = 22;
-
-    fn new(id: &str) -> Self {
-        if id.len() > Self::INLINE {
-            return IdKey::Heap(id.as_bytes().into());
-        }
-        let mut bytes = [0; Self::INLINE];
-        bytes[..id.len()].copy_from_slice(id.as_bytes());
-        IdKey::Inline { len: id.len() as u8, bytes }
-    }
-}
-
-impl Borrow<[u8]> for IdKey {
-    fn borrow(&self) -> &[u8] {
-        match self {
-            IdKey::Inline { len, bytes } => &bytes[..*len as usize],
-            IdKey::Heap(id) => id,
-        }
-    }
-}
-
-impl PartialEq for IdKey {
-    fn eq(&self, other: &Self) -> bool {
-        <Self as Borrow<[u8]>>::borrow(self) == <Self as Borrow<[u8]>>::borrow(other)
-    }
-}
-
-impl Eq for IdKey {}
-
-impl Hash for IdKey {
-    /// Hashes as the bytes it holds, as `Borrow<[u8]>` requires.
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        <Self as Borrow<[u8]>>::borrow(self).hash(state);
-    }
 }
 
 /// Hashes task ids for the index by id, which the engine reads on every event (and validation
@@ -157,7 +108,7 @@ impl Adjacency {
 /// Task positions by id: made once, validation finds repeated ids with it and the graph keeps
 /// it for [`TaskGraph::index_of`].
 #[derive(Debug, Clone)]
-pub(crate) struct IdIndex(HashMap<IdKey, TaskIdx, BuildHasherDefault<IdHasher>>);
+pub(crate) struct IdIndex(HashMap<Text, TaskIdx, BuildHasherDefault<IdHasher>>);
 
 impl IdIndex {
     /// The first position of each id, and the positions of the tasks whose id an earlier task
@@ -166,7 +117,7 @@ impl IdIndex {
         let mut index = HashMap::with_capacity_and_hasher(plan.tasks.len(), BuildHasherDefault::default());
         let mut repeated = Vec::new();
         for (i, task) in plan.tasks.iter().enumerate() {
-            match index.entry(IdKey::new(&task.id.value)) {
+            match index.entry(Text::from(task.id.value.as_str())) {
                 Entry::Vacant(slot) => {
                     slot.insert(i);
                 }

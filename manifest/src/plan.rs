@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
 use crate::source::Loc;
+use crate::text::Text;
 
 mod task_json;
 
@@ -377,15 +378,15 @@ impl TaskKind {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Task {
     /// The unique id.
-    pub id: At<String>,
+    pub id: At<Text>,
     /// What kind of step it is.
     pub kind: TaskKind,
     /// The agent that does it; `None` for human reviews and agent-less gates.
-    pub agent: Option<At<String>>,
+    pub agent: Option<At<Text>>,
     /// The input template.
     pub input: Option<At<String>>,
     /// Tasks that must finish first (gate inputs included).
-    pub depends_on: Vec<At<String>>,
+    pub depends_on: Vec<At<Text>>,
     /// What happens when it fails.
     pub on_failure: At<FailurePolicy>,
     /// Whether the run fails when this task does not succeed.
@@ -423,7 +424,7 @@ pub struct Extras {
     /// The question shown to the reviewer (`human_review`).
     pub prompt: Option<At<String>>,
     /// A gate's inputs: the tasks whose outputs it condenses (also in `depends_on`).
-    pub inputs: Vec<At<String>>,
+    pub inputs: Vec<At<Text>>,
     /// The parallel group it belongs to.
     pub parallel_group: Option<At<String>>,
     /// How its output is checked.

@@ -12,6 +12,7 @@ use crate::node_path::NodePath;
 use crate::plain_yaml::Deferred;
 use crate::plan::{At, Form};
 use crate::source::Loc;
+use crate::text::Text;
 use crate::tree::{Node, Value};
 
 /// A field only the reader knows, read under `aliases` too in the bare form: for mappings the
@@ -214,8 +215,9 @@ impl Reader {
         found
     }
 
-    /// A field's string, named in messages by its name.
-    pub fn text_of(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<String>> {
+    /// A field's string (a `String`, or a [`Text`] for ids and names), named in messages by
+    /// its name.
+    pub fn text_of<T: From<Text>>(&mut self, fields: &Fields<'_>, name: &str) -> Option<At<T>> {
         let (field, entry, path) = fields.find(name)?;
         self.string(entry, path, field.name)
     }
@@ -253,9 +255,9 @@ impl Reader {
     }
 
     /// A string; numbers are read as their text, since YAML authors write `model: 3`.
-    pub fn string(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<At<String>> {
-        match scalar_text(entry.value) {
-            Some(text) => Some(At::new(text, Loc::new(entry.value.span(), path))),
+    pub fn string<T: From<Text>>(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Option<At<T>> {
+        match scalar(entry.value) {
+            Some(text) => Some(At::new(T::from(text), Loc::new(entry.value.span(), path))),
             None => {
                 self.wrong_type(entry.value, path, what, "a string");
                 None
@@ -264,7 +266,7 @@ impl Reader {
     }
 
     /// A list of strings; the bare form also takes a single string.
-    pub fn strings(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<String>> {
+    pub fn strings<T: From<Text>>(&mut self, entry: Entry<'_>, path: &NodePath, what: &str) -> Vec<At<T>> {
         match &entry.value.value {
             Value::Seq(items) => {
                 // Sized once: most lists hold one or two ids, and a grown vector would keep room
@@ -387,7 +389,7 @@ impl Reader {
         synonyms: &[(&str, &str)],
         fallback: Option<(&str, T)>,
     ) -> Option<T> {
-        let text = self.string(entry, path, what)?;
+        let text = self.string::<Text>(entry, path, what)?;
         let loc = text.loc.clone();
         let mut word = text.value.as_str();
         if self.bare()
@@ -466,6 +468,17 @@ fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
 }
 
 /// The text of a string or number scalar.
+/// A scalar's text, as [`scalar_text`] gives it, without copying a short string's bytes to
+/// the heap.
+fn scalar(node: &Node) -> Option<Text> {
+    match &node.value {
+        Value::Str(s) => Some(s.clone()),
+        Value::Int(n) => Some(Text::from(n.to_string())),
+        Value::Float(x) => Some(Text::from(x.to_string())),
+        _ => None,
+    }
+}
+
 pub(crate) fn scalar_text(node: &Node) -> Option<String> {
     match &node.value {
         Value::Str(s) => Some(s.to_string()),

@@ -189,7 +189,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
     }
 
     let mut diagnostics = Vec::new();
-    let added: Vec<String> = tasks.iter().map(|t| t.id.value.clone()).collect();
+    let added: Vec<String> = tasks.iter().map(|t| t.id.value.to_string()).collect();
     let (mut new_plan, new) = insert(plan, removed, at, tasks, &mut diagnostics);
     if new_plan.control.strategy == Strategy::Sequential {
         rechain(&mut new_plan.tasks);

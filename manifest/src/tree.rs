@@ -2,14 +2,13 @@
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
-use std::borrow::Cow;
 use std::fmt;
-use std::ops::Deref;
 
 use crate::diagnostic::Diagnostic;
 use crate::plain_yaml::Deferred;
 use crate::problem::Problem;
 use crate::source::{Loc, Span};
+use crate::text::Text;
 
 /// One YAML node and where it sits in the source text.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,101 +59,6 @@ pub enum Value {
 // (a 24-byte value and its 8-byte span), collections hold exactly their items, and short strings are
 // inline, so a task's mapping costs a few hundred bytes rather than a kilobyte.
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
-
-/// The text of a string scalar: up to [`Text::INLINE`] bytes kept in place, longer texts on the
-/// heap, so the keys, ids and names that make up most of a plan need no allocation of their own.
-#[derive(Clone)]
-pub enum Text {
-    /// A text of at most [`Text::INLINE`] bytes.
-    Inline {
-        /// How many of `bytes` hold the text.
-        len: u8,
-        /// The text, then zeros.
-        bytes: [u8; Text::INLINE],
-    },
-    /// A longer text.
-    Heap(Box<str>),
-}
-
-impl Text {
-    /// The longest text kept inline.
-    pub const INLINE: usize = 22;
-
-    /// The text as a string slice.
-    pub fn as_str(&self) -> &str {
-        match self {
-            // The bytes were copied whole from a `str`, so they are UTF-8.
-            Text::Inline { len, bytes } => std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default(),
-            Text::Heap(text) => text,
-        }
-    }
-
-    /// The text's bytes, for comparing texts without checking them as UTF-8 again.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Text::Inline { len, bytes } => &bytes[..*len as usize],
-            Text::Heap(text) => text.as_bytes(),
-        }
-    }
-}
-
-impl From<&str> for Text {
-    fn from(text: &str) -> Self {
-        if text.len() > Text::INLINE {
-            return Text::Heap(text.into());
-        }
-        let mut bytes = [0; Text::INLINE];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Text::Inline { len: text.len() as u8, bytes }
-    }
-}
-
-impl From<String> for Text {
-    fn from(text: String) -> Self {
-        if text.len() > Text::INLINE { Text::Heap(text.into_boxed_str()) } else { Text::from(text.as_str()) }
-    }
-}
-
-impl From<Cow<'_, str>> for Text {
-    fn from(text: Cow<'_, str>) -> Self {
-        match text {
-            Cow::Borrowed(text) => Text::from(text),
-            Cow::Owned(text) => Text::from(text),
-        }
-    }
-}
-
-impl Deref for Text {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl PartialEq for Text {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Text {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
 
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -450,24 +354,5 @@ impl Value {
             Value::Seq(_) => "a list",
             Value::Map(_) => "a mapping",
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn texts_read_back_whole_on_either_side_of_the_inline_limit() {
-        let short = "a".repeat(Text::INLINE);
-        let long = "a".repeat(Text::INLINE + 1);
-        let wide = "é".repeat(11) + "x";
-        for text in [String::new(), short, long, wide, "ünïcode".to_owned()] {
-            assert_eq!(Text::from(text.as_str()).as_str(), text);
-            assert_eq!(Text::from(text.clone()), Text::from(Cow::Owned(text.clone())));
-            assert_eq!(format!("{:?}", Text::from(text.as_str())), format!("{text:?}"));
-        }
-        assert!(matches!(Text::from("a".repeat(Text::INLINE)), Text::Inline { .. }));
-        assert!(matches!(Text::from("a".repeat(Text::INLINE + 1)), Text::Heap(_)));
     }
 }

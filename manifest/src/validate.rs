@@ -56,7 +56,7 @@ fn check_ids(plan: &Plan, ids: &IdIndex, repeated: &[TaskIdx], out: &mut Vec<Dia
     for &i in repeated {
         let task = &plan.tasks[i];
         let mut diagnostic =
-            Diagnostic::error(Problem::DuplicateTask { id: task.id.value.clone() }, task.id.loc.clone());
+            Diagnostic::error(Problem::DuplicateTask { id: task.id.value.to_string() }, task.id.loc.clone());
         if let Some(first) = ids.get(&task.id.value) {
             diagnostic = diagnostic.related(plan.tasks[first].id.loc.span, "first defined here");
         }
@@ -68,7 +68,10 @@ fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         for dep in &task.depends_on {
             if dep.value == task.id.value {
-                out.push(Diagnostic::error(Problem::SelfDependency { task: task.id.value.clone() }, dep.loc.clone()));
+                out.push(Diagnostic::error(
+                    Problem::SelfDependency { task: task.id.value.to_string() },
+                    dep.loc.clone(),
+                ));
             } else if ids.get(&dep.value).is_none() {
                 let help = did_you_mean(
                     &dep.value,
@@ -77,9 +80,9 @@ fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
                 .or_else(|| Some("remove it, or add a task with this id".into()));
                 let is_gate_input = task.extras().inputs.iter().any(|input| input.loc == dep.loc);
                 let problem = if is_gate_input {
-                    Problem::UnknownGateInput { gate: task.id.value.clone(), input: dep.value.clone() }
+                    Problem::UnknownGateInput { gate: task.id.value.to_string(), input: dep.value.to_string() }
                 } else {
-                    Problem::UnknownDependency { task: task.id.value.clone(), dependency: dep.value.clone() }
+                    Problem::UnknownDependency { task: task.id.value.to_string(), dependency: dep.value.to_string() }
                 };
                 out.push(Diagnostic::error(problem, dep.loc.clone()).maybe_help(help));
             }
@@ -191,11 +194,14 @@ fn check_policies(plan: &Plan, out: &mut Vec<Diagnostic>) {
     for task in &plan.tasks {
         let policy = &task.on_failure;
         if task.critical && policy.value.can_skip() {
-            out.push(Diagnostic::error(Problem::SkipOnCritical { task: task.id.value.clone() }, policy.loc.clone()));
+            out.push(Diagnostic::error(
+                Problem::SkipOnCritical { task: task.id.value.to_string() },
+                policy.loc.clone(),
+            ));
         }
         if policy.value.can_replan() && plan.control.planner.is_none() {
             out.push(Diagnostic::error(
-                Problem::ReplanWithoutPlanner { task: task.id.value.clone() },
+                Problem::ReplanWithoutPlanner { task: task.id.value.to_string() },
                 policy.loc.clone(),
             ));
         }
@@ -227,7 +233,7 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
                 && !files(file)
             {
                 out.push(Diagnostic::error(
-                    Problem::MissingAttachment { task: task.id.value.clone(), file: file.clone() },
+                    Problem::MissingAttachment { task: task.id.value.to_string(), file: file.clone() },
                     attachment.loc.clone(),
                 ));
             }
@@ -357,7 +363,7 @@ fn check_templates<'s>(
                     // `depends_on: [serach]` is reported already, with "did you mean `search`?".
                     Some(j) if !graph.is_ancestor(j, i) && !misspells(task, graph, &read) => {
                         out.push(Diagnostic::error(
-                            Problem::TemplateNotAncestor { task: task.id.value.clone(), read: read.clone() },
+                            Problem::TemplateNotAncestor { task: task.id.value.to_string(), read: read.clone() },
                             loc,
                         ))
                     }

@@ -316,7 +316,7 @@ proptest! {
                 if task.chained_after.as_deref() != Some(dep.value.as_str())
                     && graph.parents(i).any(|e| e != d && graph.is_ancestor(d, e))
                 {
-                    expected.push((task.id.value.clone(), dep.value.clone()));
+                    expected.push((task.id.value.to_string(), dep.value.to_string()));
                 }
             }
         }

@@ -208,13 +208,13 @@ async fn watch_cancel_request(
 /// closed or the run was cancelled meanwhile.
 async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Option<Command>> {
     let Some(i) = state.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return Ok(None) };
-    let task = state.plan.tasks[i].id.value.clone();
+    let task = state.plan.tasks[i].id.value.to_string();
     if let Some(question) = state.tasks[i].question() {
         eprintln!("\ntask `{task}` asks: {question}");
         loop {
             let Some(text) = read_line("answer> ", cancel).await? else { return Ok(None) };
             if !text.trim().is_empty() {
-                return Ok(Some(Command::Answer { task, text: text.trim().to_owned() }));
+                return Ok(Some(Command::Answer { task: task.to_string(), text: text.trim().to_owned() }));
             }
         }
     }
@@ -239,7 +239,7 @@ async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Opt
     };
     let Some(comment) = read_line("comment (optional)> ", cancel).await? else { return Ok(None) };
     let comment = Some(comment.trim().to_owned()).filter(|c| !c.is_empty());
-    Ok(Some(Command::Decide { task, approved, comment }))
+    Ok(Some(Command::Decide { task: task.to_string(), approved, comment }))
 }
 
 /// What a review shows: its prompt and the outputs under review.

@@ -46,7 +46,7 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         .iter()
         .enumerate()
         .filter(|&(i, t)| t.status == TaskStatus::Succeeded && !rerun[i])
-        .filter_map(|(i, t)| Some((plan.tasks[i].id.value.clone(), t.output.as_deref()?.to_owned())))
+        .filter_map(|(i, t)| Some((plan.tasks[i].id.value.to_string(), t.output.as_deref()?.to_owned())))
         .collect();
 
     crate::drive::check_workdir(&created.workdir(), old_id)?;

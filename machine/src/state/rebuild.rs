@@ -18,9 +18,10 @@ impl<C: TokenCounter> RunState<C> {
     /// plan whose graph cannot be built (only a tampered log has one) is ignored.
     pub(super) fn splice(&mut self, plan: Arc<Plan>) {
         let Ok(graph) = TaskGraph::build(&plan) else { return };
-        let mut old: HashMap<String, TaskState> =
+        let mut old: HashMap<manifest::Text, TaskState> =
             self.plan.tasks.iter().map(|t| t.id.value.clone()).zip(std::mem::take(&mut self.tasks)).collect();
-        let tasks = plan.tasks.iter().map(|t| old.remove(&t.id.value).unwrap_or_else(TaskState::new)).collect();
+        let tasks =
+            plan.tasks.iter().map(|t| old.remove(t.id.value.as_bytes()).unwrap_or_else(TaskState::new)).collect();
         self.rebuild(plan, Arc::new(graph), tasks);
     }
 

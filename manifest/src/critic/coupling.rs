@@ -26,8 +26,8 @@ pub(super) fn finding(facts: &Facts<'_>, i: usize, r: usize) -> Finding {
     let producer = &facts.plan.tasks[producer];
     let field = read.field.as_deref().unwrap_or_default();
     let lint = Lint::OutputFormatCoupling {
-        task: task.id.value.clone(),
-        producer: producer.id.value.clone(),
+        task: task.id.value.to_string(),
+        producer: producer.id.value.to_string(),
         field: field.to_owned(),
     };
     Finding::warning(lint, Some(&task.id.value), &read.loc)

@@ -102,7 +102,7 @@ fn unreliable(facts: &Facts<'_>, found: &mut Vec<Found>) {
         let Some(weight) = facts.plan.agents.get(name).and_then(|a| a.reliability_weight) else { continue };
         if weight < RELIABILITY_FLOOR {
             let loc = task.agent.as_ref().map_or(&task.id.loc, |a| &a.loc);
-            let lint = Lint::UnreliableAgent { task: task.id.value.clone(), agent: name.into(), weight };
+            let lint = Lint::UnreliableAgent { task: task.id.value.to_string(), agent: name.into(), weight };
             push_whole(
                 found,
                 Finding::warning(lint, Some(&task.id.value), loc)

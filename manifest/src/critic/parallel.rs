@@ -63,8 +63,8 @@ pub(super) fn redundant_edge(facts: &Facts<'_>, i: usize, k: usize, via: usize) 
     let dep = &task.depends_on[k];
     let lint = Lint::RedundantEdge {
         task: id.into(),
-        dependency: dep.value.clone(),
-        via: facts.plan.tasks[via].id.value.clone(),
+        dependency: dep.value.to_string(),
+        via: facts.plan.tasks[via].id.value.to_string(),
     };
     Finding::info(lint, Some(id), &dep.loc)
         .label("already implied")
@@ -76,7 +76,7 @@ pub(super) fn unread_dependency(facts: &Facts<'_>, i: usize, k: usize) -> Findin
     let task = &facts.plan.tasks[i];
     let id = task.id.value.as_str();
     let dep = &task.depends_on[k];
-    Finding::warning(Lint::UnreadDependency { task: id.into(), dependency: dep.value.clone() }, Some(id), &dep.loc)
+    Finding::warning(Lint::UnreadDependency { task: id.into(), dependency: dep.value.to_string() }, Some(id), &dep.loc)
         .label("its output is never read")
         .help(format!(
             "read it with `{{{{ {} }}}}`, or drop the dependency so both can run at once",

@@ -22,7 +22,7 @@ pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &NodePath, n
         reader.word(entry, path, "provider kind", &kinds, &[]);
     }
     if let Some((entry, path)) = reader.require(&fields, "base_url", &context)
-        && let Some(url) = reader.string(entry, path, "base_url")
+        && let Some(url) = reader.string::<String>(entry, path, "base_url")
     {
         check_url(reader, entry, path, "base_url", &url.value);
         provider.base_url = url.value;
@@ -163,7 +163,7 @@ fn read_llm(reader: &mut Reader, fields: &Fields<'_>) -> Runtime {
 fn read_http(reader: &mut Reader, fields: &Fields<'_>, context: &str, loc: &Loc) -> Runtime {
     let mut url = At::new(String::new(), loc.clone());
     if let Some((entry, path)) = reader.require(fields, "url", context)
-        && let Some(value) = reader.string(entry, path, "url")
+        && let Some(value) = reader.string::<String>(entry, path, "url")
     {
         check_url(reader, entry, path, "url", &value.value);
         url = value;

@@ -7,13 +7,14 @@ use crate::node_path::NodePath;
 use crate::plan::{At, ControlLogic, Extras, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
 use crate::read::{Reader, words_of};
 use crate::source::Loc;
+use crate::text::Text;
 use crate::tree::{Node, Value};
 
 /// A gate written in `control_logic.synthesis_gates`, before it becomes a task.
 pub(super) struct SeedGate {
-    id: Option<At<String>>,
-    after: Vec<At<String>>,
-    agent: Option<At<String>>,
+    id: Option<At<Text>>,
+    after: Vec<At<Text>>,
+    agent: Option<At<Text>>,
     max_output_tokens: Option<u32>,
     loc: Loc,
 }
@@ -84,14 +85,14 @@ pub(super) fn add_gates(plan: &mut Plan, gates: Vec<SeedGate>) {
     if gates.is_empty() {
         return;
     }
-    let mut taken: HashSet<String> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
+    let mut taken: HashSet<Text> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
     for (n, gate) in gates.into_iter().enumerate() {
         let id = gate.id.unwrap_or_else(|| {
             let mut candidate = format!("synthesis_gate_{}", n + 1);
-            while taken.contains(&candidate) {
+            while taken.contains(candidate.as_bytes()) {
                 candidate.push('_');
             }
-            At::new(candidate, gate.loc.clone())
+            At::new(Text::from(candidate), gate.loc.clone())
         });
         taken.insert(id.value.clone());
         let after: HashSet<&str> = gate.after.iter().map(|a| a.value.as_str()).collect();

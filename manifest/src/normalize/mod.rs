@@ -113,7 +113,7 @@ fn take(node: &mut Node, at: *const Node, depth: usize) -> Option<Node> {
 fn check_envelope(reader: &mut Reader, top: &Fields<'_>) {
     for (name, expected) in [("apiVersion", API_VERSION), ("kind", "Plan")] {
         let Some((entry, path)) = reader.require(top, name, "the manifest") else { continue };
-        let Some(value) = reader.string(entry, path, name) else { continue };
+        let Some(value) = reader.string::<String>(entry, path, name) else { continue };
         if value.value != expected {
             let field = if name == "kind" { "kind" } else { "apiVersion" };
             reader.push(Diagnostic::error(
@@ -256,7 +256,7 @@ pub(crate) fn chain_in_list_order(tasks: &mut [Task]) {
             let loc = tasks[i].id.loc.clone();
             tasks[i].depends_on.reserve_exact(1);
             tasks[i].depends_on.push(At::new(previous.clone(), loc));
-            tasks[i].chained_after = Some(previous.into_boxed_str());
+            tasks[i].chained_after = Some(previous.as_str().into());
         }
     }
 }
@@ -281,7 +281,7 @@ pub(crate) fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
         block.push_str(&format!("\n- {}: {{{{ {} }}}}", dep.value, template::output_of(&dep.value)));
     }
     let loc = task.input.as_ref().map_or_else(|| task.loc.clone(), |input| input.loc.clone());
-    reader.push(Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.clone() }, loc.clone()));
+    reader.push(Diagnostic::info(Problem::ImplicitInputs { task: task.id.value.to_string() }, loc.clone()));
     let input = task.input.get_or_insert_with(|| At::new(String::new(), loc));
     input.value.push_str(&block);
 }

@@ -8,6 +8,7 @@ use crate::plan::{Action, At, Attachment, Extras, FailurePolicy, Form, Task, Tas
 use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::template;
+use crate::text::Text;
 use crate::tree::{Node, Value};
 
 /// Words the bare form reads as a task `type`, with the type each means.
@@ -102,7 +103,7 @@ fn read_workflow_item(
     reader: &mut Reader,
     item: &Node,
     path: &NodePath,
-    inherited: &[At<String>],
+    inherited: &[At<Text>],
     tasks: &mut Vec<Task>,
 ) {
     if reader.form == Form::Bare {
@@ -117,7 +118,7 @@ fn read_workflow_item(
                 .label(format!("read as task `{id}`")),
             );
             tasks.push(Task {
-                id: At::new(id, loc.clone()),
+                id: At::new(Text::from(id), loc.clone()),
                 input: Some(At::new(text.to_string(), loc.clone())),
                 depends_on: inherited.to_vec(),
                 loc,
@@ -150,7 +151,7 @@ fn read_phase(reader: &mut Reader, node: &Node, path: &NodePath, tasks: &mut Vec
 /// Reads a task onto the end of `tasks`; nothing when the node is not a mapping. The task is
 /// filled in where it stays rather than built and moved: a task is 304 bytes, and a large
 /// plan has 100,000 of them.
-fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<String>], tasks: &mut Vec<Task>) {
+fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<Text>], tasks: &mut Vec<Task>) {
     let Some(fields) = reader.fields(node, path, "a task", TASK.fields, FOREIGN_TASK) else { return };
     tasks.push(Task { loc: Loc::new(node.span(), path), ..Task::default() });
     let position = tasks.len();
@@ -161,7 +162,7 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
             if !fields.has("id") && reader.form == Form::Enveloped {
                 reader.require(&fields, "id", "a task");
             }
-            At::new(format!("task_{position}"), task.loc.clone())
+            At::new(Text::from(format!("task_{position}")), task.loc.clone())
         }
     };
     if let Some((entry, path)) = fields.get("type") {
@@ -219,9 +220,9 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
 fn read_dependencies(
     reader: &mut Reader,
     fields: &Fields<'_>,
-    inherited: &[At<String>],
+    inherited: &[At<Text>],
     task: &mut Task,
-) -> Vec<At<String>> {
+) -> Vec<At<Text>> {
     let written =
         fields.get("depends_on").map(|(entry, path)| reader.strings(entry, path, "a task id")).unwrap_or_default();
     // The list as read when nothing is inherited: extending an empty one would leave it room

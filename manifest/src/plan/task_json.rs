@@ -6,24 +6,25 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{At, Attachment, Extras, FailurePolicy, Task, TaskKind, Verification};
 use crate::duration::Duration;
+use crate::text::Text;
 
 /// A task as it is written: borrowed from the task and its extras.
 #[derive(Serialize)]
 #[serde(rename = "Task")]
 struct Written<'a> {
-    id: &'a At<String>,
+    id: &'a At<Text>,
     #[serde(skip_serializing_if = "is_default")]
     kind: TaskKind,
     #[serde(skip_serializing_if = "Option::is_none")]
-    agent: Option<&'a At<String>>,
+    agent: Option<&'a At<Text>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     input: Option<&'a At<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a At<String>>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    depends_on: &'a [At<String>],
+    depends_on: &'a [At<Text>],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    inputs: &'a [At<String>],
+    inputs: &'a [At<Text>],
     #[serde(skip_serializing_if = "Option::is_none")]
     chained_after: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,19 +47,19 @@ struct Written<'a> {
 #[derive(Deserialize)]
 #[serde(rename = "Task")]
 struct Read {
-    id: At<String>,
+    id: At<Text>,
     #[serde(default)]
     kind: TaskKind,
     #[serde(default)]
-    agent: Option<At<String>>,
+    agent: Option<At<Text>>,
     #[serde(default)]
     input: Option<At<String>>,
     #[serde(default)]
     prompt: Option<At<String>>,
     #[serde(default)]
-    depends_on: Vec<At<String>>,
+    depends_on: Vec<At<Text>>,
     #[serde(default)]
-    inputs: Vec<At<String>>,
+    inputs: Vec<At<Text>>,
     #[serde(default)]
     chained_after: Option<String>,
     #[serde(default)]

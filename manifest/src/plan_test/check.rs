@@ -14,7 +14,7 @@ impl PlanTest {
         let mut found = Vec::new();
         let agents: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
         let tools: Vec<&str> = plan.tools.keys().map(String::as_str).collect();
-        let mut tasks: BTreeSet<String> = plan.tasks.iter().map(|t| t.id.value.clone()).collect();
+        let mut tasks: BTreeSet<String> = plan.tasks.iter().map(|t| t.id.value.to_string()).collect();
         tasks.extend(self.planned_tasks());
         let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
         let mut check = |what: &'static str, name: &At<String>, known: &[&str]| {

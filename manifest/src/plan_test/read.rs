@@ -32,7 +32,7 @@ fn read_document(reader: &mut Reader, root: &Node) -> Option<PlanTest> {
     let top = reader.fields(root, &NodePath::root(), "the plan test", TEST_ENVELOPE.fields, &[])?;
     for (name, expected) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         let Some((entry, path)) = reader.require(&top, name, "the plan test") else { continue };
-        let Some(value) = reader.string(entry, path, name) else { continue };
+        let Some(value) = reader.string::<String>(entry, path, name) else { continue };
         if value.value != expected {
             let field = if name == "kind" { "kind" } else { "apiVersion" };
             let problem = Problem::UnsupportedVersion { field, found: value.value.clone(), expected };

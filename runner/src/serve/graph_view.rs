@@ -42,7 +42,7 @@ impl GraphView {
             .iter()
             .enumerate()
             .map(|(i, task)| NodeView {
-                id: task.id.value.clone(),
+                id: task.id.value.to_string(),
                 kind: kind_name(task.kind),
                 agent: plan.agent_of(task).map(str::to_owned),
                 phase: phase_of[i],

@@ -166,7 +166,7 @@ impl StateView {
     /// The view of a state; `status` is the run's status as shown (a run nobody drives any
     /// more is `interrupted`).
     pub fn new(state: &RunState, status: &'static str) -> Self {
-        let id = |i: usize| state.plan.tasks[i].id.value.clone();
+        let id = |i: usize| state.plan.tasks[i].id.value.to_string();
         let tasks = state
             .tasks
             .iter()
@@ -180,7 +180,7 @@ impl StateView {
             .enumerate()
             .filter(|(_, t)| t.status == TaskStatus::Paused)
             .map(|(i, t)| Waiting {
-                task: id(i),
+                task: id(i).to_string(),
                 question: t.question().map(str::to_owned),
                 tool: state.conversations.get(&id(i)).and_then(|c| c.waiting.clone()),
             })
@@ -314,7 +314,7 @@ pub async fn task(
             id: task,
             kind: kind_name(spec.kind),
             agent: state.plan.agent_of(spec).map(str::to_owned),
-            depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.clone()).collect(),
+            depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.to_string()).collect(),
             status: current.status.as_str(),
             attempts: current.attempts,
             failures: current.failures,

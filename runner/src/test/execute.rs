@@ -89,10 +89,10 @@ fn replies(scenario: &Scenario, state: &RunState) -> Vec<Command> {
         let id = &state.plan.tasks[i].id.value;
         if task.question().is_some() {
             if let Some((_, text)) = scenario.test.answers.iter().find(|(t, _)| &t.value == id) {
-                commands.push(Command::Answer { task: id.clone(), text: text.clone() });
+                commands.push(Command::Answer { task: id.to_string(), text: text.clone() });
             }
         } else if let Some((_, approved, comment)) = scenario.test.reviews.iter().find(|(t, ..)| &t.value == id) {
-            commands.push(Command::Decide { task: id.clone(), approved: *approved, comment: comment.clone() });
+            commands.push(Command::Decide { task: id.to_string(), approved: *approved, comment: comment.clone() });
         }
     }
     commands
