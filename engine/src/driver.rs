@@ -51,10 +51,15 @@ pub enum DriverError {
 /// The most replies known at once that one batch takes; the rest wait for the next turn.
 const REPLIES_A_BATCH: usize = 16_384;
 
-/// The most records one append takes. A wider batch (a fan-out dispatches 100,000 tasks in one)
-/// is made durable a slice at a time, so that its records never all sit beside its events;
-/// what it asks for starts only once its last slice is durable.
+/// The most records one append takes. A wider batch is made durable a slice at a time, so that
+/// its records never all sit beside its events; what it asks for starts only once its last
+/// slice is durable.
 const RECORDS_AN_APPEND: usize = 16_384;
+
+/// The most tasks one batch dispatches: a wider layer (a fan-out makes 100,000 tasks ready at
+/// once) is dispatched a batch at a time, each durable and started before the next is made, so
+/// that neither its events nor its replies are all held at once.
+const DISPATCHES_A_BATCH: usize = 16_384;
 
 /// The room for events a batch keeps between commits: enough for the few events of a step, so
 /// a chain does not grow a vector every commit, while a whole wide layer's (a fan-out
@@ -105,7 +110,8 @@ impl<S: EventStore> Driver<S> {
     /// A driver for a new run, or for an existing one whose records are given.
     pub fn new(run_id: String, store: S, records: &[Record], workdir: PathBuf) -> Self {
         let events: Vec<Event> = records.iter().map(|r| r.event.clone()).collect();
-        let state = RunState::fold(&events);
+        let mut state = RunState::fold(&events);
+        state.limit_dispatches(DISPATCHES_A_BATCH);
         let run_id: Arc<str> = run_id.into();
         Driver {
             summarize: summarizer::by_agent(&state.plan),
@@ -201,6 +207,12 @@ impl<S: EventStore> Driver<S> {
         let mut replies: VecDeque<Known> = VecDeque::new();
         self.take(first, &mut batch)?;
         loop {
+            if batch.is_empty() {
+                // The last batch is durable and started: what it left queued for lack of room
+                // is dispatched first.
+                self.state.next_slice(&mut batch);
+                self.dispatched.extend_from_slice(self.state.last_dispatched());
+            }
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
                 let _ = self.take(command, &mut batch);
@@ -234,7 +246,8 @@ impl<S: EventStore> Driver<S> {
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
-            let waiting = !inbox.is_empty() || !journal_inbox.is_empty() || !replies.is_empty();
+            let waiting =
+                !inbox.is_empty() || !journal_inbox.is_empty() || !replies.is_empty() || self.state.held_back();
             if waiting && !self.halt.is_cancelled() && !cancel.is_cancelled() {
                 // Commands are waiting already (attempts done at once): take them without a
                 // select, which would register with both tokens and deregister again.

@@ -74,3 +74,25 @@ async fn a_wide_batch_is_appended_in_slices_and_every_attempt_starts_after_its_d
     let widest = store.widest.load(Ordering::SeqCst);
     assert!(widest <= 16_384, "one append took {widest} records");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_layer_wider_than_a_batch_is_dispatched_in_batches_that_all_start_at_once() {
+    let mut yaml = String::from(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: wide}\nspec:\n  agent_definitions: {w: {runtime: mock, latency: 2s}}\n  workflow:\n",
+    );
+    for i in 0..TASKS {
+        yaml.push_str(&format!("    - {{id: t{i}, agent: w, input: x}}\n"));
+    }
+    let plan = Arc::new(manifest::load_str("wide.yaml", "wide", &yaml, &|_| true).plan.expect("the plan loads"));
+    let store = Watched::default();
+    let driver = Driver::new("wide".into(), store.clone(), &[], std::env::temp_dir());
+    let started = tokio::time::Instant::now();
+    let state =
+        driver.run(Command::Start(Start::plan(plan)), CancellationToken::new()).await.expect("the run is driven");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    // Every batch of dispatches started before the first reply: one latency in all, not one a batch.
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(2));
+    assert_eq!(store.durable.lock().expect("the run is over").len(), TASKS);
+    let widest = store.widest.load(Ordering::SeqCst);
+    assert!(widest <= 16_384, "one append took {widest} records");
+}

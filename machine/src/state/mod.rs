@@ -94,6 +94,13 @@ pub struct RunState<C> {
     /// The index a caller of `process_at` gave for its command's task, tried before the index
     /// by id (and only while that command is processed).
     hint: Option<usize>,
+    /// The most tasks one slice starts (see [`RunState::limit_dispatches`]); unlimited unless a
+    /// driver sets it.
+    slice: usize,
+    /// How many more tasks the current slice may start.
+    slice_left: usize,
+    /// Whether the scheduler stopped at the end of the slice with tasks it could have started.
+    slice_full: bool,
     renderer: Renderer,
     counter: C,
 }
@@ -153,6 +160,9 @@ impl<C: TokenCounter + Default> RunState<C> {
             prebuilt: None,
             dispatched: Vec::new(),
             hint: None,
+            slice: usize::MAX,
+            slice_left: usize::MAX,
+            slice_full: false,
             renderer: Renderer::default(),
             counter: C::default(),
         }
@@ -191,6 +201,31 @@ impl<C: TokenCounter> RunState<C> {
     /// without looking each task up by id.
     pub fn last_dispatched(&self) -> &[(usize, u32)] {
         &self.dispatched
+    }
+
+    /// Starts at most `most` tasks a slice: once a slice is full, the scheduler leaves the rest
+    /// queued until [`RunState::next_slice`]. A driver that makes each batch of events durable
+    /// before starting what it dispatched sets this, so that a layer of 100,000 tasks is not
+    /// dispatched (and its events held) in one batch.
+    pub fn limit_dispatches(&mut self, most: usize) {
+        self.slice = most.max(1);
+        self.slice_left = self.slice;
+    }
+
+    /// Whether the current slice is full and tasks that could start were left queued.
+    pub fn held_back(&self) -> bool {
+        self.slice_full
+    }
+
+    /// Opens a new slice and starts what the last one held back, as the scheduler would have
+    /// (its events appended to `out`, its attempts in [`RunState::last_dispatched`]). A driver
+    /// calls it when it begins a new batch, after the last one is durable and started.
+    pub fn next_slice(&mut self, out: &mut Vec<Event>) {
+        self.slice_left = self.slice;
+        self.dispatched.clear();
+        if std::mem::take(&mut self.slice_full) && self.status == RunStatus::Running {
+            self.schedule(out);
+        }
     }
 
     /// Attempts in flight.

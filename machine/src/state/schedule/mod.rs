@@ -48,7 +48,7 @@ impl<C: TokenCounter> RunState<C> {
     fn settle(&mut self, out: &mut Vec<Event>) {
         // Tasks still queued after scheduling cannot start: they wait behind a paused task of
         // an earlier phase.
-        if self.tally.running > 0 || self.tally.waiting > 0 || !self.replanning.is_empty() {
+        if self.tally.running > 0 || self.tally.waiting > 0 || !self.replanning.is_empty() || self.slice_full {
             return;
         }
         if let Some(reason) = self.exhausted.clone() {
@@ -106,10 +106,15 @@ impl<C: TokenCounter> RunState<C> {
         limit.is_none_or(|limit| self.tally.group_running.get(&group.value).copied().unwrap_or(0) < limit as usize)
     }
 
-    /// The next queued task, best first, dropping stale entries.
+    /// The next queued task, best first, dropping stale entries; none once the slice is full.
     fn next_ready(&mut self) -> Option<(u64, usize)> {
+        if self.slice_left == 0 {
+            self.slice_full = true;
+            return None;
+        }
         while let Some((priority, Reverse(i))) = self.queue.ready.pop() {
             if self.tasks[i].queued {
+                self.slice_left -= 1;
                 return Some((priority, i));
             }
         }
