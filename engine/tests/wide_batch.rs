@@ -50,15 +50,20 @@ impl AgentRuntime for Witness {
     }
 }
 
-#[tokio::test]
-async fn a_wide_batch_is_appended_in_slices_and_every_attempt_starts_after_its_dispatch_is_durable() {
-    let mut yaml = String::from(
-        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: wide}\nspec:\n  agent_definitions: {w: {runtime: mock}}\n  workflow:\n",
+/// `TASKS` independent tasks on agent `w`, defined as `agent`.
+fn wide(agent: &str) -> Arc<manifest::Plan> {
+    let mut yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: wide}}\nspec:\n  agent_definitions: {{w: {agent}}}\n  workflow:\n"
     );
     for i in 0..TASKS {
         yaml.push_str(&format!("    - {{id: t{i}, agent: w, input: x}}\n"));
     }
-    let plan = Arc::new(manifest::load_str("wide.yaml", "wide", &yaml, &|_| true).plan.expect("the plan loads"));
+    Arc::new(manifest::load_str("wide.yaml", "wide", &yaml, &|_| true).plan.expect("the plan loads"))
+}
+
+#[tokio::test]
+async fn a_wide_batch_is_appended_in_slices_and_every_attempt_starts_after_its_dispatch_is_durable() {
+    let plan = wide("{runtime: mock}");
     let store = Watched::default();
     let witness = store.clone();
     let runtimes =
@@ -77,13 +82,7 @@ async fn a_wide_batch_is_appended_in_slices_and_every_attempt_starts_after_its_d
 
 #[tokio::test(start_paused = true)]
 async fn a_layer_wider_than_a_batch_is_dispatched_in_batches_that_all_start_at_once() {
-    let mut yaml = String::from(
-        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: wide}\nspec:\n  agent_definitions: {w: {runtime: mock, latency: 2s}}\n  workflow:\n",
-    );
-    for i in 0..TASKS {
-        yaml.push_str(&format!("    - {{id: t{i}, agent: w, input: x}}\n"));
-    }
-    let plan = Arc::new(manifest::load_str("wide.yaml", "wide", &yaml, &|_| true).plan.expect("the plan loads"));
+    let plan = wide("{runtime: mock, latency: 2s}");
     let store = Watched::default();
     let driver = Driver::new("wide".into(), store.clone(), &[], std::env::temp_dir());
     let started = tokio::time::Instant::now();
