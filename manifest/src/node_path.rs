@@ -4,16 +4,59 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The YAML path of a node. Cheap to clone (a shared table and an index into it); shown with
 /// `Display`. The default is the empty path of the document's root.
-#[derive(Clone, Default)]
+///
+/// A path's last step is kept beside its parent's id rather than as a part of the table until
+/// a longer path is joined to it: most located values are leaves (a task's `id`, `agent`, each
+/// of its dependencies), and a plan of 100,000 tasks would otherwise add half a million parts.
 pub struct NodePath {
     /// The table the id indexes; `None` for the root of no document.
     table: Option<Arc<Mutex<Table>>>,
-    /// The node in the table; 0 is the root.
+    /// The node (see [`At`]); set once, when a child is joined to a node not yet in the table.
+    at: AtomicU64,
+}
+
+/// Where a [`NodePath`] is, packed in 64 bits: a node of the table (0 is the root), and a last
+/// step below it (a [`Part::step`]) or [`NO_STEP`] when the node itself is the path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct At {
     id: u32,
+    last: u32,
+}
+
+/// The `last` of a path that is a node of the table.
+const NO_STEP: u32 = u32::MAX;
+
+impl At {
+    fn pack(self) -> u64 {
+        (u64::from(self.id) << 32) | u64::from(self.last)
+    }
+
+    fn unpack(bits: u64) -> Self {
+        At { id: (bits >> 32) as u32, last: bits as u32 }
+    }
+}
+
+impl Default for At {
+    fn default() -> Self {
+        At { id: 0, last: NO_STEP }
+    }
+}
+
+impl Default for NodePath {
+    fn default() -> Self {
+        NodePath { table: None, at: AtomicU64::new(At::default().pack()) }
+    }
+}
+
+impl Clone for NodePath {
+    fn clone(&self) -> Self {
+        NodePath { table: self.table.clone(), at: AtomicU64::new(self.at.load(Ordering::Relaxed)) }
+    }
 }
 
 /// Every path of one document: a tree of parts, each naming its parent.
@@ -67,14 +110,18 @@ impl Table {
         id
     }
 
-    fn push(&mut self, parent: u32, step: Step) -> u32 {
+    fn push(&mut self, parent: u32, step: u32) -> u32 {
         let id = index(self.parts.len());
-        let step = match step {
-            Step::Key(name) => name & !INDEX,
-            Step::Index(i) => i.min(!INDEX) | INDEX,
-        };
         self.parts.push(Part { parent, step });
         id
+    }
+
+    /// Writes the path of `at`: its node's, then its last step.
+    fn write_at(&self, at: At, out: &mut String) {
+        self.write(at.id, out);
+        if at.last != NO_STEP {
+            self.write_step(Part { parent: at.id, step: at.last }.step(), out);
+        }
     }
 
     /// Writes the path of `id` the way `join_key` and `join_index` used to build it, with no
@@ -94,19 +141,24 @@ impl Table {
             self.write(at, out);
         }
         for &part in chain[..len].iter().rev() {
-            let Some(part) = self.parts.get(part as usize) else { continue };
-            match part.step() {
-                Step::Key(name) => {
-                    if !out.is_empty() {
-                        out.push('.');
-                    }
-                    out.push_str(self.names.get(name as usize).map_or("", |n| n));
+            if let Some(part) = self.parts.get(part as usize) {
+                self.write_step(part.step(), out);
+            }
+        }
+    }
+
+    fn write_step(&self, step: Step, out: &mut String) {
+        match step {
+            Step::Key(name) => {
+                if !out.is_empty() {
+                    out.push('.');
                 }
-                Step::Index(i) => {
-                    out.push('[');
-                    out.extend(crate::decimal::digits(u64::from(i), &mut [0; 20]).iter().map(|&d| char::from(d)));
-                    out.push(']');
-                }
+                out.push_str(self.names.get(name as usize).map_or("", |n| n));
+            }
+            Step::Index(i) => {
+                out.push('[');
+                out.extend(crate::decimal::digits(u64::from(i), &mut [0; 20]).iter().map(|&d| char::from(d)));
+                out.push(']');
             }
         }
     }
@@ -123,7 +175,7 @@ fn index(len: usize) -> u32 {
 impl NodePath {
     /// The root of a new document: every path joined from it shares one table.
     pub fn root() -> Self {
-        NodePath { table: Some(Arc::new(Mutex::new(Table::new()))), id: 0 }
+        NodePath { table: Some(Arc::new(Mutex::new(Table::new()))), ..NodePath::default() }
     }
 
     /// This path with `.key` appended.
@@ -136,14 +188,25 @@ impl NodePath {
         self.join(|_| Step::Index(u32::try_from(index).unwrap_or(u32::MAX)))
     }
 
+    /// The path one step below this one. This path's own node goes into the table first, if it
+    /// is not there yet (and this path then points at it); the new path's step does not.
     fn join(&self, step: impl FnOnce(&mut Table) -> Step) -> NodePath {
         let table = self.table.clone().unwrap_or_else(|| Arc::new(Mutex::new(Table::new())));
-        let id = {
+        let at = {
             let mut locked = table.lock().unwrap_or_else(PoisonError::into_inner);
-            let step = step(&mut locked);
-            locked.push(self.id, step)
+            let mut parent = At::unpack(self.at.load(Ordering::Relaxed));
+            if parent.last != NO_STEP {
+                parent = At { id: locked.push(parent.id, parent.last), last: NO_STEP };
+                self.at.store(parent.pack(), Ordering::Relaxed);
+            }
+            let last = match step(&mut locked) {
+                Step::Key(name) => name & !INDEX,
+                // One below the largest, which would read as `NO_STEP`; no document has so many items.
+                Step::Index(i) => i.min(!INDEX - 1) | INDEX,
+            };
+            At { id: parent.id, last }
         };
-        NodePath { table: Some(table), id }
+        NodePath { table: Some(table), at: AtomicU64::new(at.pack()) }
     }
 
     /// Gives back the room the document's table grew into: the table lives as long as the
@@ -168,13 +231,17 @@ impl NodePath {
     pub fn write_into(&self, out: &mut String) {
         out.clear();
         if let Some(table) = &self.table {
-            table.lock().unwrap_or_else(PoisonError::into_inner).write(self.id, out);
+            table.lock().unwrap_or_else(PoisonError::into_inner).write_at(self.at(), out);
         }
     }
 
     /// Whether this is the root (shown as the empty string).
     pub fn is_empty(&self) -> bool {
-        self.id == 0
+        self.at() == At::default()
+    }
+
+    fn at(&self) -> At {
+        At::unpack(self.at.load(Ordering::Relaxed))
     }
 }
 
@@ -196,7 +263,7 @@ impl PartialEq for NodePath {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             _ => false,
         };
-        (same_table && self.id == other.id) || self.text() == other.text()
+        (same_table && self.at() == other.at()) || self.text() == other.text()
     }
 }
 
@@ -261,6 +328,32 @@ mod tests {
         let mut reused = "left over".to_owned();
         path.write_into(&mut reused);
         assert_eq!(reused, expected);
+    }
+
+    #[test]
+    fn a_leaf_adds_no_part_to_the_table_until_a_path_is_joined_below_it() {
+        let parts = |path: &NodePath| path.table.as_ref().map_or(0, |t| t.lock().expect("not poisoned").parts.len());
+        let workflow = NodePath::root().key("spec").key("workflow");
+        let mut leaves = Vec::new();
+        for i in 0..3 {
+            let task = workflow.index(i);
+            let before = task.clone();
+            for key in ["id", "agent", "input"] {
+                leaves.push((task.key(key), format!("spec.workflow[{i}].{key}")));
+            }
+            let deps = task.key("depends_on");
+            leaves.push((deps.index(0), format!("spec.workflow[{i}].depends_on[0]")));
+            leaves.push((deps, format!("spec.workflow[{i}].depends_on")));
+            leaves.push((before, format!("spec.workflow[{i}]")));
+        }
+        // The root, `spec`, `workflow`, and each task and its `depends_on`: the leaves have none.
+        assert_eq!(parts(&workflow), 3 + 2 * 3);
+        for (path, text) in &leaves {
+            assert_eq!(&path.text(), text);
+        }
+        let (a, b) = (&leaves[5].0, &leaves[11].0);
+        assert_eq!(a, &NodePath::root().key("spec").key("workflow").index(0));
+        assert_ne!(a, b);
     }
 
     #[test]
