@@ -3,12 +3,12 @@
 //! invariants (see `tally.rs` and `queue.rs`) hold after every event. (`rebuild.rs` derives
 //! them all afresh when a plan is installed.)
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::RunState;
 use crate::event::Tokens;
+use crate::state::queue::entry;
 use crate::task::TaskStatus;
 use crate::tokens::TokenCounter;
 
@@ -30,7 +30,7 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn release_held(&mut self) {
         for i in std::mem::take(&mut self.queue.held) {
             if self.tasks[i].queued {
-                self.queue.ready.push((self.priority(i), Reverse(i)));
+                self.queue.ready.push(entry(self.priority(i), i));
             }
         }
     }
@@ -47,7 +47,7 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn enqueue(&mut self, i: usize) {
         if !self.tasks[i].queued {
             self.tasks[i].queued = true;
-            self.queue.ready.push((self.priority(i), Reverse(i)));
+            self.queue.ready.push(entry(self.priority(i), i));
         }
     }
 

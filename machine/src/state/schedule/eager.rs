@@ -5,19 +5,18 @@
 //! `max_concurrency` of its members; a queued member of a full group is parked (off the ready
 //! queue) until a member of its group ends, then the best parked one goes back.
 
-use std::cmp::Reverse;
-
 use manifest::TaskGraph;
 use manifest::plan::TaskKind;
 
 use crate::event::Event;
 use crate::run_status::RunStatus;
 use crate::state::RunState;
+use crate::state::queue::entry;
 use crate::tokens::TokenCounter;
 
 /// The longest chain of dependents left below task `i` first.
-pub(super) fn priority(graph: &TaskGraph, i: usize) -> u64 {
-    graph.height(i) as u64
+pub(super) fn priority(graph: &TaskGraph, i: usize) -> u32 {
+    u32::try_from(graph.height(i)).unwrap_or(u32::MAX)
 }
 
 /// Starts queued tasks, best first, while the limits allow.
@@ -27,7 +26,7 @@ pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>
         if run.plan.tasks[i].kind != TaskKind::HumanReview && !run.group_allows(i) {
             // Parked until a member of its group finishes.
             if let Some(group) = &run.plan.tasks[i].extras().parallel_group {
-                run.queue.parked.entry(group.value.clone()).or_default().push((priority, Reverse(i)));
+                run.queue.parked.entry(group.value.clone()).or_default().push(entry(priority, i));
             }
             continue;
         }

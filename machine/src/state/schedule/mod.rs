@@ -86,7 +86,7 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// The order queued tasks start in: the strategy's `priority`.
-    pub(super) fn priority(&self, i: usize) -> u64 {
+    pub(super) fn priority(&self, i: usize) -> u32 {
         match self.strategy {
             Strategy::Eager => eager::priority(&self.graph, i),
             Strategy::Sequential => sequential::priority(&self.graph, i),
@@ -107,12 +107,13 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// The next queued task, best first, dropping stale entries; none once the slice is full.
-    fn next_ready(&mut self) -> Option<(u64, usize)> {
+    fn next_ready(&mut self) -> Option<(u32, usize)> {
         if self.slice_left == 0 {
             self.slice_full = true;
             return None;
         }
         while let Some((priority, Reverse(i))) = self.queue.ready.pop() {
+            let i = i as usize;
             if self.tasks[i].queued {
                 self.slice_left -= 1;
                 return Some((priority, i));

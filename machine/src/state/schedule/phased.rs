@@ -7,19 +7,18 @@
 //! retry waiting (`phase_busy`); the group unit in progress (`Queue::unit`) is finished
 //! before another starts.
 
-use std::cmp::Reverse;
-
 use manifest::TaskGraph;
 use manifest::plan::TaskKind;
 
 use crate::event::Event;
 use crate::run_status::RunStatus;
 use crate::state::RunState;
+use crate::state::queue::entry;
 use crate::tokens::TokenCounter;
 
 /// The earliest phase first, then list order.
-pub(super) fn priority(graph: &TaskGraph, i: usize) -> u64 {
-    u64::MAX - graph.level(i) as u64
+pub(super) fn priority(graph: &TaskGraph, i: usize) -> u32 {
+    u32::MAX - u32::try_from(graph.level(i)).unwrap_or(u32::MAX)
 }
 
 /// Moves to the first phase with work left and starts its next unit.
@@ -38,12 +37,12 @@ pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>
     let Some((priority, i)) = run.next_ready() else { return };
     if run.graph.level(i) != run.queue.phase {
         // Only later phases have queued tasks: this phase waits for a person.
-        run.queue.ready.push((priority, Reverse(i)));
+        run.queue.ready.push(entry(priority, i));
         return;
     }
     match run.plan.tasks[i].extras().parallel_group.as_ref().map(|g| g.value.clone()) {
         Some(group) => {
-            run.queue.ready.push((priority, Reverse(i)));
+            run.queue.ready.push(entry(priority, i));
             run.queue.unit = Some((run.queue.phase, group, 0));
             continue_unit(run, out);
         }

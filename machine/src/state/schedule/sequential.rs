@@ -10,7 +10,7 @@ use crate::state::RunState;
 use crate::tokens::TokenCounter;
 
 /// Every task the same: the ready queue falls back to list order.
-pub(super) fn priority(_graph: &TaskGraph, _i: usize) -> u64 {
+pub(super) fn priority(_graph: &TaskGraph, _i: usize) -> u32 {
     0
 }
 
