@@ -543,7 +543,7 @@ async fn a_version_1_log_loads_and_folds_with_the_new_fields_defaulted() {
     assert_eq!(state.status, engine::RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(state.plan.tasks[0].on_failure.value.retry_on, manifest::plan::RetryOn::Any);
     assert_eq!(state.tasks[0].attempts, 2);
-    assert_eq!(state.tasks[0].dispatched_seq, Some(6), "counted from the events, so old logs link too");
+    assert_eq!(state.tasks[0].dispatched_seq(), Some(6), "counted from the events, so old logs link too");
     assert_eq!(state.seq, 8);
 }
 

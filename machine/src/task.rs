@@ -5,6 +5,7 @@
 //! while `Pending`, with no dependency left to wait for (the run's `blocked` count, in
 //! `state/queue.rs`) and no retry timer running (`waiting_timer`).
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 /// Where a task stands.
@@ -60,8 +61,9 @@ pub struct TaskState {
     pub output: Option<Arc<str>>,
     /// The input of the latest attempt.
     pub input: Option<Arc<str>>,
-    /// The `seq` of the latest attempt's `TaskDispatched`, which its result refers to.
-    pub dispatched_seq: Option<u64>,
+    /// The `seq` of the latest attempt's `TaskDispatched` (see [`TaskState::dispatched_seq`]):
+    /// never 0, as `seq` counts from 1, which keeps the task's state at 64 bytes.
+    dispatched_seq: Option<NonZeroU64>,
     /// The error, question, answers and feedback, when any is set (never an empty box).
     notes: Option<Box<Notes>>,
     /// Whether the latest attempt is in flight (counted against concurrency limits).
@@ -107,6 +109,17 @@ impl TaskState {
     /// The last error.
     pub fn error(&self) -> Option<&str> {
         self.notes.as_ref()?.error.as_deref()
+    }
+
+    /// The `seq` of the latest attempt's `TaskDispatched`, which its result refers to.
+    pub fn dispatched_seq(&self) -> Option<u64> {
+        self.dispatched_seq.map(NonZeroU64::get)
+    }
+
+    /// Notes that the latest attempt was dispatched by the event numbered `seq` (a `seq` of
+    /// 0, which no event has, notes nothing).
+    pub(crate) fn dispatched_at(&mut self, seq: u64) {
+        self.dispatched_seq = NonZeroU64::new(seq);
     }
 
     /// The open question, while paused for a clarification.
@@ -160,7 +173,7 @@ impl TaskState {
 }
 
 // One per task of a run, held for the whole run.
-const _: () = assert!(std::mem::size_of::<TaskState>() == 72);
+const _: () = assert!(std::mem::size_of::<TaskState>() == 64);
 
 #[cfg(test)]
 mod tests {

@@ -111,7 +111,7 @@ impl<C: TokenCounter> RunState<C> {
         let state = &mut self.tasks[i];
         state.attempts = attempt;
         state.input = Some(Arc::clone(input));
-        state.dispatched_seq = Some(self.seq);
+        state.dispatched_at(self.seq);
         // Told to this attempt in its input; later ones are not.
         state.set_feedback(None);
         self.start_attempt(i);

@@ -33,7 +33,7 @@ impl<C: TokenCounter> RunState<C> {
         let task = self.id(i).to_owned();
         let policy = self.plan.tasks[i].on_failure.value;
         let retryable = class.retryable(policy.retry_on);
-        let dispatched_seq = self.tasks[i].dispatched_seq;
+        let dispatched_seq = self.tasks[i].dispatched_seq();
         let failed = Event::TaskFailed {
             task: task.clone(),
             attempt,
@@ -116,7 +116,7 @@ impl<C: TokenCounter> RunState<C> {
             let event = Event::TaskFailed {
                 task,
                 attempt,
-                dispatched_seq: self.tasks[i].dispatched_seq,
+                dispatched_seq: self.tasks[i].dispatched_seq(),
                 error: reason.to_owned(),
                 class: ErrorClass::Cancelled,
                 retryable: false,

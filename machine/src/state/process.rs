@@ -188,7 +188,7 @@ impl<C: TokenCounter> RunState<C> {
         if !self.takes_result(i, attempt) {
             return Ok(Next::Stop);
         }
-        let dispatched_seq = self.tasks[i].dispatched_seq;
+        let dispatched_seq = self.tasks[i].dispatched_seq();
         let empty = output.trim().is_empty();
         if empty && self.plan.control.replan_on_empty_result && self.plan.tasks[i].kind == TaskKind::Task {
             let error = "the output was empty (replan_on_empty_result)".to_owned();
@@ -245,7 +245,7 @@ impl<C: TokenCounter> RunState<C> {
             return Ok(Next::Stop);
         }
         let error = format!("verification failed: {reason}");
-        let dispatched_seq = self.tasks[i].dispatched_seq;
+        let dispatched_seq = self.tasks[i].dispatched_seq();
         self.emit(Event::VerificationFailed { task, attempt, dispatched_seq, reason, tokens }, out);
         let failure = Failure { jitter, ..Failure::new(error, ErrorClass::Verification) };
         self.fail_attempt(i, attempt, failure, out);
