@@ -467,9 +467,7 @@ fn key_text(node: &Node) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
-/// The text of a string or number scalar.
-/// A scalar's text, as [`scalar_text`] gives it, without copying a short string's bytes to
-/// the heap.
+/// A scalar's text, as [`scalar_text`] gives it, with a short string kept inline.
 fn scalar(node: &Node) -> Option<Text> {
     match &node.value {
         Value::Str(s) => Some(s.clone()),
@@ -479,13 +477,9 @@ fn scalar(node: &Node) -> Option<Text> {
     }
 }
 
+/// A scalar's text: a string as written, a number as Rust writes it; `None` for anything else.
 pub(crate) fn scalar_text(node: &Node) -> Option<String> {
-    match &node.value {
-        Value::Str(s) => Some(s.to_string()),
-        Value::Int(n) => Some(n.to_string()),
-        Value::Float(x) => Some(x.to_string()),
-        _ => None,
-    }
+    scalar(node).map(String::from)
 }
 
 /// A tree read from `text` as JSON. Mapping keys are their text as written: a key that YAML
