@@ -11,6 +11,10 @@
 //! - One task per step; a [`Complexity::Simple`] request is one task (its steps merged: the
 //!   whole request, the most demanding kind, every attachment). An empty request is one
 //!   `human_review` asking what the plan should do.
+//! - A question to the person followed by work (a step ending in `?`, then a step opening
+//!   with an action verb) is planned step by step even when the request is otherwise
+//!   simple: the question becomes a `human_review` and the next task reads its answer. A
+//!   request that is only a question stays one task.
 //! - Task ids are the snake_case of the step's first four words that are not filler
 //!   (`the`, `at`, ...), at most 40 characters, `step` when none is left, with `_2`, `_3`
 //!   on repeats.
@@ -82,7 +86,7 @@ const RESERVED_IDS: &[&str] = &["true", "false", "none", "and", "or", "not", "in
 /// `exists` answers whether a relative file the request mentions exists.
 pub fn plan(request: &str, name: &str, bindings: &Bindings, exists: &dyn Fn(&str) -> bool) -> Draft {
     let text = normalize(request);
-    let complexity = assess_normalized(&text);
+    let mut complexity = assess_normalized(&text);
     let mut steps = split_normalized(&text, exists);
     if steps.is_empty() {
         steps.push(Step {
@@ -92,11 +96,31 @@ pub fn plan(request: &str, name: &str, bindings: &Bindings, exists: &dyn Fn(&str
             files: Vec::new(),
         });
     } else if complexity.complexity == Complexity::Simple && steps.len() > 1 {
-        steps = vec![merge(&text, steps)];
+        match question_before_work(&steps) {
+            Some(question) => complexity = asks_first(question),
+            None => steps = vec![merge(&text, steps)],
+        }
     }
     let manifest = manifest(&text, name, &steps, &complexity, bindings);
     let yaml = to_yaml(&manifest);
     Draft { steps, complexity, manifest, yaml }
+}
+
+/// The question a request asks the person before its work, if any: a step that ends in `?`
+/// followed by a step that opens with an action verb ("Should the report cover 2023 or 2024?
+/// Then write the report."). Such a request is planned, not merged, so the question is asked
+/// first and the step after it reads the answer.
+fn question_before_work(steps: &[Step]) -> Option<&Step> {
+    let at = steps.iter().position(Step::is_question)?;
+    steps[at + 1..].iter().any(Step::opens_with_action).then(|| &steps[at])
+}
+
+/// The verdict for a simple request that asks a question before its work: planned, and why.
+fn asks_first(question: &Step) -> Assessment {
+    Assessment {
+        complexity: Complexity::Planned,
+        reasons: vec![format!("asks a question before the work: `{}`", question.text)],
+    }
 }
 
 /// One step for a simple request: its whole text, the most demanding kind, every attachment.

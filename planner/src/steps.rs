@@ -109,6 +109,17 @@ impl Step {
         let files = attachments::files(&text, exists);
         Step { text, kind, links, files }
     }
+
+    /// Whether the step is a question for the person: a clarification whose text ends in `?`.
+    pub(crate) fn is_question(&self) -> bool {
+        self.kind == Kind::Clarification && self.text.ends_with('?')
+    }
+
+    /// Whether the step opens with an action verb (after polite words such as `please`), as
+    /// the complexity detector counts actions.
+    pub(crate) fn opens_with_action(&self) -> bool {
+        classify::opens_with_action(&self.text)
+    }
 }
 
 /// Splits a request into steps (the module doc lists the rules). `exists` answers whether a

@@ -16,6 +16,10 @@ fn exists(file: &str) -> bool {
 
 const SEED_EXAMPLE: &str = "Add login with session cookies. Use basic auth. Read API spec at https://example.com/spec.pdf. Then write unit tests.";
 
+/// The ambiguous request of the conversational planning seed: a question to the person, then
+/// the work that needs its answer.
+const QUESTION_FIRST: &str = "Should the report cover 2023 or 2024? Then write the report.";
+
 /// A template manifest with an llm agent, its provider and a tool.
 const TEMPLATE: &str = r#"
 apiVersion: runner/v1
@@ -58,6 +62,7 @@ const REQUESTS: &[&str] = &[
     "Read ../data/input.csv. Next, compute the averages. Finally, write a report to ./out.md.",
     "Run this:\n```\ncargo build --release\n```\nThen ship it.",
     "Use the template at {{ vars.template }} to write the email. Then print {{ tasks.x.output }} and {% if a %}.",
+    QUESTION_FIRST,
     "Fix it",
     "rooms",
     "",
@@ -175,6 +180,78 @@ fn clarifications_are_human_reviews_whose_answer_the_next_task_reads() {
     let input = tasks[2]["input"].as_str().unwrap();
     assert!(input.contains("{{ tasks.which_service_failed.output }}"), "{input}");
     assert!(input.contains("{{ tasks.fetch_logs.output }}"), "{input}");
+}
+
+#[test]
+fn a_question_before_the_work_is_asked_first_and_the_work_reads_its_answer() {
+    let draft = plan(QUESTION_FIRST, "report", &Bindings::default(), &exists);
+    assert_sound(QUESTION_FIRST, &draft);
+    assert_eq!(draft.complexity.complexity, Complexity::Planned);
+    assert_eq!(draft.complexity.reasons, ["asks a question before the work: `Should the report cover 2023 or 2024?`"]);
+    assert_eq!(
+        *workflow(&draft),
+        vec![
+            json!({
+                "id": "should_report_cover_2023",
+                "type": "human_review",
+                "prompt": "Should the report cover 2023 or 2024?",
+            }),
+            json!({
+                "id": "write_report",
+                "agent": "worker",
+                "input": "Write the report\n\nThe answer to `should_report_cover_2023`:\n\
+                          {{ tasks.should_report_cover_2023.output }}",
+            }),
+        ]
+    );
+    let loaded = load(&draft);
+    let (plan, _) = loaded.valid().expect("the plan is valid");
+    let depends_on: Vec<&str> = plan.tasks[1].depends_on.iter().map(|d| d.value.as_str()).collect();
+    assert_eq!(depends_on, ["should_report_cover_2023"]);
+}
+
+#[test]
+fn a_request_without_a_question_is_unchanged() {
+    let request = "The report should cover 2024. Then write the report.";
+    let draft = plan(request, "report", &Bindings::default(), &exists);
+    assert_sound(request, &draft);
+    assert_eq!(draft.complexity.complexity, Complexity::Simple);
+    assert_eq!(
+        *workflow(&draft),
+        vec![json!({
+            "id": "report_should_cover_2024",
+            "agent": "worker",
+            "input": "The report should cover 2024. Then write the report",
+        })]
+    );
+}
+
+#[test]
+fn a_lone_question_is_unchanged() {
+    let request = "Should the report cover 2023 or 2024?";
+    let draft = plan(request, "report", &Bindings::default(), &exists);
+    assert_sound(request, &draft);
+    assert_eq!(draft.complexity.complexity, Complexity::Simple);
+    assert_eq!(
+        *workflow(&draft),
+        vec![json!({"id": "should_report_cover_2023", "type": "human_review", "prompt": request})]
+    );
+}
+
+#[test]
+fn a_question_followed_by_no_work_stays_one_question() {
+    let request = "Should the report cover 2023 or 2024? The board reads it in May.";
+    let draft = plan(request, "report", &Bindings::default(), &exists);
+    assert_sound(request, &draft);
+    assert_eq!(draft.complexity.complexity, Complexity::Simple);
+    assert_eq!(
+        *workflow(&draft),
+        vec![json!({
+            "id": "should_report_cover_2023",
+            "type": "human_review",
+            "prompt": "Should the report cover 2023 or 2024? The board reads it in May",
+        })]
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use super::Kind;
 use super::clauses::starts_with_word;
+use crate::complexity::is_action_verb;
 
 /// One classification rule: the kind it gives and, in words, what it looks for.
 #[derive(Debug, Clone, Copy)]
@@ -172,6 +173,11 @@ impl Features<'_> {
 pub(super) fn classify(text: &str) -> Kind {
     let features = features(text);
     RULES.iter().find(|rule| (rule.test)(&features)).map_or(Kind::Processing, |rule| rule.kind)
+}
+
+/// Whether the first word of a text's prose, after polite words, is an action verb.
+pub(super) fn opens_with_action(text: &str) -> bool {
+    is_action_verb(features(text).first())
 }
 
 fn features(text: &str) -> Features<'_> {
