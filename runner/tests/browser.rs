@@ -1,8 +1,9 @@
 //! `runner serve` in a real browser: headless Chromium driven by chromedriver over the
 //! WebDriver protocol. A run whose review pauses it is watched live, approved from the page,
-//! seen to finish, and scrubbed back with the replay slider; a screenshot is saved under
-//! `target/`. Skipped, with a message saying why, only when no browser is installed; with
-//! `RUNNER_REQUIRE_BROWSER=1` (as `.ci/run` sets after installing one) a missing browser fails.
+//! seen to finish (its Cancel and Resume buttons gone), and scrubbed back with the replay
+//! slider; a screenshot is saved under `target/`. Skipped, with a message saying why, only
+//! when no browser is installed; with `RUNNER_REQUIRE_BROWSER=1` (as `.ci/run` sets after
+//! installing one) a missing browser fails.
 
 #[path = "support/server.rs"]
 mod server;
@@ -111,6 +112,11 @@ impl Browser {
         ))
     }
 
+    /// Whether the Cancel and Resume buttons show.
+    fn offered(&self) -> Value {
+        self.run("return ['cancel', 'resume'].map(id => !!document.getElementById(id).offsetParent)")
+    }
+
     fn click(&self, css: &str) {
         let found = self.call("POST", "/element", Some(json!({"using": "css selector", "value": css}))).expect(css);
         let id = found.as_object().and_then(|o| o.values().next()).and_then(Value::as_str).expect("an element id");
@@ -202,6 +208,9 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     assert_eq!(apply.wait().expect("apply ends").code(), Some(3), "the review pauses the run");
 
     browser.wait("the approve button", "return !!document.querySelector('button[data-action=\"approve\"]')");
+    // Once `apply` has let go of the run (the page looks again: its exit adds no event).
+    browser.wait("Cancel and Resume", "return !!document.getElementById('resume').offsetParent");
+    assert_eq!(browser.offered(), json!([true, true]), "a paused run nobody drives offers Cancel and Resume");
     browser.click("#graph [data-task=\"draft\"]");
     browser.wait(
         "the draft's output in the task panel",
@@ -215,6 +224,8 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     browser.click("button[data-action=\"approve\"]");
     browser.wait("the run finish", "return document.querySelector('#run-status').textContent.startsWith('succeeded')");
     assert_eq!(browser.status_of("publish"), json!("succeeded"));
+    browser.wait("Cancel and Resume to go", "return !document.getElementById('cancel').offsetParent");
+    assert_eq!(browser.offered(), json!([false, false]), "a run that has ended offers neither");
     assert_eq!(env.status("br")["status"], "succeeded");
     let types = env.types("br");
     assert!(types.contains(&"ReviewDecided".to_owned()) && types.contains(&"RunResumed".to_owned()), "{types:?}");

@@ -252,6 +252,58 @@ fn answer_reject_cancel_and_retry_record_what_the_cli_records() {
 }
 
 #[test]
+fn a_run_that_has_ended_offers_and_takes_neither_cancel_nor_resume() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "r1"), Some(0));
+    assert_eq!(apply(&env, "review.yaml", &review_plan(), "rv"), Some(3));
+    let server = Server::start(&env, &[]);
+    let nothing = json!({"cancel": false, "resume": false});
+    assert_eq!(server.get("/api/runs/r1").json()["state"]["actions"], nothing, "the page offers neither");
+    assert_eq!(server.get("/api/runs/r1/state").json()["actions"], nothing);
+    assert_eq!(server.get("/api/runs/r1/state?at=1").json().get("actions"), None, "a replayed state has none");
+    assert_eq!(server.get("/api/runs/rv").json()["state"]["actions"], json!({"cancel": true, "resume": true}));
+
+    let logged = env.records("r1").len();
+    for action in ["cancel", "resume"] {
+        let refused = server.post(&format!("/api/runs/r1/{action}"), json!({}));
+        assert_eq!(refused.status, 409, "{action}: {}", refused.text);
+        assert_eq!(refused.json()["code"], "serve::ended");
+        assert_eq!(
+            refused.json()["message"],
+            format!("run `r1` has already ended (succeeded): there is nothing to {action}")
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(env.records("r1").len(), logged, "nothing was recorded and no `runner resume` started");
+
+    assert_eq!(server.post("/api/runs/rv/cancel", json!({})).status, 200);
+    assert_eq!(server.get("/api/runs/rv/state").json()["actions"], nothing, "a cancelled run has ended too");
+    let again = server.post("/api/runs/rv/resume", json!({}));
+    assert_eq!((again.status, again.json()["code"].as_str()), (409, Some("serve::ended")), "{}", again.text);
+    assert_eq!(server.post("/api/runs/nope/cancel", json!({})).status, 404);
+}
+
+#[test]
+fn a_driven_run_offers_cancel_but_not_resume() {
+    let env = Env::new();
+    let slow = plan("slow", "    slow: {runtime: mock, latency: 60s}", "    - {id: a, agent: slow, input: wait}");
+    env.write("slow.yaml", &slow);
+    let mut applying = env.runner_process();
+    applying.args(["apply", "slow.yaml", "--yes", "--run-id", "sl"]);
+    let mut applying =
+        applying.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().expect("apply");
+    let server = Server::start(&env, &[]);
+    let state = server.wait_for("/api/runs/sl/state", WAIT, |s| s["tasks"]["a"] == "running");
+    assert_eq!(state["actions"], json!({"cancel": true, "resume": false}), "{state}");
+    let resumed = server.post("/api/runs/sl/resume", json!({}));
+    assert_eq!((resumed.status, resumed.json()["code"].as_str()), (409, Some("serve::refused")), "{}", resumed.text);
+    let cancelled = server.post("/api/runs/sl/cancel", json!({}));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    assert_eq!(applying.wait().expect("apply ends").code(), Some(130));
+    assert_eq!(server.get("/api/runs/sl/state").json()["actions"], json!({"cancel": false, "resume": false}));
+}
+
+#[test]
 fn actions_are_post_only_with_a_json_body() {
     let env = Env::new();
     assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));

@@ -2,7 +2,8 @@
 //! approve, reject and cancel go through the same functions as `runner answer`, `approve`,
 //! `reject` and `cancel` and record the same events; resume and retry drive a run, so they
 //! start this program (`runner resume ID`, `runner retry ID`) as the command line would, with
-//! the run's lock working as it always does.
+//! the run's lock working as it always does. Cancel and resume are refused on a run that has
+//! ended or never started, and the page offers them only where [`Allowed`] says they are taken.
 
 use std::process::{Command, Stdio};
 
@@ -10,13 +11,52 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use engine::TaskStatus;
+use engine::{RunStatus, TaskStatus};
 use serde::{Deserialize, Serialize};
 
 use super::Served;
 use super::error::ApiError;
 use super::runs::existing;
 use crate::home::{Created, fold};
+use crate::store::Run;
+
+/// The actions on a whole run that it takes now, as the page offers them: cancel while it is
+/// going (started and not ended), resume while it is going and no live process drives it (as
+/// `runner resume` needs the run's lock). Retry takes any run that started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Allowed {
+    cancel: bool,
+    resume: bool,
+}
+
+impl Allowed {
+    /// What a run in `status` allows; `driven` says whether a live process drives it, and is
+    /// asked only for a run that is going.
+    pub fn of(status: RunStatus, driven: impl FnOnce() -> bool) -> Self {
+        let going = is_going(status);
+        Allowed { cancel: going, resume: going && !driven() }
+    }
+}
+
+/// Whether a run has started and not ended.
+fn is_going(status: RunStatus) -> bool {
+    status != RunStatus::New && !status.is_final()
+}
+
+/// The run `id` when it is going; [`ApiError::Ended`] for `action` when it has ended or never
+/// started.
+fn going(served: &Served, id: &str, action: &'static str) -> Result<Run, ApiError> {
+    let run = existing(&served.runs, id)?;
+    let status = fold(&super::runs::load(&run)?).status;
+    if is_going(status) {
+        return Ok(run);
+    }
+    let state = match status {
+        RunStatus::New => "never started".to_owned(),
+        ended => format!("has already ended ({})", ended.as_str()),
+    };
+    Err(ApiError::Ended { run: id.to_owned(), state, action })
+}
 
 /// What an action did.
 #[derive(Debug, Serialize)]
@@ -104,14 +144,14 @@ async fn decided(
     Ok(Json(done))
 }
 
-/// `POST /api/runs/{id}/cancel` (an empty JSON object).
+/// `POST /api/runs/{id}/cancel` (an empty JSON object); 409 for a run that is not going.
 pub async fn cancel(
     State(served): State<Arc<Served>>,
     Path(id): Path<String>,
     Json(_): Json<serde_json::Value>,
 ) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        existing(&served.runs, &id)?;
+        going(&served, &id, "cancel")?;
         let message = crate::cancel::cancel(&served.runs, &id).map_err(|e| ApiError::refused(&e))?;
         Ok::<_, ApiError>(Done { message, run: id })
     })
@@ -119,14 +159,15 @@ pub async fn cancel(
     Ok(Json(done))
 }
 
-/// `POST /api/runs/{id}/resume` (an empty JSON object).
+/// `POST /api/runs/{id}/resume` (an empty JSON object); 409 for a run that is not going or
+/// that a live process drives.
 pub async fn resume(
     State(served): State<Arc<Served>>,
     Path(id): Path<String>,
     Json(_): Json<serde_json::Value>,
 ) -> Result<Json<Done>, ApiError> {
     let done = tokio::task::spawn_blocking(move || {
-        let run = existing(&served.runs, &id)?;
+        let run = going(&served, &id, "resume")?;
         if let Some(driver) = run.driver() {
             return Err(ApiError::Refused(format!("run `{id}` is being driven by {driver}")));
         }

@@ -59,6 +59,18 @@ pub enum ApiError {
     #[error("requests must name this machine as their host")]
     #[diagnostic(code(serve::foreign_host))]
     ForeignHost,
+    /// An action that only a run still going can take (cancel, resume), on a run that has
+    /// ended or never started.
+    #[error("run `{run}` {state}: there is nothing to {action}")]
+    #[diagnostic(code(serve::ended))]
+    Ended {
+        /// The run.
+        run: String,
+        /// Where it stands: `has already ended (succeeded)`, `never started`.
+        state: String,
+        /// The action refused.
+        action: &'static str,
+    },
     /// An action the run's state or its driving process refuses.
     #[error("{0}")]
     #[diagnostic(code(serve::refused))]
@@ -77,7 +89,7 @@ impl ApiError {
             ApiError::Outside(_) | ApiError::ForeignHost => StatusCode::FORBIDDEN,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Refused(_) => StatusCode::CONFLICT,
+            ApiError::Refused(_) | ApiError::Ended { .. } => StatusCode::CONFLICT,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

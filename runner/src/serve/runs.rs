@@ -12,6 +12,7 @@ use engine::{Event, Record, RunState, TaskStatus, Tokens};
 use serde::{Deserialize, Serialize};
 
 use super::Served;
+use super::actions::Allowed;
 use super::error::ApiError;
 use super::graph_view::{GraphView, kind_name};
 use crate::home::{Created, RunDir, fold, runs_dir};
@@ -150,6 +151,9 @@ pub struct StateView {
     /// The tasks that wait for a person: a question, a tool call's approval, or else a review
     /// decision.
     waiting: Vec<Waiting>,
+    /// What the run takes now (the live state only; a replayed one has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    actions: Option<Allowed>,
 }
 
 /// A task that waits for a person.
@@ -185,7 +189,16 @@ impl StateView {
                 tool: state.conversations.get(&id(i)).and_then(|c| c.waiting.clone()),
             })
             .collect();
-        StateView { seq: state.seq, status, tokens: state.tokens, tasks, waiting }
+        StateView { seq: state.seq, status, tokens: state.tokens, tasks, waiting, actions: None }
+    }
+
+    /// The view of a run's state now: its status as shown and the actions it takes, asking at
+    /// most once whether a live process drives it.
+    pub fn live(state: &RunState, run: &Run) -> Self {
+        let driver = std::cell::OnceCell::new();
+        let driven = || *driver.get_or_init(|| run.driver().is_some());
+        let status = crate::status::shown(state, driven);
+        StateView { actions: Some(Allowed::of(state.status, driven)), ..StateView::new(state, status) }
     }
 }
 
@@ -212,7 +225,7 @@ pub async fn run(State(served): State<Arc<Served>>, Path(id): Path<String>) -> R
             source: created.source,
             graph: GraphView::new(&state.plan, &state.graph),
             events: records.iter().map(EventView::new).collect(),
-            state: StateView::new(&state, crate::status::shown(&state, || run.driver().is_some())),
+            state: StateView::live(&state, &run),
         })
     })
     .await??;
@@ -245,12 +258,11 @@ pub async fn state(
 ) -> Result<Json<StateView>, ApiError> {
     let view = tokio::task::spawn_blocking(move || {
         let (run, _, state) = state_at(&served.runs, &id, at.at)?;
-        let status = if at.at.is_some() {
-            state.status.as_str()
-        } else {
-            crate::status::shown(&state, || run.driver().is_some())
+        let view = match at.at {
+            Some(_) => StateView::new(&state, state.status.as_str()),
+            None => StateView::live(&state, &run),
         };
-        Ok::<_, ApiError>(StateView::new(&state, status))
+        Ok::<_, ApiError>(view)
     })
     .await??;
     Ok(Json(view))

@@ -83,7 +83,7 @@ let stop = () => {};
 
 async function runsPage() {
   const status = el("select", { id: "filter-status" }, el("option", { value: "" }, "any status"),
-    ["running", "paused", "completed", "failed", "cancelled", "interrupted"].map((s) => el("option", { value: s }, s)));
+    ["running", "paused", "interrupted", "succeeded", "partial", "failed", "cancelled"].map((s) => el("option", { value: s }, s)));
   const text = el("input", { id: "filter-text", placeholder: "filter by run or plan" });
   const body = el("tbody");
   const table = el("table", {},
@@ -372,12 +372,21 @@ async function runPage(id) {
   const slider = el("input", { type: "range", id: "replay", min: 0, max: events.length, value: events.length, step: 1 });
   const where = el("span", { id: "replay-position" });
   const retryFrom = el("button", { id: "retry-from", disabled: true }, "Retry from task");
+  const cancelButton = el("button", { id: "cancel", hidden: true, onclick: () => act("cancel", {}) }, "Cancel");
+  const resumeButton = el("button", { id: "resume", hidden: true, onclick: () => act("resume", {}) }, "Resume");
+  // Cancel and Resume only where the server takes them now (`state.actions`): never on a run
+  // that has ended, and Resume only on one no live process drives.
+  const offer = (actions) => {
+    cancelButton.hidden = !(actions && actions.cancel);
+    resumeButton.hidden = !(actions && actions.resume);
+  };
 
   const act = async (action, body) => {
     try {
       const done = await post("/api/runs/" + encodeURIComponent(id) + "/" + action, body);
       notice(done.message);
       if (done.run !== id) location.hash = "#/run/" + encodeURIComponent(done.run);
+      else refreshState();
     } catch (error) {
       notice(error.message, true);
     }
@@ -388,8 +397,8 @@ async function runPage(id) {
     el("div", { class: "runhead" },
       el("h1", {}, "Run " + id), statusBadge, el("span", {}, "plan ", el("b", {}, view.graph.name)), tokens),
     el("div", { class: "actions" },
-      el("button", { id: "cancel", onclick: () => act("cancel", {}) }, "Cancel"),
-      el("button", { id: "resume", onclick: () => act("resume", {}) }, "Resume"),
+      cancelButton,
+      resumeButton,
       el("button", { id: "retry", onclick: () => act("retry", {}) }, "Retry failed"),
       retryFrom),
     waitingBox,
@@ -449,6 +458,7 @@ async function runPage(id) {
     eventsBox.replaceChildren(...events.slice(from, upto).map((e) => el("div", {}, e.line)));
     eventsBox.scrollTop = eventsBox.scrollHeight;
     drawWaiting(state);
+    offer(liveState.actions);
   };
 
   const drawWaiting = (state) => {
@@ -500,11 +510,29 @@ async function runPage(id) {
     try {
       liveState = await api("/api/runs/" + encodeURIComponent(id) + "/state");
       for (const [task, status] of Object.entries(liveState.tasks)) live.set(task, status);
+      offer(liveState.actions);
       if (position === events.length) paint();
+      recheckLater();
     } catch (error) {
       notice(error.message, true);
     }
   };
+
+  // A run that a process drives can be resumed once that process is gone (it exits after a
+  // pause, or crashes), which adds no event to the log: look again, less often each time.
+  let recheck = null;
+  let recheckDelay = 1000;
+  const recheckLater = () => {
+    clearTimeout(recheck);
+    const actions = liveState.actions;
+    if (!actions || !actions.cancel || actions.resume) {
+      recheckDelay = 1000;
+      return;
+    }
+    recheck = setTimeout(refreshState, recheckDelay);
+    recheckDelay = Math.min(recheckDelay * 2, 30000);
+  };
+  recheckLater();
 
   let frame = null;
   let taskChanged = false;
@@ -525,6 +553,7 @@ async function runPage(id) {
     const update = JSON.parse(message.data);
     if (update.replanned) {
       source.close();
+      clearTimeout(recheck);
       runPage(id);
       return;
     }
@@ -545,7 +574,10 @@ async function runPage(id) {
     if (changed || update.status === "paused") refreshState();
   };
   source.addEventListener("failure", (message) => notice(JSON.parse(message.data), true));
-  stop = () => source.close();
+  stop = () => {
+    source.close();
+    clearTimeout(recheck);
+  };
 }
 
 function legendBar() {
