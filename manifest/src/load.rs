@@ -9,7 +9,7 @@ use crate::graph::TaskGraph;
 use crate::normalize::{form_of, normalize};
 use crate::plan::Plan;
 use crate::read::Reader;
-use crate::source::{Loc, MAX_PLAN_BYTES, Source, Span};
+use crate::source::{Loc, PLAN_BYTES_CEILING, Source, Span, plan_limit};
 use crate::tree;
 use crate::validate::{FileCheck, validate};
 
@@ -48,15 +48,25 @@ impl Loaded {
     }
 }
 
-/// Reads and loads a plan file. File attachments are checked relative to its folder.
+/// Reads and loads a plan file of at most [`plan_limit`] bytes. File attachments are checked
+/// relative to its folder.
 pub fn load_file(path: &Path) -> Loaded {
+    load_file_with_limit(path, plan_limit())
+}
+
+/// Reads and loads a plan file of at most `limit` bytes (clamped to [`PLAN_BYTES_CEILING`]);
+/// a larger file is a `plan::too_large` error, found before the file is read.
+pub fn load_file_with_limit(path: &Path, limit: u64) -> Loaded {
     let name = path.display().to_string();
-    let text = match read_capped(path) {
+    let text = match read_capped(path, limit.min(PLAN_BYTES_CEILING)) {
         Ok(text) => text,
         Err(Unread::NotUtf8 { offset, lossy }) => {
             let loc = Loc::new(Span::new(offset, char::REPLACEMENT_CHARACTER.len_utf8()), "");
             let diagnostic = Diagnostic::error(Problem::NotUtf8 { offset }, loc);
             return Loaded::failed(Source::new(name, lossy), diagnostic);
+        }
+        Err(Unread::TooLarge { size, limit }) => {
+            return Loaded::failed(Source::new(name, ""), too_large(size, limit, Loc::default()).label(""));
         }
         Err(Unread::Other(problem)) => {
             return Loaded::failed(Source::new(name, ""), Diagnostic::error(problem, Loc::default()).label(""));
@@ -117,6 +127,19 @@ fn mask(text: &str, spans: &[crate::source::Span]) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// The `plan::too_large` error of a text of `size` bytes over `limit`; at the ceiling, whose
+/// help says the cap cannot be raised further.
+pub(crate) fn too_large(size: u64, limit: u64, loc: Loc) -> Diagnostic {
+    let diagnostic = Diagnostic::error(Problem::TooLarge { size, limit }, loc);
+    if limit < PLAN_BYTES_CEILING {
+        return diagnostic;
+    }
+    diagnostic.help(format!(
+        "{PLAN_BYTES_CEILING} bytes (4 GiB) is the most any plan can have, however high \
+         RUNNER_MAX_PLAN_BYTES is set (spans are 32-bit offsets): split the plan"
+    ))
+}
+
 fn severity_rank(severity: Severity) -> u8 {
     match severity {
         Severity::Error => 0,
@@ -130,22 +153,25 @@ enum Unread {
     /// Not UTF-8: the first bad byte, and the text with bad bytes replaced, to show where it is
     /// (the text before the byte is intact, so the offset holds in it).
     NotUtf8 { offset: usize, lossy: String },
+    /// Over the cap: the file's size (or what was read of it) and the cap.
+    TooLarge { size: u64, limit: u64 },
     /// Anything else.
     Other(Problem),
 }
 
-/// Reads at most [`MAX_PLAN_BYTES`]; larger files and non-UTF-8 text are problems, not panics.
-fn read_capped(path: &Path) -> Result<String, Unread> {
+/// Reads at most `limit` bytes; larger files and non-UTF-8 text are problems, not panics.
+fn read_capped(path: &Path, limit: u64) -> Result<String, Unread> {
     let io = |error: std::io::Error| Unread::Other(Problem::Io { reason: error.to_string() });
     let file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    if size > MAX_PLAN_BYTES {
-        return Err(Unread::Other(Problem::TooLarge { size, limit: MAX_PLAN_BYTES }));
+    if size > limit {
+        return Err(Unread::TooLarge { size, limit });
     }
     let mut bytes = Vec::with_capacity(size as usize);
-    file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > MAX_PLAN_BYTES {
-        return Err(Unread::Other(Problem::TooLarge { size: bytes.len() as u64, limit: MAX_PLAN_BYTES }));
+    // A file that grew since its size was read is still cut at one byte past the cap.
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(Unread::TooLarge { size: bytes.len() as u64, limit });
     }
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);

@@ -14,7 +14,10 @@ pub enum Problem {
     },
     /// The file is larger than the loader accepts.
     #[error("the plan is {size} bytes; plans are limited to {limit} bytes")]
-    #[diagnostic(code(plan::too_large))]
+    #[diagnostic(
+        code(plan::too_large),
+        help("split the plan, or raise the limit with RUNNER_MAX_PLAN_BYTES (bytes, or e.g. `128MiB`; at most 4 GiB)")
+    )]
     TooLarge {
         /// The file's size in bytes.
         size: u64,

@@ -1,14 +1,36 @@
 //! A plan's source text, byte spans in it, and where a node sits: its span and YAML path.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::node_path::NodePath;
 
-/// The largest plan file `load_file` reads; larger files are refused before parsing.
+/// The largest plan `load_file` reads unless [`set_plan_limit`] says otherwise; larger files
+/// are refused before parsing.
 pub const MAX_PLAN_BYTES: u64 = 32 * 1024 * 1024;
 
-/// A byte range in a source text, kept in two 32-bit numbers: texts are at most
-/// [`MAX_PLAN_BYTES`] long, and a large plan holds millions of spans.
+/// The highest cap a plan can be given (4 GiB less a byte): spans and the line index count
+/// bytes and characters in 32 bits, so a longer text could not be located.
+pub const PLAN_BYTES_CEILING: u64 = u32::MAX as u64;
+
+/// The cap in force; see [`set_plan_limit`].
+static PLAN_LIMIT: AtomicU64 = AtomicU64::new(MAX_PLAN_BYTES);
+
+/// Sets the cap on a plan's size for every later [`crate::load_file`] and splice in this
+/// process, clamped to [`PLAN_BYTES_CEILING`]; returns the cap now in force.
+pub fn set_plan_limit(bytes: u64) -> u64 {
+    let limit = bytes.min(PLAN_BYTES_CEILING);
+    PLAN_LIMIT.store(limit, Ordering::Relaxed);
+    limit
+}
+
+/// The cap on a plan's size in force: [`MAX_PLAN_BYTES`] unless [`set_plan_limit`] changed it.
+pub fn plan_limit() -> u64 {
+    PLAN_LIMIT.load(Ordering::Relaxed)
+}
+
+/// A byte range in a source text, kept in two 32-bit numbers: plans are at most
+/// [`PLAN_BYTES_CEILING`] long, and a large plan holds millions of spans.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Span {
     offset: u32,
@@ -95,8 +117,9 @@ impl Source {
             let mut blocks = Vec::with_capacity(text.len() / BLOCK + 1);
             for block in text.as_bytes().chunks(BLOCK) {
                 blocks.push(before);
-                // Texts are at most MAX_PLAN_BYTES (32 MiB) long, so the count fits in 32 bits.
-                before += chars_in(block) as u32;
+                // Plans are at most PLAN_BYTES_CEILING (u32::MAX) bytes long, so the count fits
+                // in 32 bits; a longer text given to `load_str` saturates rather than wraps.
+                before = before.saturating_add(chars_in(block) as u32);
             }
             blocks.push(before);
             blocks.into()

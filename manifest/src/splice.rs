@@ -38,7 +38,7 @@ use crate::node_path::NodePath;
 use crate::normalize::{add_built_in_agent, append_dependency_outputs, chain_in_list_order, read_workflow};
 use crate::plan::{Form, Plan, Strategy, Task};
 use crate::read::{Field, Foreign, Reader, aliased};
-use crate::source::{Loc, MAX_PLAN_BYTES, Source, Span};
+use crate::source::{Loc, Source, Span, plan_limit};
 use crate::tree::{self, Node, Value};
 use crate::validate::{FileCheck, validate_each};
 
@@ -153,9 +153,10 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
     let source = Source::new(root_path.clone(), text);
     let root_node = NodePath::from(root_path.as_str());
     let root_loc = |span: Span| Loc::new(span, &root_node);
-    if text.len() as u64 > MAX_PLAN_BYTES {
-        let problem = Problem::TooLarge { size: text.len() as u64, limit: MAX_PLAN_BYTES };
-        return Spliced::failed(source, Diagnostic::error(problem, root_loc(Span::default())).label("too large"));
+    let limit = plan_limit();
+    if text.len() as u64 > limit {
+        let diagnostic = crate::load::too_large(text.len() as u64, limit, root_loc(Span::default()));
+        return Spliced::failed(source, diagnostic.label("too large"));
     }
     let root = match read_answer(&source) {
         Ok(root) => root,

@@ -16,8 +16,9 @@ use crate::json::MAX_DEPTH;
 use crate::source::Span;
 use crate::tree::{Node, Value};
 
-/// Texts longer than this are left to serde-saphyr, whose byte budgets then apply.
-pub(crate) const MAX_TEXT: usize = 32 * 1024 * 1024;
+/// Texts longer than this are left to serde-saphyr, whose byte budgets then apply: the largest
+/// plan a cap can allow, as past it spans (32-bit offsets) could not locate a node.
+pub(crate) const MAX_TEXT: usize = crate::source::PLAN_BYTES_CEILING as usize;
 /// Documents with more nodes than this are left to serde-saphyr, whose node budget applies.
 pub(crate) const MAX_NODES: usize = 10_000_000;
 

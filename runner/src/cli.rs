@@ -158,6 +158,9 @@ enum Command {
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    if cli.command.loads_plans() {
+        crate::plan_limit::from_env()?;
+    }
     let store = cli.store.as_deref();
     let runs = || crate::store::Runs::choose(store);
     match cli.command {
@@ -183,5 +186,24 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Answer { run, task, text } => crate::decide::answer(&runs()?, &run, &task, &text),
         Command::Approve { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, true, comment),
         Command::Reject { run, task, comment } => crate::decide::decide(&runs()?, &run, &task, false, comment),
+    }
+}
+
+impl Command {
+    /// Whether the command reads a plan file or splices a replan, so `RUNNER_MAX_PLAN_BYTES`
+    /// applies to it.
+    fn loads_plans(&self) -> bool {
+        matches!(
+            self,
+            Command::Validate { .. }
+                | Command::Critic { .. }
+                | Command::Graph { .. }
+                | Command::Test(_)
+                | Command::Apply(_)
+                | Command::Plan(_)
+                | Command::Resume { .. }
+                | Command::Retry { .. }
+                | Command::Worker(_)
+        )
     }
 }

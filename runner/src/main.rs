@@ -18,6 +18,7 @@ mod logs;
 mod models;
 mod output;
 mod plan;
+mod plan_limit;
 mod probe;
 mod provenance;
 mod resume;
