@@ -35,7 +35,7 @@ async fn run(verification: &Verification, check: Check<'_>) -> Verified {
 
 async fn verdict(verification: &Verification, output: &str) -> Verdict {
     let workdir = tempfile::tempdir().expect("a temp folder");
-    run(verification, Check::new("t", "the input", output, workdir.path())).await.verdict
+    run(verification, Check::new("t", 1, "the input", output, workdir.path())).await.verdict
 }
 
 fn reason(verdict: Verdict) -> String {
@@ -123,7 +123,7 @@ async fn a_command_runs_in_the_workdir() {
     let workdir = tempfile::tempdir().expect("a temp folder");
     std::fs::write(workdir.path().join("expected.txt"), "brief").expect("a file");
     let check = command(&["python3", "-c", "import sys; sys.exit(open('expected.txt').read() != sys.stdin.read())"]);
-    assert_eq!(run(&check, Check::new("t", "", "brief", workdir.path())).await.verdict, Verdict::Pass);
+    assert_eq!(run(&check, Check::new("t", 1, "", "brief", workdir.path())).await.verdict, Verdict::Pass);
 }
 
 #[tokio::test]
@@ -141,7 +141,7 @@ async fn an_empty_command_fails() {
 #[tokio::test]
 async fn a_command_that_runs_too_long_times_out() {
     let workdir = tempfile::tempdir().expect("a temp folder");
-    let check = Check::new("t", "", "x", workdir.path()).with_timeout(Duration::from_millis(200));
+    let check = Check::new("t", 1, "", "x", workdir.path()).with_timeout(Duration::from_millis(200));
     let started = Instant::now();
     let verdict = run(&command(&["sleep", "5"]), check).await.verdict;
     assert_eq!(reason(verdict), "verification command `sleep` timed out after 200ms");
@@ -153,7 +153,7 @@ async fn a_cancelled_check_fails() {
     let workdir = tempfile::tempdir().expect("a temp folder");
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let check = Check::new("t", "", "x", workdir.path());
+    let check = Check::new("t", 1, "", "x", workdir.path());
     let verified = verify(&command(&["sleep", "5"]), check, cancel).await;
     assert_eq!(reason(verified.verdict), "the verification was cancelled");
 }
@@ -183,7 +183,7 @@ impl AgentRuntime for Reviewer {
 
 async fn review(reviewer: &Arc<Reviewer>, criteria: Option<&str>) -> Verified {
     let runtime: Arc<dyn AgentRuntime> = reviewer.clone();
-    let check = Check::new("write_brief", "Write a brief.", "The brief.", Path::new(".")).with_reviewer(runtime);
+    let check = Check::new("write_brief", 1, "Write a brief.", "The brief.", Path::new(".")).with_reviewer(runtime);
     run(&self::reviewer(criteria), check).await
 }
 

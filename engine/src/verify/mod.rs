@@ -66,6 +66,9 @@ impl Verified {
 pub struct Check<'a> {
     /// The task's id.
     pub task: &'a str,
+    /// The task's attempt whose output is checked (1 for the first); a reviewer's attempt
+    /// has the same number, so its replies follow the task's attempts.
+    pub attempt: u32,
     /// The task's rendered input, shown to a reviewer.
     pub input: &'a str,
     /// The output under check.
@@ -82,9 +85,9 @@ pub struct Check<'a> {
 }
 
 impl<'a> Check<'a> {
-    /// A check with no reviewer runtime and the default timeout.
-    pub fn new(task: &'a str, input: &'a str, output: &'a str, workdir: &'a Path) -> Self {
-        Check { task, input, output, workdir, reviewer: None, timeout: None, hidden: &[] }
+    /// A check of attempt `attempt` of `task`, with no reviewer runtime and the default timeout.
+    pub fn new(task: &'a str, attempt: u32, input: &'a str, output: &'a str, workdir: &'a Path) -> Self {
+        Check { task, attempt, input, output, workdir, reviewer: None, timeout: None, hidden: &[] }
     }
 
     /// The same check with the runtime of the reviewer agent.
