@@ -95,8 +95,8 @@ impl Job {
             commands.extend(compaction);
         }
         if let Some((check, reviewer)) = &self.check {
-            let mut subject =
-                verify::Check::new(&task, attempt, &self.request.input, &text, &self.request.workdir).with_hidden(&self.hidden);
+            let mut subject = verify::Check::new(&task, attempt, &self.request.input, &text, &self.request.workdir)
+                .with_hidden(&self.hidden);
             if let Some(reviewer) = reviewer {
                 subject = subject.with_reviewer(Arc::clone(reviewer));
             }

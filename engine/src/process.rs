@@ -54,6 +54,28 @@ pub fn spawn(program: &str, args: &[String], workdir: &Path, hidden: &[String]) 
     Ok(Group { child, leader })
 }
 
+/// Keeps a paused tokio clock (a plan test's virtual time) from jumping ahead while a real
+/// program runs: tokio advances a paused clock by itself only when every task waits for a
+/// timer, which is what waiting for a program looks like. Held for at most `limit` of real
+/// time, after which the clock may move again, so a program that hangs still reaches its
+/// timeout. On a clock that is not paused it changes nothing.
+#[derive(Debug)]
+pub struct RealTime {
+    /// Dropping it ends the blocking task that holds the clock.
+    _release: std::sync::mpsc::Sender<()>,
+}
+
+impl RealTime {
+    /// Holds the clock until the returned value is dropped or `limit` has passed.
+    pub fn hold(limit: std::time::Duration) -> Self {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        // tokio does not advance a paused clock while a blocking task runs; this one ends when
+        // the sender is dropped (the receive fails at once) or after `limit`.
+        drop(tokio::task::spawn_blocking(move || held.recv_timeout(limit)));
+        RealTime { _release: release }
+    }
+}
+
 /// A started program and its process group. Dropping it before the program was waited for
 /// kills the whole group (SIGKILL): the program and everything it started that stayed in its
 /// group.

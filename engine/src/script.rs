@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use manifest::Plan;
 use manifest::plan::Runtime;
-use manifest::plan_test::{Overrides, Reply as Scripted, Script};
+use manifest::plan_test::{Outcome, Overrides, Reply as Scripted, Script};
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{Driver, LlmRuntimes};
@@ -16,6 +16,7 @@ use crate::journal::{Journal, TurnRecord, Verdict, stopped, waiting};
 use crate::runtime::{AgentRuntime, Attempt, MockRuntime, Pending, Registry, Reply};
 use crate::store::EventStore;
 use machine::conversation::{CallState, ToolCallRecord};
+use machine::event::Tokens;
 
 /// The scripts of one scenario, by agent, task and tool, with the plan they stand in for.
 #[derive(Debug)]
@@ -91,17 +92,20 @@ impl Scripts {
         }
     }
 
-    /// A scripted reply as a runtime's reply; a tool call returns the tool's scripted result.
+    /// A scripted reply as a runtime's reply, with the usage it states; a tool call returns the
+    /// tool's scripted result.
     fn convert(&self, reply: &Scripted) -> Reply {
-        match reply {
-            Scripted::Output(text) => Reply::Output { text: text.clone(), tokens: None },
-            Scripted::Json(value) => Reply::Output { text: value.to_string(), tokens: None },
-            Scripted::Fail(error) => Reply::failed(error.clone()),
-            Scripted::Transient(error) => Reply::transient(error.clone()),
-            Scripted::Clarify(question) => Reply::Question(question.clone(), None),
-            Scripted::Tool { tool, .. } => match self.tools.get(&tool.value) {
-                Some(serde_json::Value::String(text)) => Reply::Output { text: text.clone(), tokens: None },
-                Some(result) => Reply::Output { text: result.to_string(), tokens: None },
+        let tokens = reply.tokens.map(|usage| Tokens { prompt: usage.prompt, completion: usage.completion });
+        let output = |text: String| Reply::Output { text, tokens };
+        match &reply.outcome {
+            Outcome::Output(text) => output(text.clone()),
+            Outcome::Json(value) => output(value.to_string()),
+            Outcome::Fail(error) => Reply::failed(error.clone()).with_tokens(tokens),
+            Outcome::Transient(error) => Reply::transient(error.clone()).with_tokens(tokens),
+            Outcome::Clarify(question) => Reply::Question(question.clone(), tokens),
+            Outcome::Tool { tool, .. } => match self.tools.get(&tool.value) {
+                Some(serde_json::Value::String(text)) => output(text.clone()),
+                Some(result) => output(result.to_string()),
                 None => Reply::refused(format!("tool `{}` has no scripted result", tool.value)),
             },
         }
@@ -125,18 +129,20 @@ impl AgentRuntime for ScriptedAgent {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let (reply, latency) = self.scripts.reply(&self.agent, &attempt);
         let call = match self.scripts.script(&self.agent, &attempt) {
-            (Some(Scripted::Tool { tool, arguments }), _) => Some((tool.value.clone(), arguments.to_string())),
+            (Some(Scripted { outcome: Outcome::Tool { tool, arguments }, .. }), _) => {
+                Some((tool.value.clone(), arguments.to_string()))
+            }
             _ => None,
         };
         match (attempt.journal, call, reply) {
-            (Some(journal), Some(call), Reply::Output { text, .. }) => Box::pin(async move {
+            (Some(journal), Some(call), Reply::Output { text, tokens }) => Box::pin(async move {
                 if let Some(latency) = latency {
                     tokio::select! {
                         () = tokio::time::sleep(latency) => {}
                         () = cancel.cancelled() => return stopped(None),
                     }
                 }
-                journaled_call(&journal, call, text).await
+                journaled_call(&journal, call, text, tokens).await
             }),
             (_, _, reply) => crate::runtime::reply_after(latency, reply, cancel),
         }
@@ -145,15 +151,22 @@ impl AgentRuntime for ScriptedAgent {
 
 /// A scripted tool call of an llm agent, through the journal as the llm runtime makes one: a
 /// turn that calls the tool, the call (which the tool's policy may hold for a person), its
-/// result. An attempt that goes on from an earlier one's conversation takes up its open call,
-/// or answers with its result when the call has one.
-async fn journaled_call(journal: &Journal, (tool, arguments): (String, String), result: String) -> Reply {
+/// result, and a last turn that answers with the result. An attempt that goes on from an
+/// earlier one's conversation takes up its open call, or answers with its result when the call
+/// has one. The reply's `tokens` are each turn's usage, as a server reports one per request;
+/// the attempt reports the turns it made.
+async fn journaled_call(
+    journal: &Journal,
+    (tool, arguments): (String, String),
+    result: String,
+    tokens: Option<Tokens>,
+) -> Reply {
     let recorded = &journal.recorded;
     let last = recorded.turns.last().and_then(|turn| turn.tool_calls.first().map(|call| (turn.turn, call.clone())));
-    let (turn, call) = match last {
+    let (turn, call, earlier) = match last {
         Some((turn, call)) => match recorded.call(&call.id) {
-            Some(CallState::Finished(output)) => return Reply::Output { text: output.clone(), tokens: None },
-            _ => (turn, call),
+            Some(CallState::Finished(output)) => return answer(journal, turn + 1, output.clone(), tokens, None).await,
+            _ => (turn, call, None),
         },
         None => {
             let turn = recorded.last_turn() + 1;
@@ -161,22 +174,40 @@ async fn journaled_call(journal: &Journal, (tool, arguments): (String, String), 
             let record = TurnRecord {
                 turn,
                 tool_calls: vec![call.clone()],
+                tokens,
                 finish_reason: Some("tool_calls".to_owned()),
                 ..TurnRecord::default()
             };
             if journal.turn(record).await != Verdict::Recorded {
                 return stopped(None);
             }
-            (turn, call)
+            (turn, call, tokens)
         }
     };
-    match journal.call(turn, call.clone(), String::new()).await {
+    let text = match journal.call(turn, call.clone(), String::new()).await {
         Verdict::Run => match journal.result(call.id, call.name, true, result.clone()).await {
-            Verdict::Recorded => Reply::Output { text: result, tokens: None },
-            _ => stopped(None),
+            Verdict::Recorded => result,
+            _ => return stopped(None),
         },
-        Verdict::Answered(text) => Reply::Output { text, tokens: None },
-        Verdict::Wait => waiting(&call.name),
-        Verdict::Recorded | Verdict::Stop => stopped(None),
+        Verdict::Answered(text) => text,
+        Verdict::Wait => return waiting(&call.name),
+        Verdict::Recorded | Verdict::Stop => return stopped(None),
+    };
+    answer(journal, turn + 1, text, tokens, earlier).await
+}
+
+/// The model's last turn, which answers with `text` as an llm agent's final message does,
+/// using `tokens`; the reply reports them with `earlier`, the usage of the attempt's calling
+/// turn if it made one.
+async fn answer(journal: &Journal, turn: u32, text: String, tokens: Option<Tokens>, earlier: Option<Tokens>) -> Reply {
+    let content = Some(text.clone()).filter(|c| !c.is_empty());
+    let record = TurnRecord { turn, content, tokens, finish_reason: Some("stop".to_owned()), ..TurnRecord::default() };
+    if journal.turn(record).await != Verdict::Recorded {
+        return stopped(None);
     }
+    let used = match (tokens, earlier) {
+        (Some(a), Some(b)) => Some(Tokens { prompt: a.prompt + b.prompt, completion: a.completion + b.completion }),
+        (one, other) => one.or(other),
+    };
+    Reply::Output { text, tokens: used }
 }

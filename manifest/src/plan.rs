@@ -337,16 +337,44 @@ impl Runtime {
 /// The default cap on a command agent's output.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 
-/// One scripted outcome of a mock agent.
+/// One scripted response of a mock agent: what it does, and the token usage it reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MockResponse {
+    /// What the response is.
+    #[serde(flatten)]
+    pub outcome: MockOutcome,
+    /// The usage it reports, as a server's `usage` does; `None` reports none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Usage>,
+}
+
+impl From<MockOutcome> for MockResponse {
+    fn from(outcome: MockOutcome) -> Self {
+        MockResponse { outcome, tokens: None }
+    }
+}
+
+/// What a mock response is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MockResponse {
+pub enum MockOutcome {
     /// Succeed with this output.
     Output(String),
-    /// Fail with this error.
+    /// Fail with this error, as the agent (a retry may fix it).
     Fail(String),
+    /// Fail as an unavailable service does: what `retry_on: transient` retries.
+    Transient(String),
     /// Ask this clarifying question.
     Clarify(String),
+}
+
+/// The tokens a scripted reply (a mock agent's, a plan test's) says it used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens sent.
+    pub prompt: u64,
+    /// Tokens received.
+    pub completion: u64,
 }
 
 /// What kind of step a task is.

@@ -304,6 +304,13 @@ pub enum Problem {
         /// The plan's name.
         plan: String,
     },
+    /// A plan test's critic expectation names a finding code the critic does not have.
+    #[error("the critic has no finding `{code}`")]
+    #[diagnostic(code(test::unknown_finding), help("docs/critic.md lists every finding code"))]
+    UnknownFinding {
+        /// The code as written.
+        code: String,
+    },
     /// The plan a plan test runs cannot be loaded, or has errors.
     #[error("the plan under test, {path}, has {errors} error(s)")]
     #[diagnostic(code(test::plan_invalid), help("run `runner validate {path}` and fix the plan first"))]
@@ -366,6 +373,7 @@ impl Problem {
             Problem::Unsupported { .. } => "ignored".into(),
             Problem::ReplacementNotJson { .. } => "here".into(),
             Problem::UnknownTarget { what, .. } => format!("no {what} of the plan has this name"),
+            Problem::UnknownFinding { .. } => "no finding has this code".into(),
             Problem::PlanInvalid { .. } => "this plan".into(),
             Problem::RequestUnplanned { .. } => "this request".into(),
         }

@@ -7,7 +7,7 @@
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
-use crate::fields::{Named, Shape};
+use crate::fields::{Named, Section, Shape};
 use crate::node_path::NodePath;
 use crate::plain_yaml::Deferred;
 use crate::plan::{At, Form};
@@ -364,6 +364,30 @@ impl Reader {
             Problem::InvalidValue { what: what.into(), reason: reason.into() },
             Loc::new(node.span(), path),
         ));
+    }
+
+    /// The one field of `section`'s alternatives that `fields` gives; none or several is an
+    /// error at the mapping that names them all.
+    pub fn alternative(
+        &mut self,
+        fields: &Fields<'_>,
+        node: &Node,
+        path: &NodePath,
+        what: &str,
+        section: &Section,
+    ) -> Option<&'static str> {
+        let given: Vec<&'static str> = section.alternatives().filter(|name| fields.has(name)).collect();
+        if let [one] = given[..] {
+            return Some(one);
+        }
+        let names: Vec<String> = section.alternatives().map(|name| format!("`{name}`")).collect();
+        let listed = match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        self.invalid(node, path, what, &format!("give exactly one of {listed}"));
+        None
     }
 
     /// One of a fixed set of words, with bare-form synonyms noted as aliases.

@@ -45,9 +45,9 @@ fn mapping(section: &Section, definitions: &mut Map<String, Value>) -> Map<Strin
     if !required.is_empty() {
         schema.insert("required".into(), json!(required));
     }
-    if section.exactly_one {
-        schema.insert("minProperties".into(), json!(1));
-        schema.insert("maxProperties".into(), json!(1));
+    if section.exactly_one > 0 {
+        let one: Vec<Value> = section.alternatives().map(|name| json!({"required": [name]})).collect();
+        schema.insert("oneOf".into(), json!(one));
     }
     schema
 }
@@ -199,6 +199,10 @@ mod tests {
         assert!(responses(json!({"clarify": "Which year?"})));
         assert!(responses(json!([{"fail": "timeout"}, {"output": "ok"}, "text"])));
         assert!(!responses(json!({"output": "ok", "fail": "no"})), "one outcome per response");
+        let tokens = json!({"prompt": 700, "completion": 400});
+        assert!(responses(json!({"transient": "HTTP 503", "tokens": tokens})));
+        assert!(!responses(json!({"tokens": tokens})), "usage alone is no outcome");
+        assert!(!responses(json!({"output": "ok", "tokens": {"prompt": 1}})), "usage gives both counts");
         assert!(!with("/metadata", json!({"name": "x", "description": null})), "the loader rejects an explicit null");
         assert!(!with("/metadata", json!({})), "metadata.name is required");
         assert!(!with("/kind", json!("Workflow")));

@@ -1,7 +1,7 @@
 //! Reading plan tests: every reply form, and the mistakes a scenario author makes reported at
 //! their place with the plan's diagnostics.
 
-use manifest::plan_test::{OutputCheck, Reply, Subject, load_test_str};
+use manifest::plan_test::{Outcome, OutputCheck, Reply, Subject, Usage, load_test_str};
 
 const HEAD: &str = "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {name: t}\nspec:\n";
 
@@ -20,7 +20,8 @@ fn errors(spec: &str) -> Vec<(String, String, usize)> {
 fn every_reply_form_is_read() {
     let spec = "  plan: p.yaml\n  overrides:\n    agents:\n      a:\n        latency: 2s\n        replies:\n          \
                 - text\n          - {output: out}\n          - {json: {count: 1}}\n          - {fail: boom}\n          \
-                - {transient: '503'}\n          - {clarify: which?}\n          - {tool: search, arguments: {q: x}}\n";
+                - {transient: '503'}\n          - {clarify: which?}\n          - {tool: search, arguments: {q: x}}\n          \
+                - {output: counted, tokens: {prompt: 1200, completion: 300}}\n";
     let loaded = load_test_str("t.test.yaml", &format!("{HEAD}{spec}"));
     let test = loaded.valid().unwrap_or_else(|| panic!("{:?}", loaded.diagnostics));
     assert!(matches!(&test.subject, Some(Subject::Plan(p)) if p.value == "p.yaml"));
@@ -28,13 +29,18 @@ fn every_reply_form_is_read() {
     assert_eq!(name.value, "a");
     assert_eq!(script.latency.map(|l| l.to_std().as_secs()), Some(2));
     let replies = &script.replies;
-    assert_eq!(replies[0], Reply::Output("text".into()));
-    assert_eq!(replies[1], Reply::Output("out".into()));
-    assert_eq!(replies[2], Reply::Json(serde_json::json!({"count": 1})));
-    assert_eq!(replies[3], Reply::Fail("boom".into()));
-    assert_eq!(replies[4], Reply::Transient("503".into()));
-    assert_eq!(replies[5], Reply::Clarify("which?".into()));
-    assert!(matches!(&replies[6], Reply::Tool { tool, arguments } if tool.value == "search" && arguments["q"] == "x"));
+    assert_eq!(replies[0], Outcome::Output("text".into()).into());
+    assert_eq!(replies[1], Outcome::Output("out".into()).into());
+    assert_eq!(replies[2], Outcome::Json(serde_json::json!({"count": 1})).into());
+    assert_eq!(replies[3], Outcome::Fail("boom".into()).into());
+    assert_eq!(replies[4], Outcome::Transient("503".into()).into());
+    assert_eq!(replies[5], Outcome::Clarify("which?".into()).into());
+    assert!(
+        matches!(&replies[6].outcome, Outcome::Tool { tool, arguments } if tool.value == "search" && arguments["q"] == "x")
+    );
+    let usage = Some(Usage { prompt: 1200, completion: 300 });
+    assert_eq!(replies[7], Reply { outcome: Outcome::Output("counted".into()), tokens: usage });
+    assert_eq!(replies[0].tokens, None);
 }
 
 #[test]

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use manifest::plan::{MockResponse, Runtime};
+use machine::event::Tokens;
+use manifest::plan::{MockOutcome, MockResponse, Runtime};
 use tokio_util::sync::CancellationToken;
 
 use super::registry::Setup;
@@ -49,12 +50,16 @@ impl MockRuntime {
     fn reply_to(&self, task: &str, attempt: u32, input: &str) -> Reply {
         let script = self.responses.get(task).filter(|s| !s.is_empty());
         let response = script.map(|s| &s[(attempt as usize).saturating_sub(1).min(s.len() - 1)]);
-        match response {
-            Some(MockResponse::Output(text)) => Reply::Output { text: text.clone(), tokens: None },
-            Some(MockResponse::Fail(error)) => Reply::failed(error.clone()),
-            Some(MockResponse::Clarify(question)) => Reply::Question(question.clone(), None),
-            None if self.default == "echo" => Reply::Output { text: input.to_owned(), tokens: None },
-            None => Reply::Output { text: self.default.clone(), tokens: None },
+        let Some(MockResponse { outcome, tokens }) = response else {
+            let text = if self.default == "echo" { input.to_owned() } else { self.default.clone() };
+            return Reply::Output { text, tokens: None };
+        };
+        let tokens = tokens.map(|usage| Tokens { prompt: usage.prompt, completion: usage.completion });
+        match outcome {
+            MockOutcome::Output(text) => Reply::Output { text: text.clone(), tokens },
+            MockOutcome::Fail(error) => Reply::failed(error.clone()).with_tokens(tokens),
+            MockOutcome::Transient(error) => Reply::transient(error.clone()).with_tokens(tokens),
+            MockOutcome::Clarify(question) => Reply::Question(question.clone(), tokens),
         }
     }
 }

@@ -114,6 +114,15 @@ impl Reply {
         Reply::Failure { error: error.into(), class: ErrorClass::Permanent, tokens: None }
     }
 
+    /// The same reply, reporting `tokens` as used.
+    pub fn with_tokens(self, tokens: Option<Tokens>) -> Self {
+        match self {
+            Reply::Output { text, .. } => Reply::Output { text, tokens },
+            Reply::Failure { error, class, .. } => Reply::Failure { error, class, tokens },
+            Reply::Question(question, _) => Reply::Question(question, tokens),
+        }
+    }
+
     /// The tokens the attempt used, whatever it came to.
     pub fn tokens(&self) -> Option<Tokens> {
         match self {

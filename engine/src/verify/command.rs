@@ -29,6 +29,8 @@ pub(super) async fn check(argv: &[String], check: &Check<'_>, cancel: &Cancellat
         return Verdict::Fail("the verification command has no stdin, stdout or stderr".to_owned());
     };
     let output = check.output;
+    // The program takes real time; a plan test's virtual clock waits for it.
+    let _real_time = crate::process::RealTime::hold(timeout);
     let end = {
         let work = async {
             // A program that exits without reading its input closes the pipe; that is not an error.

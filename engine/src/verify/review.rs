@@ -120,7 +120,8 @@ pub(super) async fn check(
         return incomplete(format!("no runtime was given for the reviewer agent `{agent}`"));
     };
     let prompt = review_prompt(check.task, check.input, check.output, criteria);
-    let mut attempt = Attempt::new(format!("{}.review", check.task), check.attempt, prompt, check.workdir.to_path_buf());
+    let mut attempt =
+        Attempt::new(format!("{}.review", check.task), check.attempt, prompt, check.workdir.to_path_buf());
     attempt.schema = Some(review_schema());
     let deadline = async {
         match check.timeout {

@@ -247,6 +247,32 @@ pub enum Lint {
 }
 
 impl Lint {
+    /// Every code [`Lint::code_str`] gives, in the order of the variants (a test holds the two
+    /// together), for what names codes without a finding: a plan test's critic expectations.
+    pub const CODES: [&'static str; 21] = [
+        "critic::single_point_of_failure",
+        "critic::output_format_coupling",
+        "critic::context_budget",
+        "critic::wide_fan_in",
+        "critic::critical_without_fallback",
+        "critic::fail_aborts_run",
+        "critic::unread_dependency",
+        "critic::redundant_edge",
+        "critic::forced_chain",
+        "critic::unlimited_group",
+        "critic::parallel_explosion",
+        "critic::unused_agent",
+        "critic::unused_tool",
+        "critic::unused_provider",
+        "critic::unreliable_agent",
+        "critic::long_unverified_chain",
+        "critic::destructive_without_review",
+        "critic::optimism_bias",
+        "critic::missing_max_turns",
+        "critic::plain_http_secret",
+        "critic::critical_path_mismatch",
+    ];
+
     /// The stable code, such as `critic::redundant_edge`, without the allocation of
     /// `miette::Diagnostic::code`: reports of many findings ask it of each.
     pub fn code_str(&self) -> &'static str {
@@ -404,5 +430,14 @@ mod tests {
         }
         let distinct: std::collections::HashSet<&str> = lints.iter().map(Lint::code_str).collect();
         assert_eq!(distinct.len(), lints.len(), "one code per variant, every variant listed");
+        assert_eq!(lints.map(|lint| lint.code_str()), Lint::CODES, "CODES lists every variant's code in order");
+    }
+
+    #[test]
+    fn every_code_has_its_entry_in_the_critic_docs() {
+        let docs = include_str!("../../../docs/critic.md");
+        for code in Lint::CODES {
+            assert!(docs.contains(&format!("`{code}`")), "docs/critic.md does not describe `{code}`");
+        }
     }
 }

@@ -194,16 +194,34 @@ static MOCK_SCRIPT: Named = Named {
 
 static MOCK_RESPONSE: Named = Named {
     name: "MockResponse",
-    doc: "One scripted outcome: a text is an output; a mapping gives one of `output`, `fail` or `clarify`.",
+    doc: "One scripted outcome: a text is an output; a mapping gives one of `output`, `fail`, `transient` or\n`clarify`, and may state its `tokens`.",
     kind: Kind::AnyOf(&[Shape::Text, Shape::Named(&MOCK_OUTCOME_DEF)]),
 };
 
 /// A mock response spelled out as a mapping.
-pub(crate) static MOCK_OUTCOME: Section = Section::one_of(&[
-    Field::new("output", Shape::Text, "Succeed with this output."),
-    Field::new("fail", Shape::Text, "Fail with this error."),
-    Field::new("clarify", Shape::Text, "Ask this clarifying question."),
+pub(crate) static MOCK_OUTCOME: Section = Section::one_of_leading(
+    4,
+    &[
+        Field::new("output", Shape::Text, "Succeed with this output."),
+        Field::new("fail", Shape::Text, "Fail with this error (a retry may fix it)."),
+        Field::new("transient", Shape::Text, "Fail as a service does (429, 503): what `retry_on: transient` retries."),
+        Field::new("clarify", Shape::Text, "Ask this clarifying question."),
+        Field::new(
+            "tokens",
+            Shape::Named(&USAGE_DEF),
+            "The token usage the response reports, counted as a server's `usage` is (budgets, `runner status`).",
+        ),
+    ],
+);
+
+/// A scripted response's token usage (a mock agent's, a plan test's).
+pub(crate) static USAGE: Section = Section::of(&[
+    Field::new("prompt", Shape::Integer { min: 0 }, "Tokens sent.").required(),
+    Field::new("completion", Shape::Integer { min: 0 }, "Tokens received.").required(),
 ]);
+
+pub(crate) static USAGE_DEF: Named =
+    Named { name: "Usage", doc: "Token usage, as a server reports it.", kind: Kind::Mapping(&USAGE) };
 
 static MOCK_OUTCOME_DEF: Named =
     Named { name: "MockOutcome", doc: "One scripted outcome, spelled out.", kind: Kind::Mapping(&MOCK_OUTCOME) };

@@ -15,7 +15,9 @@ mod document;
 mod tasks;
 
 pub use agents::TOKENIZERS;
-pub(crate) use agents::{AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE};
+pub(crate) use agents::{
+    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE, USAGE, USAGE_DEF,
+};
 pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
 pub use document::API_VERSION;
 pub(crate) use document::{COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
@@ -100,19 +102,30 @@ pub(crate) enum Kind {
 pub(crate) struct Section {
     /// The fields, in the order the reader lists them in suggestions.
     pub fields: &'static [Field],
-    /// Whether the mapping gives exactly one of its fields (an attachment, a mock response).
-    pub exactly_one: bool,
+    /// How many of the leading fields are alternatives, of which the mapping gives exactly one
+    /// (an attachment's kind, a mock response's outcome); 0 when there are none.
+    pub exactly_one: usize,
 }
 
 impl Section {
     /// A mapping with these fields.
     pub const fn of(fields: &'static [Field]) -> Self {
-        Section { fields, exactly_one: false }
+        Section { fields, exactly_one: 0 }
     }
 
     /// A mapping that gives exactly one of these fields.
     pub const fn one_of(fields: &'static [Field]) -> Self {
-        Section { fields, exactly_one: true }
+        Section { fields, exactly_one: fields.len() }
+    }
+
+    /// A mapping that gives exactly one of its first `alternatives` fields, and any of the rest.
+    pub const fn one_of_leading(alternatives: usize, fields: &'static [Field]) -> Self {
+        Section { fields, exactly_one: alternatives }
+    }
+
+    /// The names of the fields of which exactly one is given.
+    pub fn alternatives(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.fields[..self.exactly_one].iter().map(|field| field.name)
     }
 }
 

@@ -3,10 +3,13 @@
 use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::fields::{AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE};
+use crate::fields::{
+    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE, USAGE,
+};
 use crate::node_path::NodePath;
 use crate::plan::{
-    Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockResponse, Provider, Runtime, Tool, ToolChoice,
+    Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockOutcome, MockResponse, Provider, Runtime,
+    Tool, ToolChoice, Usage,
 };
 use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
@@ -208,23 +211,28 @@ fn read_responses(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> BTr
 
 fn read_response(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<MockResponse> {
     if let Some(text) = scalar_text(node) {
-        return Some(MockResponse::Output(text));
+        return Some(MockOutcome::Output(text).into());
     }
     let fields = reader.fields(node, path, "a mock response", MOCK_OUTCOME.fields, &[])?;
-    let mut found =
-        MOCK_OUTCOME.fields.iter().filter_map(|k| fields.get(k.name).map(|(entry, path)| (k.name, entry, path)));
-    let Some((kind, entry, path)) = found.next() else {
-        reader.invalid(node, path, "mock response", "give one of `output`, `fail` or `clarify`");
-        return None;
+    let given = reader.alternative(&fields, node, path, "mock response", &MOCK_OUTCOME)?;
+    let tokens = match fields.get("tokens") {
+        Some((entry, path)) => Some(read_usage(reader, entry.value, path)?),
+        None => None,
     };
-    if found.next().is_some() {
-        reader.invalid(node, path, "mock response", "give only one of `output`, `fail` or `clarify`");
-        return None;
-    }
-    let text = reader.string(entry, path, "a mock response")?.value;
-    Some(match kind {
-        "output" => MockResponse::Output(text),
-        "fail" => MockResponse::Fail(text),
-        _ => MockResponse::Clarify(text),
-    })
+    let text = reader.text_of(&fields, given)?.value;
+    let outcome = match given {
+        "output" => MockOutcome::Output(text),
+        "fail" => MockOutcome::Fail(text),
+        "transient" => MockOutcome::Transient(text),
+        _ => MockOutcome::Clarify(text),
+    };
+    Some(MockResponse { outcome, tokens })
+}
+
+/// A scripted response's `tokens` (a mock agent's or a plan test's): both counts are required.
+pub(crate) fn read_usage(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Usage> {
+    let fields = reader.fields(node, path, "tokens", USAGE.fields, &[])?;
+    let prompt = reader.require(&fields, "prompt", "tokens").and(reader.whole_of(&fields, "prompt"));
+    let completion = reader.require(&fields, "completion", "tokens").and(reader.whole_of(&fields, "completion"));
+    Some(Usage { prompt: prompt?, completion: completion? })
 }

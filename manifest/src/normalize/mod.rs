@@ -20,6 +20,7 @@ use crate::tree::{Node, Value};
 use agents::{read_agent, read_provider, read_tool};
 use control::{add_gates, read_control};
 
+pub(crate) use agents::read_usage;
 pub(crate) use tasks::read_workflow;
 
 /// The line that starts the dependency outputs appended to a bare-form task's input.

@@ -3,13 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use super::{PlanTest, Reply};
+use super::{Outcome, PlanTest};
+use crate::critic::Lint;
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
 use crate::plan::{At, Plan};
 
 impl PlanTest {
     /// Located errors for every override, answer, review and expectation that names an agent,
-    /// task or tool `plan` lacks, and for tool calls to tools with no scripted result.
+    /// task or tool `plan` lacks, for tool calls to tools with no scripted result, and for
+    /// critic expectations that name no finding code.
     pub fn check_against(&self, plan: &Plan) -> Vec<Diagnostic> {
         let mut found = Vec::new();
         let agents: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
@@ -37,7 +39,7 @@ impl PlanTest {
         let scripted: Vec<&str> = overrides.tools.iter().map(|(name, _)| name.value.as_str()).collect();
         let scripts = overrides.agents.iter().chain(&overrides.tasks).flat_map(|(_, s)| &s.replies);
         for reply in scripts.chain(&overrides.planner) {
-            if let Reply::Tool { tool, .. } = reply {
+            if let Outcome::Tool { tool, .. } = &reply.outcome {
                 check("tool", tool, &tools);
                 check("scripted tool", tool, &scripted);
             }
@@ -56,6 +58,13 @@ impl PlanTest {
                 check("tool", tool, &tools);
             }
         }
+        for code in self.expect.reported.iter().chain(&self.expect.not_reported) {
+            if !Lint::CODES.contains(&code.value.as_str()) {
+                let problem = Problem::UnknownFinding { code: code.value.clone() };
+                let help = did_you_mean(&code.value, Lint::CODES);
+                found.push(Diagnostic::error(problem, code.loc.clone()).maybe_help(help));
+            }
+        }
         found
     }
 
@@ -63,9 +72,9 @@ impl PlanTest {
     fn planned_tasks(&self) -> Vec<String> {
         let mut ids = Vec::new();
         for reply in &self.overrides.planner {
-            let value = match reply {
-                Reply::Json(value) => value.clone(),
-                Reply::Output(text) => crate::find_json(text).map(|found| found.value).unwrap_or_default(),
+            let value = match &reply.outcome {
+                Outcome::Json(value) => value.clone(),
+                Outcome::Output(text) => crate::find_json(text).map(|found| found.value).unwrap_or_default(),
                 _ => continue,
             };
             collect_ids(&value, &mut ids);

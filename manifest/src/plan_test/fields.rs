@@ -73,6 +73,11 @@ pub(crate) static TEST_SPEC: Section = Section::of(&[
         "A request that `runner plan`'s deterministic planner turns into the plan under test.",
     ),
     Field::new("vars", TEXT_MAP, "Values for `{{ vars.NAME }}`, as `--var` gives them."),
+    Field::new(
+        "strategy",
+        Shape::Named(&crate::fields::STRATEGY),
+        "Schedule with this strategy instead of the plan's, as `runner apply --strategy` does.",
+    ),
     Field::new("overrides", Shape::Named(&OVERRIDES_DEF), "Scripted agents, tasks, tools and planner."),
     Field::new("answers", TEXT_MAP, "The answer to each task's clarifying question, by task id."),
     Field::new("reviews", Shape::Map(&Shape::Named(&DECISION_DEF)), "The decision of each review, by task id."),
@@ -101,15 +106,23 @@ pub(crate) static SCRIPT: Section = Section::of(&[
 static SCRIPT_DEF: Named = Named { name: "Script", doc: "Replies by attempt.", kind: Kind::Mapping(&SCRIPT) };
 
 /// One scripted reply spelled out.
-pub(crate) static REPLY: Section = Section::of(&[
-    Field::new("output", Shape::Text, "Succeed with this text."),
-    Field::new("json", Shape::Json, "Succeed with this value, written as JSON."),
-    Field::new("fail", Shape::Text, "Fail with this error (a retry may fix it)."),
-    Field::new("transient", Shape::Text, "Fail as a service does (429, 503): what `retry_on: transient` retries."),
-    Field::new("clarify", Shape::Text, "Ask this question; `answers` gives the reply."),
-    Field::new("tool", Shape::Text, "Call this tool; its scripted result is the output."),
-    Field::new("arguments", Shape::Json, "The tool call's arguments.").only_for(&["tool"]),
-]);
+pub(crate) static REPLY: Section = Section::one_of_leading(
+    6,
+    &[
+        Field::new("output", Shape::Text, "Succeed with this text."),
+        Field::new("json", Shape::Json, "Succeed with this value, written as JSON."),
+        Field::new("fail", Shape::Text, "Fail with this error (a retry may fix it)."),
+        Field::new("transient", Shape::Text, "Fail as a service does (429, 503): what `retry_on: transient` retries."),
+        Field::new("clarify", Shape::Text, "Ask this question; `answers` gives the reply."),
+        Field::new("tool", Shape::Text, "Call this tool; its scripted result is the output."),
+        Field::new("arguments", Shape::Json, "The tool call's arguments.").only_for(&["tool"]),
+        Field::new(
+            "tokens",
+            Shape::Named(&crate::fields::USAGE_DEF),
+            "The token usage the reply reports, counted as a server's `usage` is (budgets, `runner status`).",
+        ),
+    ],
+);
 
 static REPLY_DEF: Named = Named {
     name: "Reply",
@@ -201,7 +214,7 @@ static EVENT_MATCH_DEF: Named =
 
 /// Critic expectations.
 pub(crate) static CRITIC_EXPECT: Section = Section::of(&[
-    Field::new("reported", TEXTS, "Finding codes the critic must report, such as `critic::spof`."),
+    Field::new("reported", TEXTS, "Finding codes the critic must report, such as `critic::single_point_of_failure`."),
     Field::new("not_reported", TEXTS, "Finding codes the critic must not report."),
 ]);
 

@@ -17,7 +17,8 @@ pub(crate) use fields::{TEST_DOC, TEST_ENVELOPE};
 
 use crate::diagnostic::Diagnostic;
 use crate::duration::Duration;
-use crate::plan::At;
+pub use crate::plan::Usage;
+use crate::plan::{At, Strategy};
 use crate::source::Source;
 
 /// A scenario: what it tests, how the world behaves in it, and what must come of it.
@@ -31,6 +32,8 @@ pub struct PlanTest {
     pub subject: Option<Subject>,
     /// Values for `{{ vars.NAME }}`.
     pub vars: BTreeMap<String, String>,
+    /// The strategy the run schedules with instead of the plan's, as `apply --strategy` gives it.
+    pub strategy: Option<Strategy>,
     /// Scripted behaviour.
     pub overrides: Overrides,
     /// Answers to clarifying questions, by task.
@@ -72,9 +75,24 @@ pub struct Script {
     pub latency: Option<Duration>,
 }
 
-/// One scripted reply.
+/// One scripted reply: what the agent does, and the token usage it reports.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub struct Reply {
+    /// What the reply is.
+    pub outcome: Outcome,
+    /// The usage it reports, as a server's `usage` does; `None` reports none.
+    pub tokens: Option<Usage>,
+}
+
+impl From<Outcome> for Reply {
+    fn from(outcome: Outcome) -> Self {
+        Reply { outcome, tokens: None }
+    }
+}
+
+/// What a scripted reply is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
     /// Succeed with this text.
     Output(String),
     /// Succeed with this value as JSON.

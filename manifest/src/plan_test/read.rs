@@ -5,12 +5,13 @@ use super::fields::{
     CRITIC_EXPECT, DECISION, EVENT_MATCH, EVENT_TYPES, EXPECT, KIND, OUTPUT_CHECK, OVERRIDES, REPLY, RUN_STATUSES,
     SCRIPT, TASK_EXPECT, TASK_STATUSES, TEST_ENVELOPE, TEST_METADATA, TEST_SPEC, TOOL_RESULT,
 };
-use super::{EventMatch, Expect, OutputCheck, Overrides, PlanTest, Reply, Script, Subject, TaskExpect};
+use super::{EventMatch, Expect, Outcome, OutputCheck, Overrides, PlanTest, Reply, Script, Subject, TaskExpect};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::fields::API_VERSION;
+use crate::fields::{API_VERSION, STRATEGY};
 use crate::node_path::NodePath;
-use crate::plan::{At, Form};
-use crate::read::{Entry, Fields, Reader, scalar_text};
+use crate::normalize::read_usage;
+use crate::plan::{At, Form, Strategy};
+use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::tree::{self, Node, Value};
 
@@ -78,6 +79,10 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest) {
                 test.vars.insert(name.value, value.value);
             }
         }
+    }
+    if let Some((entry, path)) = spec.get("strategy") {
+        let strategies = words_of::<Strategy>(&STRATEGY);
+        test.strategy = reader.word(entry, path, "strategy", &strategies, &[]);
     }
     if let Some((entry, path)) = spec.get("overrides") {
         test.overrides = read_overrides(reader, entry.value, path);
@@ -148,37 +153,37 @@ fn read_replies(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Vec<R
 
 fn read_reply(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Reply> {
     if let Some(text) = scalar_text(node) {
-        return Some(Reply::Output(text));
+        return Some(Outcome::Output(text).into());
     }
     let fields = reader.fields(node, path, "a reply", REPLY.fields, &[])?;
-    let kinds = ["output", "json", "fail", "transient", "clarify", "tool"];
-    let given: Vec<&str> = kinds.iter().copied().filter(|k| fields.has(k)).collect();
-    if given.len() != 1 {
-        let reason = "give exactly one of `output`, `json`, `fail`, `transient`, `clarify` or `tool`";
-        reader.invalid(node, path, "reply", reason);
-        return None;
-    }
-    if fields.has("arguments") && given[0] != "tool" {
+    let given = reader.alternative(&fields, node, path, "reply", &REPLY)?;
+    if fields.has("arguments") && given != "tool" {
         let (entry, path) = fields.get("arguments")?;
         reader.invalid(entry.key, path, "reply", "`arguments` belong to a `tool` reply");
         return None;
     }
-    if given[0] == "json" {
+    let tokens = match fields.get("tokens") {
+        Some((entry, path)) => Some(read_usage(reader, entry.value, path)?),
+        None => None,
+    };
+    let outcome = if given == "json" {
         let (entry, _) = fields.get("json")?;
-        return Some(Reply::Json(reader.json(entry.value)));
-    }
-    let text = reader.text_of(&fields, given[0])?;
-    Some(match given[0] {
-        "output" => Reply::Output(text.value),
-        "fail" => Reply::Fail(text.value),
-        "transient" => Reply::Transient(text.value),
-        "clarify" => Reply::Clarify(text.value),
-        _ => {
-            let arguments =
-                fields.get("arguments").map_or(serde_json::json!({}), |(entry, _)| reader.json(entry.value));
-            Reply::Tool { tool: text, arguments }
+        Outcome::Json(reader.json(entry.value))
+    } else {
+        let text = reader.text_of(&fields, given)?;
+        match given {
+            "output" => Outcome::Output(text.value),
+            "fail" => Outcome::Fail(text.value),
+            "transient" => Outcome::Transient(text.value),
+            "clarify" => Outcome::Clarify(text.value),
+            _ => {
+                let arguments =
+                    fields.get("arguments").map_or(serde_json::json!({}), |(entry, _)| reader.json(entry.value));
+                Outcome::Tool { tool: text, arguments }
+            }
         }
-    })
+    };
+    Some(Reply { outcome, tokens })
 }
 
 fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Expect> {

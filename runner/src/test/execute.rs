@@ -38,8 +38,9 @@ pub struct Ran {
 
 /// Runs a scenario to its end (or until it waits for an answer the scenario does not give).
 pub fn run(scenario: &Scenario) -> anyhow::Result<Ran> {
+    // IO too: a `command` verification starts a real program (see `engine::process::RealTime`).
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .start_paused(true)
         .build()
         .context("cannot start the async runtime")?;
@@ -54,7 +55,8 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let start = Start {
         plan: Arc::clone(&scenario.plan),
         vars: scenario.test.vars.clone(),
-        source: Some(scenario.path.display().to_string()),
+        strategy: scenario.test.strategy,
+        source: Some(scenario.source.display().to_string()),
         graph: Some(Arc::clone(&scenario.graph)),
         ..Start::default()
     };
@@ -66,6 +68,11 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
             .with_clock(clock)
             .with_jitter_seed(JITTER_SEED);
         state = scripts.install(driver).run(command, CancellationToken::new()).await?;
+        // A decision can end the run (a rejected review whose failure is not skipped); then,
+        // as `runner reject` says to a person, there is nothing left to answer or continue.
+        if state.status.is_final() {
+            break;
+        }
         if state.status != RunStatus::Paused || !commands.is_empty() || answers >= MAX_ANSWERS {
             continue;
         }

@@ -196,7 +196,7 @@ fn run_all(files: &[PathBuf], filter: Option<&str>, planning: &Planning, color: 
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    if let Some(verdict) = one(path, filter, planning, color) {
+                    if let Some(verdict) = guarded(path, || one(path, filter, planning, color)) {
                         results.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((i, verdict));
                     }
                 }
@@ -206,6 +206,19 @@ fn run_all(files: &[PathBuf], filter: Option<&str>, planning: &Planning, color: 
     let mut verdicts = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     verdicts.sort_by_key(|(i, _)| *i);
     verdicts.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The verdict `run` gives on the scenario at `path`, with a panic reported as that scenario's
+/// error, so the others still run and the report is complete.
+fn guarded(path: &Path, run: impl FnOnce() -> Option<Verdict>) -> Option<Verdict> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        Some(Verdict::Error { path: path.to_path_buf(), message: format!("runner panicked while running it: {why}") })
+    })
 }
 
 /// The verdict on one scenario file; `None` when the filter leaves it out.
@@ -250,4 +263,19 @@ fn keep_run(scenario: &Scenario, ran: &Ran) -> anyhow::Result<String> {
     let records = ran.records.iter().cloned().map(|r| engine::Record { run_id: Arc::clone(&run_id), ..r }).collect();
     crate::home::append(&store, records)?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_that_panics_is_reported_as_its_error() {
+        let verdict = guarded(Path::new("boom.test.yaml"), || panic!("the scenario broke"));
+        let Some(Verdict::Error { path, message }) = verdict else { panic!("not an error verdict") };
+        assert_eq!(path, Path::new("boom.test.yaml"));
+        assert_eq!(message, "runner panicked while running it: the scenario broke");
+        let formatted = guarded(Path::new("b.test.yaml"), || panic!("task {} broke", 7));
+        assert!(matches!(formatted, Some(Verdict::Error { message, .. }) if message.ends_with("task 7 broke")));
+    }
 }

@@ -22,15 +22,15 @@ pub struct Planning {
 
 /// A scenario ready to run.
 pub struct Scenario {
-    /// The scenario file.
-    pub path: PathBuf,
     /// What it says.
     pub test: PlanTest,
     /// The plan under test.
     pub plan: Arc<Plan>,
     /// Its graph.
     pub graph: Arc<TaskGraph>,
-    /// The folder the plan's commands would run in.
+    /// The plan file, absolute (the scenario file for a `request:`), recorded as the run's source.
+    pub source: PathBuf,
+    /// The folder the plan's commands run in: the plan file's, as under `runner apply`.
     pub workdir: PathBuf,
     /// The codes of the critic's findings on the plan.
     pub findings: Vec<String>,
@@ -60,9 +60,17 @@ pub fn prepare(
     if filter.is_some_and(|f| !test.name.contains(f)) {
         return Ok(None);
     }
+    // As `runner apply` does: the plan's absolute path is the run's source, and its folder the
+    // one commands run in (a scenario's plan may live in another folder).
+    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let folder = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut source = absolute(path);
     let (plan_loaded, at) = match &test.subject {
-        Some(Subject::Plan(file)) => (manifest::load_file(&folder.join(&file.value)), file),
+        Some(Subject::Plan(file)) => {
+            let plan_path = folder.join(&file.value);
+            source = absolute(&plan_path);
+            (manifest::load_file(&plan_path), file)
+        }
         Some(Subject::Request(request)) => match planned(&request.value, &test.name, planning) {
             Ok(loaded) => (loaded, request),
             Err(error) => {
@@ -89,10 +97,10 @@ pub fn prepare(
     }
     let findings = manifest::critic::critique_graph(plan, graph).findings.iter().map(|f| f.code()).collect();
     Ok(Some(Scenario {
-        path: path.to_path_buf(),
         plan: Arc::new(plan.clone()),
         graph: Arc::new(graph.clone()),
-        workdir: folder,
+        workdir: source.parent().map_or_else(|| absolute(&folder), Path::to_path_buf),
+        source,
         findings,
         test,
     }))
