@@ -272,6 +272,28 @@ async fn a_cancel_request_reaches_the_process_that_waits_for_it() {
 }
 
 #[tokio::test]
+async fn a_connection_the_server_ends_is_made_again_and_the_store_goes_on() {
+    let Some(schema) = TestDatabase::new("reconnect") else { return };
+    let db = connect(&schema).await;
+    let lease = new_run(&db, "me").await;
+    let store = db.store(&lease);
+    store.append(vec![created()]).await.expect("appended");
+    let mut notes = db.listen(engine::store::postgres::CANCEL_CHANNEL).await.expect("listening");
+    // As a restart or failover would; the writer's next batch, the reads and the listening
+    // all go on on a new connection.
+    assert!(schema.terminate_connections() > 0, "the store had a connection");
+    store.append(vec![dispatched(2)]).await.expect("appended after the connection was ended");
+    let loaded = db.load("r1").await.expect("the log reads back");
+    assert_eq!(loaded.records, [created(), dispatched(2)], "each record once");
+    assert!(schema.terminate_connections() > 0, "the new connection is ended too");
+    let other = connect(&schema).await;
+    other.request_cancel("r1", "asked after two drops").await.expect("asked");
+    let note = tokio::time::timeout(Duration::from_secs(20), notes.recv()).await.expect("notified").expect("a note");
+    assert_eq!(note.payload, "r1", "the new connection listens to what the lost one did");
+    assert_eq!(db.run("r1").await.expect("the row").cancel_request.as_deref(), Some("asked after two drops"));
+}
+
+#[tokio::test]
 async fn an_unreachable_database_is_an_error_that_hides_the_password() {
     let error =
         Database::connect("postgres://runner:s3cret@127.0.0.1:1/test").await.expect_err("nothing listens on port 1");

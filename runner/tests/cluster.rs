@@ -229,6 +229,34 @@ fn a_detached_run_is_coordinated_by_a_worker_and_by_another_when_that_one_dies()
 }
 
 #[test]
+fn dropped_database_connections_end_no_process_and_the_run_ends_as_it_would() {
+    let Some(mut cluster) = Cluster::new("dropped", 200, "0.05") else { return };
+    let mut coordinator = cluster.coordinator();
+    // Six times during the run, every connection of the test is ended, as a database restart
+    // or a failover ends them: the workers and the coordinator connect again and go on.
+    for round in 1..=6 {
+        cluster.wait_until("more tasks succeed", |c| c.successes().len() >= round * 25);
+        assert!(cluster.db.terminate_connections() > 0, "round {round}: the processes had connections");
+    }
+    cluster.wait_until("the run succeeds", |c| c.status() == "succeeded");
+    assert_eq!(coordinator.wait().expect("the coordinator ends").code(), Some(0), "{}", cluster.stderr("coordinator"));
+    // Idle now, the workers ride out one more drop.
+    cluster.db.terminate_connections();
+    std::thread::sleep(Duration::from_millis(500));
+    for (n, worker) in cluster.workers.iter_mut().enumerate() {
+        let status = worker.try_wait().expect("a worker's status");
+        assert!(
+            status.is_none(),
+            "worker {n} exited by itself ({status:?}): {}",
+            cluster.stderr(&format!("worker-{n}"))
+        );
+    }
+    let cluster = cluster.finish();
+    let dispatched = cluster.records().iter().filter(|r| r["type"] == "TaskDispatched").count();
+    assert_eq!(dispatched, 200, "no attempt failed and was dispatched again because a connection dropped");
+}
+
+#[test]
 fn a_killed_worker_and_a_killed_coordinator_lose_no_task_and_repeat_none_done() {
     let Some(mut cluster) = Cluster::new("killed", 240, "0.05") else { return };
     let mut coordinator = cluster.coordinator();

@@ -50,7 +50,8 @@ impl TestDatabase {
             return None;
         }
         let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
+        // The application name tells this test's connections apart, so a test can end them.
+        let url = format!("{base}{separator}options=-csearch_path%3D{schema}&application_name={schema}");
         Some(TestDatabase { url, schema, base })
     }
 
@@ -62,6 +63,21 @@ impl TestDatabase {
         if let Err(error) = execute(&self.url, sql) {
             panic!("{sql}: {error}");
         }
+    }
+
+    /// Ends every connection of this test's schema but the caller's (as a database restart or
+    /// failover would, with `pg_terminate_backend`); returns how many there were.
+    ///
+    /// # Panics
+    /// When the database refuses the query.
+    pub fn terminate_connections(&self) -> usize {
+        let sql = format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = '{}' AND pid <> pg_backend_pid()",
+            self.schema
+        );
+        let counted = self.column(&sql).into_iter().flatten().next().and_then(|n| n.parse().ok());
+        counted.unwrap_or_else(|| panic!("{sql}: no count"))
     }
 
     /// The first column of every row `sql` returns, as text.

@@ -3,13 +3,18 @@
 //! and done when the worker's reply is accepted; the coordinator then takes the reply and
 //! deletes the row. Every write of a worker names its claim token and a lease that has not run
 //! out, so a worker whose claim expired or was taken over can change nothing (fencing).
+//!
+//! Every statement goes through [`Database::retrying`], so a connection the server drops is
+//! made again and the statement run again. Each may run twice: a second enqueue finds the
+//! rows of a first that committed before its answer was lost; a claim whose answer was lost
+//! runs out and is claimed again; collecting reads the replies, and deletes them only once
+//! they are in the coordinator's hands.
 
 use std::time::Duration;
 
-use tokio_postgres::Client;
-
 use super::ClusterError;
 use crate::runtime::{Attempt, Reply};
+use crate::store::postgres::Database;
 
 /// The channel a queued (or released) attempt is announced on; the payload is its runtime.
 pub(crate) const QUEUED: &str = "runner_attempts";
@@ -41,8 +46,10 @@ pub(crate) struct Queued<'a> {
 
 /// Queues attempts of `run_id` in one statement and announces them; returns their rows in
 /// the order given (ids come from one sequence in insertion order, and the rows are inserted
-/// in the order given).
-pub(crate) async fn enqueue(client: &Client, run_id: &str, batch: &[Queued<'_>]) -> Result<Vec<i64>, ClusterError> {
+/// in the order given). Run again after a lost connection, it first looks for the rows a
+/// first run may have committed: one coordinator queues a run's attempts, and each
+/// `(task, attempt)` once.
+pub(crate) async fn enqueue(db: &Database, run_id: &str, batch: &[Queued<'_>]) -> Result<Vec<i64>, ClusterError> {
     let mut requests = Vec::with_capacity(batch.len());
     for queued in batch {
         requests.push(serde_json::to_string(queued.attempt).map_err(|error| ClusterError::Query(error.to_string()))?);
@@ -51,41 +58,71 @@ pub(crate) async fn enqueue(client: &Client, run_id: &str, batch: &[Queued<'_>])
     let attempts: Vec<i32> = batch.iter().map(|q| q.attempt.attempt as i32).collect();
     let agents: Vec<&str> = batch.iter().map(|q| q.agent).collect();
     let runtimes: Vec<&str> = batch.iter().map(|q| q.runtime).collect();
-    let rows = client
-        .query(
-            "WITH queued AS (INSERT INTO runner_attempts (run_id, task, attempt, agent, runtime, request) \
-               SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request \
-               FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) \
-                 WITH ORDINALITY AS b (task, attempt, agent, runtime, request, n) \
-               ORDER BY b.n RETURNING id, runtime), \
-             told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
-             SELECT id FROM queued, told ORDER BY id",
-            &[&run_id, &tasks, &attempts, &agents, &runtimes, &requests],
-        )
+    let (tasks, attempts, agents, runtimes, requests) = (&tasks, &attempts, &agents, &runtimes, &requests);
+    let mut tries = 0;
+    let ids = db
+        .retrying("queue attempts", |client| {
+            tries += 1;
+            let again = tries > 1;
+            async move {
+                if again {
+                    let found = client
+                        .query(
+                            "SELECT a.id FROM runner_attempts a \
+                             JOIN unnest($2::text[], $3::int[]) WITH ORDINALITY AS b (task, attempt, n) \
+                               ON a.task = b.task AND a.attempt = b.attempt \
+                             WHERE a.run_id = $1 ORDER BY b.n",
+                            &[&run_id, tasks, attempts],
+                        )
+                        .await?;
+                    if found.len() == tasks.len() {
+                        return Ok(found.iter().map(|row| row.get(0)).collect());
+                    }
+                }
+                let rows = client
+                    .query(
+                        "WITH queued AS (INSERT INTO runner_attempts (run_id, task, attempt, agent, runtime, request) \
+                           SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request \
+                           FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) \
+                             WITH ORDINALITY AS b (task, attempt, agent, runtime, request, n) \
+                           ORDER BY b.n RETURNING id, runtime), \
+                         told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
+                         SELECT id FROM queued, told ORDER BY id",
+                        &[&run_id, tasks, attempts, agents, runtimes, requests],
+                    )
+                    .await?;
+                Ok(rows.iter().map(|row| row.get(0)).collect())
+            }
+        })
         .await?;
-    Ok(rows.iter().map(|row| row.get(0)).collect())
+    Ok(ids)
 }
 
 /// Claims at most `limit` attempts whose runtime is one of `runtimes`: queued ones, and claimed
 /// ones whose lease ran out. Each gets a new claim token and a lease of `lease`.
 pub(crate) async fn claim(
-    client: &Client,
+    db: &Database,
     worker: &str,
     limit: usize,
     runtimes: &[String],
     lease: Duration,
 ) -> Result<Vec<Claimed>, ClusterError> {
-    let rows = client
-        .query(
-            "WITH c AS (SELECT id, claim AS old FROM runner_attempts \
+    let (secs, limit) = (lease.as_secs_f64(), limit as i64);
+    let rows = db
+        .retrying("claim attempts", |client| async move {
+            client
+                .query(
+                    "WITH c AS (SELECT id, claim AS old FROM runner_attempts \
                WHERE runtime = ANY($3) AND (state = 'queued' OR (state = 'claimed' AND lease_until < now())) \
                ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) \
              UPDATE runner_attempts a SET state = 'claimed', worker = $1, \
                claim = nextval('runner_attempt_claims'), lease_until = now() + make_interval(secs => $2) \
              FROM c WHERE a.id = c.id \
              RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL",
-            &[&worker, &lease.as_secs_f64(), &runtimes, &(limit as i64)],
-        )
+                    &[&worker, &secs, &runtimes, &limit],
+                )
+                .await
+        })
         .await?;
     rows.iter()
         .map(|row| {
@@ -107,18 +144,27 @@ pub(crate) async fn claim(
 
 /// Extends a claim by `lease`, unless the claim is no longer current (expired, taken over, or
 /// the attempt withdrawn).
-pub(crate) async fn renew(client: &Client, id: i64, claim: i64, lease: Duration) -> Result<Renewal, ClusterError> {
-    let renewed = client
-        .execute(
-            "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
-             WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now()",
-            &[&id, &claim, &lease.as_secs_f64()],
-        )
+pub(crate) async fn renew(db: &Database, id: i64, claim: i64, lease: Duration) -> Result<Renewal, ClusterError> {
+    let secs = lease.as_secs_f64();
+    let renewed = db
+        .retrying("renew a claim", |client| async move {
+            client
+                .execute(
+                    "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
+                     WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now()",
+                    &[&id, &claim, &secs],
+                )
+                .await
+        })
         .await?;
     if renewed == 1 {
         return Ok(Renewal::Renewed);
     }
-    let present = client.query_opt("SELECT 1 FROM runner_attempts WHERE id = $1", &[&id]).await?;
+    let present = db
+        .retrying("renew a claim", |client| async move {
+            client.query_opt("SELECT 1 FROM runner_attempts WHERE id = $1", &[&id]).await
+        })
+        .await?;
     Ok(if present.is_some() { Renewal::Lost } else { Renewal::Withdrawn })
 }
 
@@ -134,44 +180,61 @@ pub(crate) enum Renewal {
 }
 
 /// Records the reply of a claimed attempt and tells its coordinator; false (nothing written)
-/// when the claim is no longer current.
-pub(crate) async fn finish(client: &Client, id: i64, claim: i64, reply: &Reply) -> Result<bool, ClusterError> {
+/// when the claim is no longer current. Run again after a lost connection, a reply the first
+/// run recorded under this claim counts as recorded.
+pub(crate) async fn finish(db: &Database, id: i64, claim: i64, reply: &Reply) -> Result<bool, ClusterError> {
     let result = serde_json::to_string(reply).map_err(|error| ClusterError::Query(error.to_string()))?;
-    let rows = client
-        .query(
-            "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
-               WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id) \
-             SELECT pg_notify('runner_results', run_id) FROM done",
-            &[&id, &claim, &result],
-        )
+    let result = &result;
+    let rows = db
+        .retrying("record an attempt's reply", |client| async move {
+            client
+                .query(
+                    "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
+                       WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id), \
+                     told AS (SELECT pg_notify('runner_results', run_id) FROM done) \
+                     SELECT 1 FROM told UNION ALL \
+                     SELECT 1 FROM runner_attempts WHERE id = $1 AND claim = $2 AND state = 'done' AND result = $3",
+                    &[&id, &claim, result],
+                )
+                .await
+        })
         .await?;
-    Ok(rows.len() == 1)
+    Ok(!rows.is_empty())
 }
 
 /// Gives a claimed attempt back to the queue at once (a worker that stops), if the claim is
 /// still current.
-pub(crate) async fn release(client: &Client, id: i64, claim: i64) -> Result<(), ClusterError> {
-    client
-        .query(
-            "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
-               lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
-             SELECT pg_notify('runner_attempts', runtime) FROM released",
-            &[&id, &claim],
-        )
-        .await?;
+pub(crate) async fn release(db: &Database, id: i64, claim: i64) -> Result<(), ClusterError> {
+    db.retrying("give an attempt back", |client| async move {
+        client
+            .query(
+                "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
+                   lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
+                 SELECT pg_notify('runner_attempts', runtime) FROM released",
+                &[&id, &claim],
+            )
+            .await
+    })
+    .await?;
     Ok(())
 }
 
-/// Takes the replies of those of `ids` (attempts of `run_id`) that are done, deleting their
-/// rows; the done rows of the run are found by an index of their own.
-pub(crate) async fn collect(client: &Client, run_id: &str, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
-    let rows = client
-        .query(
-            "DELETE FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2) RETURNING id, result",
-            &[&run_id, &ids],
-        )
+/// Takes the replies of those of `ids` (attempts of `run_id`) that are done: reads them, then
+/// deletes their rows, so a connection lost between the two loses no reply (the caller asks
+/// only for attempts it still waits for). The done rows of the run are found by an index of
+/// their own.
+pub(crate) async fn collect(db: &Database, run_id: &str, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
+    let rows = db
+        .retrying("read the replies of workers", |client| async move {
+            client
+                .query(
+                    "SELECT id, result FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2)",
+                    &[&run_id, &ids],
+                )
+                .await
+        })
         .await?;
-    Ok(rows
+    let replies: Vec<(i64, Reply)> = rows
         .iter()
         .map(|row| {
             let id: i64 = row.get(0);
@@ -181,18 +244,34 @@ pub(crate) async fn collect(client: &Client, run_id: &str, ids: &[i64]) -> Resul
                 .unwrap_or_else(|| Reply::failed(format!("the reply of attempt {id} in the queue is not readable")));
             (id, reply)
         })
-        .collect())
+        .collect();
+    if !replies.is_empty() {
+        let taken: Vec<i64> = replies.iter().map(|(id, _)| *id).collect();
+        let taken = &taken;
+        db.retrying("delete the replies taken", |client| async move {
+            client.execute("DELETE FROM runner_attempts WHERE id = ANY($1)", &[taken]).await
+        })
+        .await?;
+    }
+    Ok(replies)
 }
 
 /// Withdraws an attempt the coordinator no longer waits for; a worker running it loses its
 /// claim at its next renewal and stops it.
-pub(crate) async fn withdraw(client: &Client, id: i64) -> Result<(), ClusterError> {
-    client.execute("DELETE FROM runner_attempts WHERE id = $1", &[&id]).await?;
+pub(crate) async fn withdraw(db: &Database, id: i64) -> Result<(), ClusterError> {
+    db.retrying("withdraw an attempt", |client| async move {
+        client.execute("DELETE FROM runner_attempts WHERE id = $1", &[&id]).await
+    })
+    .await?;
     Ok(())
 }
 
 /// Withdraws every attempt of a run: what a coordinator that takes a run over does first, as
 /// the fold of the log dispatches anything unfinished again. Returns how many there were.
-pub(crate) async fn withdraw_run(client: &Client, run_id: &str) -> Result<u64, ClusterError> {
-    Ok(client.execute("DELETE FROM runner_attempts WHERE run_id = $1", &[&run_id]).await?)
+pub(crate) async fn withdraw_run(db: &Database, run_id: &str) -> Result<u64, ClusterError> {
+    Ok(db
+        .retrying("withdraw a run's attempts", |client| async move {
+            client.execute("DELETE FROM runner_attempts WHERE run_id = $1", &[&run_id]).await
+        })
+        .await?)
 }

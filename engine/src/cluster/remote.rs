@@ -47,7 +47,7 @@ impl Remote {
     /// dispatches again whatever it does not record as finished.
     pub async fn start(db: &Database, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
         let mut notes = db.listen(queue::DONE).await?;
-        let withdrawn = queue::withdraw_run(db.client(), run_id).await?;
+        let withdrawn = queue::withdraw_run(db, run_id).await?;
         let (outbox, queued) = mpsc::unbounded_channel();
         if withdrawn > 0 {
             tracing::info!(run = run_id, withdrawn, "withdrew the attempts an earlier coordinator queued");
@@ -88,7 +88,7 @@ impl Remote {
     /// waits for their replies any more, and the workers that run them stop them at their
     /// next renewal instead of carrying them out for nothing.
     pub async fn close(&self) {
-        match queue::withdraw_run(self.inner.db.client(), &self.inner.run_id).await {
+        match queue::withdraw_run(&self.inner.db, &self.inner.run_id).await {
             Ok(0) => {}
             Ok(withdrawn) => {
                 tracing::info!(run = %self.inner.run_id, withdrawn, "withdrew the attempts the run left in the queue")
@@ -171,7 +171,7 @@ impl Inner {
             reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
             () = cancel.cancelled() => {
                 self.waiting().remove(&id);
-                if let Err(error) = queue::withdraw(self.db.client(), id).await {
+                if let Err(error) = queue::withdraw(&self.db, id).await {
                     tracing::warn!(%error, "cannot withdraw a cancelled attempt");
                 }
                 Reply::refused("cancelled")
@@ -210,7 +210,7 @@ async fn enqueue(inner: std::sync::Weak<Inner>, mut outbox: mpsc::UnboundedRecei
             .iter()
             .map(|out| queue::Queued { agent: &out.agent, runtime: out.runtime, attempt: &out.attempt })
             .collect();
-        let queued = queue::enqueue(inner.db.client(), &inner.run_id, &rows).await;
+        let queued = queue::enqueue(&inner.db, &inner.run_id, &rows).await;
         drop(rows);
         match queued {
             Ok(ids) => {
@@ -237,7 +237,7 @@ async fn collect(inner: &Inner) {
     if ids.is_empty() {
         return;
     }
-    match queue::collect(inner.db.client(), &inner.run_id, &ids).await {
+    match queue::collect(&inner.db, &inner.run_id, &ids).await {
         Ok(replies) => {
             let mut waiting = inner.waiting();
             for (id, reply) in replies {

@@ -24,10 +24,14 @@ impl SharedWindow for RequestWindow {
     fn start<'a>(&'a self, provider: &'a str, limit: u32) -> SharedStart<'a> {
         Box::pin(async move {
             let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+            // Run again after a lost connection, a start the first run recorded counts twice,
+            // which only makes the window more careful.
+            let run_id = &self.run_id;
             let row = self
                 .db
-                .client()
-                .query_one("SELECT runner_request_start($1, $2, $3)", &[&self.run_id, &provider, &limit])
+                .retrying("count a request against the provider's limit", |client| async move {
+                    client.query_one("SELECT runner_request_start($1, $2, $3)", &[run_id, &provider, &limit]).await
+                })
                 .await
                 .map_err(|error| error.to_string())?;
             let wait: f64 = row.get(0);

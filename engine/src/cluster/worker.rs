@@ -113,7 +113,7 @@ impl Worker {
             let mut full = true;
             if !permits.is_empty() {
                 let (free, lease) = (permits.len(), shared.leases.lease);
-                let claimed = queue::claim(shared.db.client(), &shared.id, free, &self.runtimes, lease).await?;
+                let claimed = queue::claim(&shared.db, &shared.id, free, &self.runtimes, lease).await?;
                 full = claimed.len() == free;
                 for (row, permit) in claimed.into_iter().zip(permits) {
                     let slot = Slot { _permit: permit, shared: Arc::clone(&shared) };
@@ -204,7 +204,7 @@ impl Shared {
                         return;
                     }
                     () = stop.cancelled() => {
-                        if let Err(error) = queue::release(self.db.client(), row.id, row.claim).await {
+                        if let Err(error) = queue::release(&self.db, row.id, row.claim).await {
                             tracing::warn!(%error, "cannot give an attempt back to the queue");
                         }
                         return;
@@ -214,7 +214,7 @@ impl Shared {
             Err(reply) => reply,
         };
         drop(slot);
-        match queue::finish(self.db.client(), row.id, row.claim, &reply).await {
+        match queue::finish(&self.db, row.id, row.claim, &reply).await {
             Ok(true) => {
                 self.tally.done.fetch_add(1, Ordering::Relaxed);
             }
@@ -234,7 +234,7 @@ impl Shared {
     async fn keep_claim(&self, id: i64, claim: i64) -> Renewal {
         loop {
             tokio::time::sleep(self.leases.renew).await;
-            match queue::renew(self.db.client(), id, claim, self.leases.lease).await {
+            match queue::renew(&self.db, id, claim, self.leases.lease).await {
                 Ok(Renewal::Renewed) => {}
                 Ok(refused) => return refused,
                 Err(error) => tracing::warn!(%error, "cannot renew a claim; trying again"),

@@ -4,7 +4,10 @@
 //!
 //! A [`Database`] is one connection, driven by a thread of its own, so it serves synchronous
 //! callers, any tokio runtime and the background work of leases alike. Its tables are made or
-//! brought up to date on connecting ([`migrate`]). A run is recorded into through a
+//! brought up to date on connecting ([`migrate`]). A connection the server drops (a restart,
+//! a failover, `pg_terminate_backend`, an idle timeout) is made again in the background, with
+//! backoff, and its `LISTEN`s with it; [`Database::retrying`] runs a statement again on the
+//! new connection, for at most [`reconnect_window`], before it gives up saying so. A run is recorded into through a
 //! [`PgStore`], opened under a [`RunLease`]: every write checks that the lease's fence is still
 //! the run's, so a process whose lease was taken over can no longer record anything.
 
@@ -15,11 +18,11 @@ mod writer;
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use tokio::sync::{Mutex, broadcast};
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio::sync::{Mutex, broadcast, watch};
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Socket};
 
 pub use lease::{LeaseTimes, RunLease};
 pub use redact::redact;
@@ -35,6 +38,34 @@ pub const CANCEL_CHANNEL: &str = "runner_cancel";
 /// How long connecting may take before it is given up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a statement waits for a lost connection to be made again before it gives up,
+/// unless `RUNNER_DB_RECONNECT_SECS` says otherwise.
+pub const RECONNECT_WINDOW: Duration = Duration::from_secs(60);
+
+/// The first and the longest wait between two tries to connect again.
+const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
+
+/// How long a statement waits for a lost connection to be made again before it gives up:
+/// `RUNNER_DB_RECONNECT_SECS` (whole seconds), else [`RECONNECT_WINDOW`].
+pub fn reconnect_window() -> Duration {
+    std::env::var("RUNNER_DB_RECONNECT_SECS")
+        .ok()
+        .and_then(|secs| secs.trim().parse().ok())
+        .map_or(RECONNECT_WINDOW, Duration::from_secs)
+}
+
+/// Whether an error means the connection is gone (closed, or ended by the server), so the
+/// statement may succeed on a new one; the SQLSTATEs are class 08 (connection exception) and
+/// 57P01-57P03 (the server shutting down or ending the session).
+pub fn connection_lost(error: &tokio_postgres::Error) -> bool {
+    error.is_closed()
+        || error.as_db_error().is_none() && error.code().is_none()
+        || error.code().is_some_and(|code| {
+            let code = code.code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        })
+}
+
 /// A connection to the database that holds the runs; cheap to clone (clones share it).
 #[derive(Clone)]
 pub struct Database {
@@ -48,7 +79,11 @@ impl std::fmt::Debug for Database {
 }
 
 struct Inner {
-    client: Client,
+    /// The connection in use; replaced when a lost one is made again.
+    client: RwLock<Arc<Client>>,
+    /// Counts the connections made; moves when a lost one is replaced.
+    connections: watch::Sender<u64>,
+    config: Config,
     /// The runtime of the connection's thread, where the writers and lease renewals run.
     handle: tokio::runtime::Handle,
     /// The URL with its password replaced by `***`.
@@ -97,8 +132,8 @@ impl Database {
     pub async fn connect(url: &str) -> Result<Database, StoreError> {
         let shown = redact(url);
         let failed = |action: &'static str, reason: String| StoreError::Database { action, url: shown.clone(), reason };
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|error| failed("read the database URL", redact(&error.to_string())))?;
+        let mut config =
+            Config::from_str(url).map_err(|error| failed("read the database URL", redact(&error.to_string())))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -116,27 +151,44 @@ impl Database {
                 });
             })
             .map_err(|error| failed("start the database's thread", error.to_string()))?;
-        let (notifications, _) = broadcast::channel(1024);
-        let sender = notifications.clone();
+        let opened = config.clone();
         let connected = handle.spawn(async move {
-            let (mut client, mut connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                    if let AsyncMessage::Notification(note) = message {
-                        let note = Notification { channel: note.channel().into(), payload: note.payload().into() };
-                        let _ = sender.send(note);
-                    }
+            let (mut client, mut connection) = opened.connect(NoTls).await?;
+            // The connection is driven here while the tables are migrated, then handed to the
+            // supervisor, which needs the database it belongs to.
+            let (migrated, done) = tokio::sync::oneshot::channel::<()>();
+            let driver = tokio::spawn(async move {
+                tokio::select! {
+                    () = drive(&mut connection, None) => {}
+                    _ = done => {}
                 }
+                // In a tuple: the connection is a future, which the task would otherwise seem
+                // to hand back unawaited.
+                (connection,)
             });
-            migrate::apply(&mut client).await.map(|()| client)
+            let result = migrate::apply(&mut client).await;
+            let _ = migrated.send(());
+            result.map(|()| (client, driver))
         });
-        let client = match connected.await {
-            Ok(Ok(client)) => client,
+        let (client, driver) = match connected.await {
+            Ok(Ok(pair)) => pair,
             Ok(Err(error)) => return Err(failed("connect to the database", reason(&error))),
             Err(error) => return Err(failed("connect to the database", error.to_string())),
         };
-        let inner = Inner { client, handle, url: shown, notifications, listening: Mutex::default(), _stop: stop };
-        Ok(Database { inner: Arc::new(inner) })
+        let (connection,) = driver.await.map_err(|error| failed("connect to the database", error.to_string()))?;
+        let (notifications, _) = broadcast::channel(1024);
+        let inner = Arc::new(Inner {
+            client: RwLock::new(Arc::new(client)),
+            connections: watch::Sender::new(1),
+            config,
+            handle,
+            url: shown,
+            notifications,
+            listening: Mutex::default(),
+            _stop: stop,
+        });
+        inner.handle.spawn(supervise(Arc::downgrade(&inner), connection));
+        Ok(Database { inner })
     }
 
     /// The URL, with its password replaced by `***`.
@@ -144,9 +196,72 @@ impl Database {
         &self.inner.url
     }
 
-    /// The connection, for queries of the engine's own tables.
-    pub fn client(&self) -> &Client {
-        &self.inner.client
+    /// The connection in use, for queries of the engine's own tables. A statement that fails
+    /// because it was lost ([`connection_lost`]) may be run again through
+    /// [`Database::retrying`].
+    pub fn client(&self) -> Arc<Client> {
+        let client = self.inner.client.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(&client)
+    }
+
+    /// Runs `statement` on the connection; when the connection was lost, waits for the new one
+    /// and runs it again, for at most [`reconnect_window`] in all, then gives up with an error
+    /// that says how long the database has been away. Other errors are `action`'s, at once.
+    /// Only statements that may run twice go through here (reads, and writes whose second
+    /// run finds the first's work, or changes nothing).
+    pub async fn retrying<T, F, Fut>(&self, action: &'static str, mut statement: F) -> Result<T, StoreError>
+    where
+        F: FnMut(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let window = reconnect_window();
+        let since = tokio::time::Instant::now();
+        loop {
+            let client = self.client();
+            match statement(Arc::clone(&client)).await {
+                Ok(value) => return Ok(value),
+                Err(error) if connection_lost(&error) => {
+                    let left = window.saturating_sub(since.elapsed());
+                    if left.is_zero() || !self.replaced(&client, left).await {
+                        return Err(self.gone(action, window, &error));
+                    }
+                    tracing::info!(
+                        action,
+                        "the database connection was lost; running the statement again on a new one"
+                    );
+                }
+                Err(error) => return Err(self.error(action, &error)),
+            }
+        }
+    }
+
+    /// Waits at most `patience` for a connection other than `lost`; whether one came.
+    async fn replaced(&self, lost: &Arc<Client>, patience: Duration) -> bool {
+        let mut connections = self.inner.connections.subscribe();
+        let current = |db: &Database| !Arc::ptr_eq(&db.client(), lost);
+        let wait = async {
+            while !current(self) {
+                if connections.changed().await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        tokio::time::timeout(patience, wait).await.unwrap_or(false)
+    }
+
+    /// The error of a statement given up on after the connection stayed lost for `window`.
+    fn gone(&self, action: &'static str, window: Duration, error: &tokio_postgres::Error) -> StoreError {
+        StoreError::Database {
+            action,
+            url: self.inner.url.clone(),
+            reason: format!(
+                "the connection was lost and could not be made again within {} s \
+                 (RUNNER_DB_RECONNECT_SECS sets how long to wait): {}",
+                window.as_secs(),
+                reason(error)
+            ),
+        }
     }
 
     /// Runs `future` on the connection's thread, so it goes on whatever the caller's runtime does.
@@ -189,21 +304,18 @@ impl Database {
 
     /// One run's row; `store::not_found` when there is none.
     pub async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
-        let rows = self
-            .client()
-            .query(&format!("{RUN_ROW} WHERE run_id = $1"), &[&run_id])
-            .await
-            .map_err(|e| self.error("read the run", &e))?;
+        let statement = format!("{RUN_ROW} WHERE run_id = $1");
+        let statement = &statement;
+        let rows =
+            self.retrying("read the run", |client| async move { client.query(statement, &[&run_id]).await }).await?;
         rows.first().map(run_row).ok_or_else(|| self.not_found(run_id))
     }
 
     /// Every run, newest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows = self
-            .client()
-            .query(&format!("{RUN_ROW} ORDER BY created DESC, run_id DESC"), &[])
-            .await
-            .map_err(|e| self.error("list the runs", &e))?;
+        let statement = format!("{RUN_ROW} ORDER BY created DESC, run_id DESC");
+        let statement = &statement;
+        let rows = self.retrying("list the runs", |client| async move { client.query(statement, &[]).await }).await?;
         Ok(rows.iter().map(run_row).collect())
     }
 
@@ -213,10 +325,10 @@ impl Database {
     pub async fn load(&self, run_id: &str) -> Result<Loaded, StoreError> {
         self.run(run_id).await?;
         let rows = self
-            .client()
-            .query("SELECT seq, record FROM runner_events WHERE run_id = $1 ORDER BY seq", &[&run_id])
-            .await
-            .map_err(|e| self.error("read the run's records", &e))?;
+            .retrying("read the run's records", |client| async move {
+                client.query("SELECT seq, record FROM runner_events WHERE run_id = $1 ORDER BY seq", &[&run_id]).await
+            })
+            .await?;
         let mut checker = Checker::new(format!("{} run `{run_id}` row", self.url()));
         for (i, row) in rows.iter().enumerate() {
             let line = i + 1;
@@ -246,13 +358,15 @@ impl Database {
     pub async fn records_after(&self, run_id: &str, seq: u64) -> Result<Vec<Record>, StoreError> {
         let after = i64::try_from(seq).unwrap_or(i64::MAX);
         let rows = self
-            .client()
-            .query(
-                "SELECT seq, record FROM runner_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
-                &[&run_id, &after],
-            )
-            .await
-            .map_err(|e| self.error("read the run's records", &e))?;
+            .retrying("read the run's records", |client| async move {
+                client
+                    .query(
+                        "SELECT seq, record FROM runner_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
+                        &[&run_id, &after],
+                    )
+                    .await
+            })
+            .await?;
         let place = format!("{} run `{run_id}` seq", self.url());
         rows.iter()
             .map(|row| {
@@ -271,24 +385,26 @@ impl Database {
     /// announced with `NOTIFY` on [`CANCEL_CHANNEL`].
     pub async fn request_cancel(&self, run_id: &str, reason: &str) -> Result<(), StoreError> {
         let asked = self
-            .client()
-            .query(
-                "WITH asked AS (UPDATE runner_runs SET cancel_request = $2 WHERE run_id = $1 RETURNING run_id) \
-                 SELECT pg_notify($3, run_id) FROM asked",
-                &[&run_id, &reason, &CANCEL_CHANNEL],
-            )
-            .await
-            .map_err(|e| self.error("ask for the cancel", &e))?;
+            .retrying("ask for the cancel", |client| async move {
+                client
+                    .query(
+                        "WITH asked AS (UPDATE runner_runs SET cancel_request = $2 WHERE run_id = $1 RETURNING run_id) \
+                         SELECT pg_notify($3, run_id) FROM asked",
+                        &[&run_id, &reason, &CANCEL_CHANNEL],
+                    )
+                    .await
+            })
+            .await?;
         if asked.is_empty() { Err(self.not_found(run_id)) } else { Ok(()) }
     }
 
     /// Forgets a run's cancel request (a process starting to drive the run does, as a new
     /// `runner apply` removes an old `cancel` file).
     pub async fn clear_cancel(&self, run_id: &str) -> Result<(), StoreError> {
-        self.client()
-            .execute("UPDATE runner_runs SET cancel_request = NULL WHERE run_id = $1", &[&run_id])
-            .await
-            .map_err(|e| self.error("clear the cancel request", &e))?;
+        self.retrying("clear the cancel request", |client| async move {
+            client.execute("UPDATE runner_runs SET cancel_request = NULL WHERE run_id = $1", &[&run_id]).await
+        })
+        .await?;
         Ok(())
     }
 
@@ -319,13 +435,21 @@ impl Database {
     pub async fn listen(&self, channel: &str) -> Result<broadcast::Receiver<Notification>, StoreError> {
         let receiver = self.inner.notifications.subscribe();
         let mut listening = self.inner.listening.lock().await;
-        if !listening.contains(channel) {
-            let quoted = format!("\"{}\"", channel.replace('"', "\"\""));
-            self.client()
-                .batch_execute(&format!("LISTEN {quoted}"))
-                .await
-                .map_err(|e| self.error("listen for notifications", &e))?;
-            listening.insert(channel.to_owned());
+        // Listed before it is listened to, so a connection made again meanwhile listens too
+        // (the supervisor takes this lock, which is not held across the statement).
+        if listening.insert(channel.to_owned()) {
+            drop(listening);
+            let statement = format!("LISTEN {}", quoted(channel));
+            let listened = self
+                .retrying("listen for notifications", |client| {
+                    let statement = statement.clone();
+                    async move { client.batch_execute(&statement).await }
+                })
+                .await;
+            if let Err(error) = listened {
+                self.inner.listening.lock().await.remove(channel);
+                return Err(error);
+            }
         }
         Ok(receiver)
     }
@@ -333,6 +457,72 @@ impl Database {
     fn not_found(&self, run_id: &str) -> StoreError {
         StoreError::NotFound { run_id: run_id.to_owned(), url: self.inner.url.clone() }
     }
+}
+
+/// Drives `connection` until it ends, passing its notifications to `notifications`.
+async fn drive<S, T>(
+    connection: &mut tokio_postgres::Connection<S, T>,
+    notifications: Option<&broadcast::Sender<Notification>>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+        if let (AsyncMessage::Notification(note), Some(sender)) = (message, notifications) {
+            let _ = sender.send(Notification { channel: note.channel().into(), payload: note.payload().into() });
+        }
+    }
+}
+
+/// Keeps the database connected while it is in use: drives the connection, and when the
+/// server drops it, connects again with backoff, puts the new client in place, listens again
+/// to the channels listened to, and tells waiting statements. Ends with the last [`Database`].
+async fn supervise(inner: Weak<Inner>, first: tokio_postgres::Connection<Socket, tokio_postgres::tls::NoTlsStream>) {
+    let mut connection = first;
+    loop {
+        let Some(notifications) = inner.upgrade().map(|inner| inner.notifications.clone()) else { return };
+        drive(&mut connection, Some(&notifications)).await;
+        drop(notifications);
+        let mut wait = RECONNECT_BACKOFF.0;
+        connection = loop {
+            let Some(alive) = inner.upgrade() else { return };
+            let config = alive.config.clone();
+            let url = alive.url.clone();
+            drop(alive);
+            match config.connect(NoTls).await {
+                Ok((client, connection)) => {
+                    let Some(alive) = inner.upgrade() else { return };
+                    tokio::spawn(adopt(alive, client));
+                    break connection;
+                }
+                Err(error) => {
+                    tracing::warn!(%url, reason = %reason(&error), "cannot connect to the database again; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(RECONNECT_BACKOFF.1);
+                }
+            }
+        };
+    }
+}
+
+/// Puts a new connection's client in place of the lost one, once it listens to every channel
+/// the lost one did, and tells the statements waiting for it.
+async fn adopt(inner: Arc<Inner>, client: Client) {
+    let listening = inner.listening.lock().await;
+    for channel in listening.iter() {
+        if let Err(error) = client.batch_execute(&format!("LISTEN {}", quoted(channel))).await {
+            tracing::warn!(%channel, reason = %reason(&error), "cannot listen again after reconnecting");
+        }
+    }
+    *inner.client.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(client);
+    drop(listening);
+    inner.connections.send_modify(|count| *count += 1);
+    tracing::info!(url = %inner.url, "connected to the database again");
+}
+
+/// A channel's name as an SQL identifier.
+fn quoted(channel: &str) -> String {
+    format!("\"{}\"", channel.replace('"', "\"\""))
 }
 
 /// The columns of a [`RunRow`], in its order.

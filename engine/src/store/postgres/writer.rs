@@ -66,16 +66,7 @@ async fn write_loop(
     mut receiver: mpsc::UnboundedReceiver<Batch>,
     transactions: Arc<AtomicU64>,
 ) {
-    let statement = match db.client().prepare(APPEND).await {
-        Ok(statement) => statement,
-        Err(error) => {
-            let error = db.error("prepare the writes", &error);
-            while let Ok((records, ack)) = receiver.try_recv() {
-                ack.send(records, &Err(error.clone()));
-            }
-            return;
-        }
-    };
+    let mut prepared = Prepared::default();
     while let Some(first) = receiver.recv().await {
         let mut batches = vec![first];
         while let Ok(batch) = receiver.try_recv() {
@@ -86,7 +77,7 @@ async fn write_loop(
             Ok(())
         } else {
             transactions.fetch_add(1, Ordering::Relaxed);
-            write(&db, &statement, &run_id, fence, records).await
+            write(&db, &mut prepared, &run_id, fence, records).await
         };
         let failed = result.is_err();
         for (records, ack) in batches {
@@ -98,9 +89,34 @@ async fn write_loop(
     }
 }
 
+/// The append statement prepared on the connection in use; prepared again on a new one.
+#[derive(Default)]
+struct Prepared {
+    on: Option<(Arc<tokio_postgres::Client>, tokio_postgres::Statement)>,
+}
+
+impl Prepared {
+    async fn on(
+        &mut self,
+        client: &Arc<tokio_postgres::Client>,
+    ) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
+        match &self.on {
+            Some((prepared_on, statement)) if Arc::ptr_eq(prepared_on, client) => Ok(statement.clone()),
+            _ => {
+                let statement = client.prepare(APPEND).await?;
+                self.on = Some((Arc::clone(client), statement.clone()));
+                Ok(statement)
+            }
+        }
+    }
+}
+
+/// Writes a batch in one statement. When the connection is lost on the way, the batch is
+/// written again on a new one, unless the first statement committed before its answer was
+/// lost: then its rows are there, under this writer's fence, and the batch is done.
 async fn write<'a>(
     db: &Database,
-    statement: &tokio_postgres::Statement,
+    prepared: &mut Prepared,
     run_id: &str,
     fence: i64,
     records: impl Iterator<Item = &'a Record> + Clone,
@@ -117,14 +133,49 @@ async fn write<'a>(
         texts.push(text);
     }
     let status = records.filter_map(|record| status_after(&record.event)).last();
-    match db.client().execute(statement, &[&run_id, &fence, &status, &seqs, &texts]).await {
-        Ok(0) => Err(StoreError::Fenced { run_id: run_id.to_owned() }),
-        Ok(_) => Ok(()),
-        Err(error) if error.code().is_some_and(|code| code.code() == UNIQUE_VIOLATION) => {
-            Err(StoreError::Conflict { run_id: run_id.to_owned(), seq: seqs.first().map_or(0, |&seq| seq as u64) })
-        }
-        Err(error) => Err(db.error("write the run's records", &error)),
+    let (seqs, texts, status) = (&seqs, &texts, &status);
+    let prepared = tokio::sync::Mutex::new(prepared);
+    let mut tries = 0;
+    let written = db
+        .retrying("write the run's records", |client| {
+            tries += 1;
+            let again = tries > 1;
+            let prepared = &prepared;
+            async move {
+                if again && committed(&client, run_id, fence, seqs).await? {
+                    return Ok(Some(seqs.len() as u64));
+                }
+                let statement = prepared.lock().await.on(&client).await?;
+                match client.execute(&statement, &[&run_id, &fence, status, seqs, texts]).await {
+                    Err(error) if error.code().is_some_and(|code| code.code() == UNIQUE_VIOLATION) => Ok(None),
+                    written => written.map(Some),
+                }
+            }
+        })
+        .await?;
+    match written {
+        Some(0) => Err(StoreError::Fenced { run_id: run_id.to_owned() }),
+        Some(_) => Ok(()),
+        None => Err(StoreError::Conflict { run_id: run_id.to_owned(), seq: seqs.first().map_or(0, |&seq| seq as u64) }),
     }
+}
+
+/// Whether a batch's rows are all in the store while `fence` is still the run's: a statement
+/// that committed before the connection carrying its answer was lost.
+async fn committed(
+    client: &tokio_postgres::Client,
+    run_id: &str,
+    fence: i64,
+    seqs: &[i64],
+) -> Result<bool, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM runner_events e JOIN runner_runs r USING (run_id) \
+             WHERE e.run_id = $1 AND r.fence = $2 AND e.seq = ANY($3)",
+            &[&run_id, &fence, &seqs],
+        )
+        .await?;
+    Ok(row.get::<_, i64>(0) == seqs.len() as i64)
 }
 
 /// The run status an event leaves the run in, for `runner_runs.status`; `None` for events
