@@ -23,6 +23,10 @@ use testkit::{FakeOpenAi, RealServer, Step, TOOLS_MODEL, real_server};
 /// The longest one example run may take before the test gives up on it: a bound on the
 /// test, not a speed goal.
 const RUN_BOUND: Duration = Duration::from_secs(600);
+/// The longest one request of at most [`MAX_TOKENS`] answer tokens may take: the tests hold
+/// the server's only turn while they run, so a slower request means the server is loaded by
+/// something else, or broken, and the failure names it.
+const REQUEST_BOUND: Duration = Duration::from_secs(120);
 /// The output limit the tests set, to keep the tiny model's answers short.
 const MAX_TOKENS: u64 = 96;
 
@@ -38,10 +42,37 @@ print(json.dumps([{"title": "XyzzyCorp", "url": "https://example.com/xyzzy", "sn
 "#;
 
 /// A proxy in front of the real server: it forwards each request as it is and keeps every
-/// answer, so the test knows the usage the server reported and the tool calls it made.
+/// answer, so the test knows the usage the server reported and the tool calls it made, and
+/// how long each request took.
 struct Proxy {
     server: FakeOpenAi,
     answers: Arc<Mutex<Vec<Value>>>,
+    timings: Arc<Mutex<Vec<Timing>>>,
+}
+
+/// One request through the proxy: its number, how long the server took, its status and the
+/// usage it reported.
+#[derive(Debug, Clone)]
+struct Timing {
+    request: usize,
+    took: Duration,
+    status: u16,
+    prompt: u64,
+    completion: u64,
+}
+
+impl std::fmt::Display for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "request {} took {:.1} s (status {}, {} prompt + {} completion tokens)",
+            self.request,
+            self.took.as_secs_f64(),
+            self.status,
+            self.prompt,
+            self.completion
+        )
+    }
 }
 
 impl Proxy {
@@ -52,18 +83,46 @@ impl Proxy {
             real.url.trim_start_matches("http://").split_once('/').map_or("v1", |(_, p)| p)
         );
         let answers = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&answers);
-        let server = FakeOpenAi::start(move |body, _| {
+        let timings = Arc::new(Mutex::new(Vec::new()));
+        let (kept, timed) = (Arc::clone(&answers), Arc::clone(&timings));
+        let server = FakeOpenAi::start(move |body, request| {
+            let started = Instant::now();
             let (status, text) = forward(&address, &path, body);
-            if status != 200 {
-                return Step::Status { code: status, body: text, retry_after: None };
+            let answer = serde_json::from_str::<Value>(&text).ok().filter(|_| status == 200);
+            let tokens = |side: &str| answer.as_ref().and_then(|a| a["usage"][side].as_u64()).unwrap_or(0);
+            let timing = Timing {
+                request,
+                took: started.elapsed(),
+                status,
+                prompt: tokens("prompt_tokens"),
+                completion: tokens("completion_tokens"),
+            };
+            timed.lock().unwrap_or_else(PoisonError::into_inner).push(timing);
+            match answer {
+                Some(answer) => {
+                    kept.lock().unwrap_or_else(PoisonError::into_inner).push(answer);
+                    Step::Raw(text)
+                }
+                None => Step::Status { code: status, body: text, retry_after: None },
             }
-            if let Ok(answer) = serde_json::from_str::<Value>(&text) {
-                kept.lock().unwrap_or_else(PoisonError::into_inner).push(answer);
-            }
-            Step::Raw(text)
         });
-        Proxy { server, answers }
+        Proxy { server, answers, timings }
+    }
+
+    fn timings(&self) -> Vec<Timing> {
+        self.timings.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Fails naming every request that took longer than [`REQUEST_BOUND`].
+    fn assert_requests_bounded(&self, run: &str) {
+        let slow: Vec<String> =
+            self.timings().iter().filter(|t| t.took > REQUEST_BOUND).map(ToString::to_string).collect();
+        assert!(slow.is_empty(), "{run}: requests over {REQUEST_BOUND:?}:\n{}", slow.join("\n"));
+    }
+
+    /// The slowest request so far, for a message.
+    fn slowest(&self) -> String {
+        self.timings().into_iter().max_by_key(|t| t.took).map_or_else(|| "no request yet".to_owned(), |t| t.to_string())
     }
 
     fn answers(&self) -> Vec<Value> {
@@ -162,8 +221,9 @@ fn example(env: &Env, name: &str, proxy: &Proxy, tools: &[(&str, &str)]) {
     }
 }
 
-/// Runs `runner ARGS` to its end, within [`RUN_BOUND`]; its exit code.
-fn run_bounded(env: &Env, args: &[&str]) -> Option<i32> {
+/// Runs `runner ARGS` to its end, within [`RUN_BOUND`]; its exit code. Over the bound, the
+/// failure names the slowest request `proxy` saw.
+fn run_bounded(env: &Env, args: &[&str], proxy: Option<&Proxy>) -> Option<i32> {
     let mut child = env
         .runner_process()
         .args(args)
@@ -181,7 +241,8 @@ fn run_bounded(env: &Env, args: &[&str]) -> Option<i32> {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("`runner {}` did not end within {RUN_BOUND:?}", args.join(" "));
+            let slowest = proxy.map(Proxy::slowest).unwrap_or_default();
+            panic!("`runner {}` did not end within {RUN_BOUND:?}; slowest: {slowest}", args.join(" "));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -190,8 +251,8 @@ fn run_bounded(env: &Env, args: &[&str]) -> Option<i32> {
 /// Applies `plan` as run `run` and drives it to its end: a review is approved, a question
 /// (the tiny model asks some) answered, and the run resumed, a few times at most; a run still
 /// paused after that is cancelled.
-fn drive(env: &Env, plan: &str, run: &str) {
-    let mut code = run_bounded(env, &["apply", plan, "--yes", "--run-id", run]);
+fn drive(env: &Env, plan: &str, run: &str, proxy: &Proxy) {
+    let mut code = run_bounded(env, &["apply", plan, "--yes", "--run-id", run], Some(proxy));
     for _ in 0..4 {
         if code != Some(3) {
             break;
@@ -209,7 +270,7 @@ fn drive(env: &Env, plan: &str, run: &str) {
             let decided = env.runner().args(&args).output().expect("runner runs");
             assert!(decided.status.success(), "{}", String::from_utf8_lossy(&decided.stderr));
         }
-        code = run_bounded(env, &["resume", run]);
+        code = run_bounded(env, &["resume", run], Some(proxy));
     }
     if code == Some(3) {
         let cancelled = env.runner().args(["cancel", run]).output().expect("runner runs");
@@ -221,6 +282,10 @@ fn drive(env: &Env, plan: &str, run: &str) {
 
 /// The protocol facts every example run must show.
 fn assert_protocol(env: &Env, run: &str, proxy: &Proxy, started: Instant) {
+    for timing in proxy.timings() {
+        eprintln!("{run}: {timing}");
+    }
+    proxy.assert_requests_bounded(run);
     let status = env.status(run);
     let outcome = status["status"].as_str().unwrap_or_default().to_owned();
     assert!(["succeeded", "partial", "failed", "cancelled"].contains(&outcome.as_str()), "{run} ended: {status:#}");
@@ -286,7 +351,7 @@ fn the_research_example_ends_against_a_real_server_and_keeps_the_protocol() {
         &[("command: [python3, tools/web_search.py]", recorder), ("max_output_tokens: 1500", "max_output_tokens: 40")],
     );
     let started = Instant::now();
-    drive(&env, "research.yaml", "r1");
+    drive(&env, "research.yaml", "r1", &proxy);
     assert_protocol(&env, "r1", &proxy, started);
     for record in env.records("r1").iter().filter(|r| r["type"] == "ContextCompacted" && r["scope"] == "gate") {
         assert!(record["tokens_after"].as_u64().unwrap_or(u64::MAX) <= 40, "the gate holds its cap: {record}");
@@ -309,7 +374,7 @@ fn the_triage_example_ends_against_a_real_server_and_keeps_the_protocol() {
     let wrapped = "command: [python3, tools/recorder.py, python3, tools/grep_log.py]";
     example(&env, "triage.yaml", &proxy, &[("command: [python3, tools/grep_log.py]", wrapped)]);
     let started = Instant::now();
-    drive(&env, "triage.yaml", "t1");
+    drive(&env, "triage.yaml", "t1", &proxy);
     assert_protocol(&env, "t1", &proxy, started);
 }
 
@@ -328,7 +393,7 @@ fn a_streamed_answer_from_the_real_server_is_read_to_its_last_event() {
         testkit::JSON_MODEL
     );
     env.write("stream.yaml", &plan);
-    let code = run_bounded(&env, &["apply", "stream.yaml", "--yes", "--run-id", "s1"]);
+    let code = run_bounded(&env, &["apply", "stream.yaml", "--yes", "--run-id", "s1"], None);
     assert!(matches!(code, Some(0 | 5)), "the run ends: {code:?}");
     // The answer either ended (`stop`) or was cut at max_tokens (`length`): either way its last
     // event was read, which a broken or unread stream would not give.
