@@ -107,23 +107,14 @@ pub(crate) async fn claim(
     runtimes: &[String],
     lease: Duration,
 ) -> Result<Vec<Claimed>, ClusterError> {
-    let (secs, limit) = (lease.as_secs_f64(), limit as i64);
-    let rows = db
-        .retrying("claim attempts", |client| async move {
-            client
-                .query(
-                    "WITH c AS (SELECT id, claim AS old FROM runner_attempts \
-               WHERE runtime = ANY($3) AND (state = 'queued' OR (state = 'claimed' AND lease_until < now())) \
-               ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             UPDATE runner_attempts a SET state = 'claimed', worker = $1, \
-               claim = nextval('runner_attempt_claims'), lease_until = now() + make_interval(secs => $2) \
-             FROM c WHERE a.id = c.id \
-             RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL",
-                    &[&worker, &secs, &runtimes, &limit],
-                )
-                .await
-        })
-        .await?;
+    let sql = "WITH c AS (SELECT id, claim AS old FROM runner_attempts \
+                 WHERE runtime = ANY($3) AND (state = 'queued' OR (state = 'claimed' AND lease_until < now())) \
+                 ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+               UPDATE runner_attempts a SET state = 'claimed', worker = $1, \
+                 claim = nextval('runner_attempt_claims'), lease_until = now() + make_interval(secs => $2) \
+               FROM c WHERE a.id = c.id \
+               RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL";
+    let rows = db.query("claim attempts", sql, &[&worker, &lease.as_secs_f64(), &runtimes, &(limit as i64)]).await?;
     rows.iter()
         .map(|row| {
             let request: &str = row.get(4);
@@ -145,27 +136,13 @@ pub(crate) async fn claim(
 /// Extends a claim by `lease`, unless the claim is no longer current (expired, taken over, or
 /// the attempt withdrawn).
 pub(crate) async fn renew(db: &Database, id: i64, claim: i64, lease: Duration) -> Result<Renewal, ClusterError> {
-    let secs = lease.as_secs_f64();
-    let renewed = db
-        .retrying("renew a claim", |client| async move {
-            client
-                .execute(
-                    "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
-                     WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now()",
-                    &[&id, &claim, &secs],
-                )
-                .await
-        })
-        .await?;
-    if renewed == 1 {
+    let sql = "UPDATE runner_attempts SET lease_until = now() + make_interval(secs => $3) \
+               WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now()";
+    if db.execute("renew a claim", sql, &[&id, &claim, &lease.as_secs_f64()]).await? == 1 {
         return Ok(Renewal::Renewed);
     }
-    let present = db
-        .retrying("renew a claim", |client| async move {
-            client.query_opt("SELECT 1 FROM runner_attempts WHERE id = $1", &[&id]).await
-        })
-        .await?;
-    Ok(if present.is_some() { Renewal::Lost } else { Renewal::Withdrawn })
+    let present = db.query("renew a claim", "SELECT 1 FROM runner_attempts WHERE id = $1", &[&id]).await?;
+    Ok(if present.is_empty() { Renewal::Withdrawn } else { Renewal::Lost })
 }
 
 /// What renewing a claim came to.
@@ -184,38 +161,22 @@ pub(crate) enum Renewal {
 /// run recorded under this claim counts as recorded.
 pub(crate) async fn finish(db: &Database, id: i64, claim: i64, reply: &Reply) -> Result<bool, ClusterError> {
     let result = serde_json::to_string(reply).map_err(|error| ClusterError::Query(error.to_string()))?;
-    let result = &result;
-    let rows = db
-        .retrying("record an attempt's reply", |client| async move {
-            client
-                .query(
-                    "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
-                       WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id), \
-                     told AS (SELECT pg_notify('runner_results', run_id) FROM done) \
-                     SELECT 1 FROM told UNION ALL \
-                     SELECT 1 FROM runner_attempts WHERE id = $1 AND claim = $2 AND state = 'done' AND result = $3",
-                    &[&id, &claim, result],
-                )
-                .await
-        })
-        .await?;
+    let sql = "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
+                 WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id), \
+               told AS (SELECT pg_notify('runner_results', run_id) FROM done) \
+               SELECT 1 FROM told UNION ALL \
+               SELECT 1 FROM runner_attempts WHERE id = $1 AND claim = $2 AND state = 'done' AND result = $3";
+    let rows = db.query("record an attempt's reply", sql, &[&id, &claim, &result]).await?;
     Ok(!rows.is_empty())
 }
 
 /// Gives a claimed attempt back to the queue at once (a worker that stops), if the claim is
 /// still current.
 pub(crate) async fn release(db: &Database, id: i64, claim: i64) -> Result<(), ClusterError> {
-    db.retrying("give an attempt back", |client| async move {
-        client
-            .query(
-                "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
-                   lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
-                 SELECT pg_notify('runner_attempts', runtime) FROM released",
-                &[&id, &claim],
-            )
-            .await
-    })
-    .await?;
+    let sql = "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
+                 lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
+               SELECT pg_notify('runner_attempts', runtime) FROM released";
+    db.query("give an attempt back", sql, &[&id, &claim]).await?;
     Ok(())
 }
 
@@ -224,16 +185,8 @@ pub(crate) async fn release(db: &Database, id: i64, claim: i64) -> Result<(), Cl
 /// only for attempts it still waits for). The done rows of the run are found by an index of
 /// their own.
 pub(crate) async fn collect(db: &Database, run_id: &str, ids: &[i64]) -> Result<Vec<(i64, Reply)>, ClusterError> {
-    let rows = db
-        .retrying("read the replies of workers", |client| async move {
-            client
-                .query(
-                    "SELECT id, result FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2)",
-                    &[&run_id, &ids],
-                )
-                .await
-        })
-        .await?;
+    let sql = "SELECT id, result FROM runner_attempts WHERE run_id = $1 AND state = 'done' AND id = ANY($2)";
+    let rows = db.query("read the replies of workers", sql, &[&run_id, &ids]).await?;
     let replies: Vec<(i64, Reply)> = rows
         .iter()
         .map(|row| {
@@ -247,11 +200,7 @@ pub(crate) async fn collect(db: &Database, run_id: &str, ids: &[i64]) -> Result<
         .collect();
     if !replies.is_empty() {
         let taken: Vec<i64> = replies.iter().map(|(id, _)| *id).collect();
-        let taken = &taken;
-        db.retrying("delete the replies taken", |client| async move {
-            client.execute("DELETE FROM runner_attempts WHERE id = ANY($1)", &[taken]).await
-        })
-        .await?;
+        db.execute("delete the replies taken", "DELETE FROM runner_attempts WHERE id = ANY($1)", &[&taken]).await?;
     }
     Ok(replies)
 }
@@ -259,19 +208,12 @@ pub(crate) async fn collect(db: &Database, run_id: &str, ids: &[i64]) -> Result<
 /// Withdraws an attempt the coordinator no longer waits for; a worker running it loses its
 /// claim at its next renewal and stops it.
 pub(crate) async fn withdraw(db: &Database, id: i64) -> Result<(), ClusterError> {
-    db.retrying("withdraw an attempt", |client| async move {
-        client.execute("DELETE FROM runner_attempts WHERE id = $1", &[&id]).await
-    })
-    .await?;
+    db.execute("withdraw an attempt", "DELETE FROM runner_attempts WHERE id = $1", &[&id]).await?;
     Ok(())
 }
 
 /// Withdraws every attempt of a run: what a coordinator that takes a run over does first, as
 /// the fold of the log dispatches anything unfinished again. Returns how many there were.
 pub(crate) async fn withdraw_run(db: &Database, run_id: &str) -> Result<u64, ClusterError> {
-    Ok(db
-        .retrying("withdraw a run's attempts", |client| async move {
-            client.execute("DELETE FROM runner_attempts WHERE run_id = $1", &[&run_id]).await
-        })
-        .await?)
+    Ok(db.execute("withdraw a run's attempts", "DELETE FROM runner_attempts WHERE run_id = $1", &[&run_id]).await?)
 }

@@ -26,14 +26,13 @@ impl SharedWindow for RequestWindow {
             let limit = i32::try_from(limit).unwrap_or(i32::MAX);
             // Run again after a lost connection, a start the first run recorded counts twice,
             // which only makes the window more careful.
-            let run_id = &self.run_id;
-            let row = self
+            let sql = "SELECT runner_request_start($1, $2, $3)";
+            let rows = self
                 .db
-                .retrying("count a request against the provider's limit", |client| async move {
-                    client.query_one("SELECT runner_request_start($1, $2, $3)", &[run_id, &provider, &limit]).await
-                })
+                .query("count a request against the provider's limit", sql, &[&self.run_id, &provider, &limit])
                 .await
                 .map_err(|error| error.to_string())?;
+            let row = rows.first().ok_or("the request window gave no row")?;
             let wait: f64 = row.get(0);
             Ok((wait > 0.0).then(|| Duration::from_secs_f64(wait)))
         })

@@ -22,7 +22,8 @@ use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, broadcast, watch};
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Socket};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Socket};
 
 pub use lease::{LeaseTimes, RunLease};
 pub use redact::redact;
@@ -235,6 +236,26 @@ impl Database {
         }
     }
 
+    /// The rows of `sql` with `params`, run through [`Database::retrying`].
+    pub async fn query(
+        &self,
+        action: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.retrying(action, |client| async move { client.query(sql, params).await }).await
+    }
+
+    /// How many rows `sql` with `params` changed, run through [`Database::retrying`].
+    pub async fn execute(
+        &self,
+        action: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        self.retrying(action, |client| async move { client.execute(sql, params).await }).await
+    }
+
     /// Waits at most `patience` for a connection other than `lost`; whether one came.
     async fn replaced(&self, lost: &Arc<Client>, patience: Duration) -> bool {
         let mut connections = self.inner.connections.subscribe();
@@ -304,18 +325,13 @@ impl Database {
 
     /// One run's row; `store::not_found` when there is none.
     pub async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
-        let statement = format!("{RUN_ROW} WHERE run_id = $1");
-        let statement = &statement;
-        let rows =
-            self.retrying("read the run", |client| async move { client.query(statement, &[&run_id]).await }).await?;
+        let rows = self.query("read the run", &format!("{RUN_ROW} WHERE run_id = $1"), &[&run_id]).await?;
         rows.first().map(run_row).ok_or_else(|| self.not_found(run_id))
     }
 
     /// Every run, newest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let statement = format!("{RUN_ROW} ORDER BY created DESC, run_id DESC");
-        let statement = &statement;
-        let rows = self.retrying("list the runs", |client| async move { client.query(statement, &[]).await }).await?;
+        let rows = self.query("list the runs", &format!("{RUN_ROW} ORDER BY created DESC, run_id DESC"), &[]).await?;
         Ok(rows.iter().map(run_row).collect())
     }
 
@@ -324,11 +340,8 @@ impl Database {
     /// (created, never started) gives none.
     pub async fn load(&self, run_id: &str) -> Result<Loaded, StoreError> {
         self.run(run_id).await?;
-        let rows = self
-            .retrying("read the run's records", |client| async move {
-                client.query("SELECT seq, record FROM runner_events WHERE run_id = $1 ORDER BY seq", &[&run_id]).await
-            })
-            .await?;
+        let sql = "SELECT seq, record FROM runner_events WHERE run_id = $1 ORDER BY seq";
+        let rows = self.query("read the run's records", sql, &[&run_id]).await?;
         let mut checker = Checker::new(format!("{} run `{run_id}` row", self.url()));
         for (i, row) in rows.iter().enumerate() {
             let line = i + 1;
@@ -357,16 +370,8 @@ impl Database {
     /// being records of this run.
     pub async fn records_after(&self, run_id: &str, seq: u64) -> Result<Vec<Record>, StoreError> {
         let after = i64::try_from(seq).unwrap_or(i64::MAX);
-        let rows = self
-            .retrying("read the run's records", |client| async move {
-                client
-                    .query(
-                        "SELECT seq, record FROM runner_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
-                        &[&run_id, &after],
-                    )
-                    .await
-            })
-            .await?;
+        let sql = "SELECT seq, record FROM runner_events WHERE run_id = $1 AND seq > $2 ORDER BY seq";
+        let rows = self.query("read the run's records", sql, &[&run_id, &after]).await?;
         let place = format!("{} run `{run_id}` seq", self.url());
         rows.iter()
             .map(|row| {
@@ -384,27 +389,17 @@ impl Database {
     /// Asks whoever drives the run to cancel it: the request is kept in the run's row and
     /// announced with `NOTIFY` on [`CANCEL_CHANNEL`].
     pub async fn request_cancel(&self, run_id: &str, reason: &str) -> Result<(), StoreError> {
-        let asked = self
-            .retrying("ask for the cancel", |client| async move {
-                client
-                    .query(
-                        "WITH asked AS (UPDATE runner_runs SET cancel_request = $2 WHERE run_id = $1 RETURNING run_id) \
-                         SELECT pg_notify($3, run_id) FROM asked",
-                        &[&run_id, &reason, &CANCEL_CHANNEL],
-                    )
-                    .await
-            })
-            .await?;
+        let sql = "WITH asked AS (UPDATE runner_runs SET cancel_request = $2 WHERE run_id = $1 RETURNING run_id) \
+                   SELECT pg_notify($3, run_id) FROM asked";
+        let asked = self.query("ask for the cancel", sql, &[&run_id, &reason, &CANCEL_CHANNEL]).await?;
         if asked.is_empty() { Err(self.not_found(run_id)) } else { Ok(()) }
     }
 
     /// Forgets a run's cancel request (a process starting to drive the run does, as a new
     /// `runner apply` removes an old `cancel` file).
     pub async fn clear_cancel(&self, run_id: &str) -> Result<(), StoreError> {
-        self.retrying("clear the cancel request", |client| async move {
-            client.execute("UPDATE runner_runs SET cancel_request = NULL WHERE run_id = $1", &[&run_id]).await
-        })
-        .await?;
+        let sql = "UPDATE runner_runs SET cancel_request = NULL WHERE run_id = $1";
+        self.execute("clear the cancel request", sql, &[&run_id]).await?;
         Ok(())
     }
 
