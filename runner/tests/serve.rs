@@ -5,7 +5,10 @@
 mod server;
 mod support;
 
-use std::time::Duration;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use server::Server;
@@ -13,6 +16,8 @@ use support::{Env, plan, review_plan};
 
 const ECHO: &str = "    echo: {runtime: mock, latency: 10ms}";
 const WAIT: Duration = Duration::from_secs(30);
+/// A token that meets the rule: 16 characters or more, no whitespace.
+const TOKEN: &str = "s3cret-s3cret-s3cret";
 
 fn three_tasks() -> String {
     plan(
@@ -406,7 +411,7 @@ fn with_a_token_every_request_carries_it() {
     let env = Env::new();
     assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));
     let mut command = env.runner_process();
-    command.args(["serve", "--addr", "127.0.0.1:0"]).env("RUNNER_SERVE_TOKEN", "s3cret");
+    command.args(["serve", "--addr", "127.0.0.1:0"]).env("RUNNER_SERVE_TOKEN", TOKEN);
     let server = Server::spawn(command);
     for path in ["/", "/app.js", "/api/runs", "/api/runs/rv/stream"] {
         assert_eq!(server.get(path).status, 401, "{path}");
@@ -414,12 +419,13 @@ fn with_a_token_every_request_carries_it() {
     let action = server.post("/api/runs/rv/cancel", json!({}));
     assert_eq!(action.status, 401);
     assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth("wrong")).status, 401);
-    assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth("s3cret")).status, 200);
-    let first = server.get("/?token=s3cret");
+    assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth(TOKEN)).status, 200);
+    let first = server.get(&format!("/?token={TOKEN}"));
     assert_eq!(first.status, 200);
     let cookie = first.headers["set-cookie"].to_str().expect("a cookie").to_owned();
-    assert!(cookie.starts_with("runner_token=s3cret;") && cookie.contains("HttpOnly"), "{cookie}");
-    let with_cookie = server.send(|c, url| c.get(format!("{url}/api/runs")).header("cookie", "runner_token=s3cret"));
+    assert!(cookie.starts_with(&format!("runner_token={TOKEN};")) && cookie.contains("HttpOnly"), "{cookie}");
+    let with_cookie =
+        server.send(|c, url| c.get(format!("{url}/api/runs")).header("cookie", format!("runner_token={TOKEN}")));
     assert_eq!(with_cookie.status, 200);
     assert!(!env.types("rv").contains(&"RunCancelled".to_owned()), "the refused action did nothing");
 }
@@ -431,4 +437,279 @@ fn a_request_naming_another_host_is_refused() {
     let reply = server.send(|c, url| c.get(format!("{url}/api/runs")).header("host", "attacker.example"));
     assert_eq!(reply.status, 403);
     assert_eq!(server.get("/api/runs").status, 200);
+}
+
+#[test]
+fn a_token_needs_sixteen_characters_and_no_whitespace() {
+    let env = Env::new();
+    let with_variable = |addr: &str, token: &str| {
+        let mut command = env.runner_process();
+        command.args(["serve", "--addr", addr]).env("RUNNER_SERVE_TOKEN", token);
+        command
+    };
+    let with_flag = |token: &str| {
+        let mut command = env.runner_process();
+        command.args(["serve", "--addr", "127.0.0.1:0", "--token", token]).env_remove("RUNNER_SERVE_TOKEN");
+        command
+    };
+    let cases = [
+        (with_variable("0.0.0.0:0", "   "), "whitespace only, beyond loopback"),
+        (with_variable("127.0.0.1:0", "   "), "whitespace only, on loopback"),
+        (with_variable("127.0.0.1:0", "fifteen-chars-x"), "15 characters"),
+        (with_flag("sixteen chars and more"), "whitespace inside"),
+    ];
+    for (command, what) in cases {
+        let (code, stderr) = refusal(command);
+        assert_eq!(code, Some(2), "{what}: a usage error, as a missing token is: {stderr}");
+        assert!(stderr.contains("at least 16 characters") && stderr.contains("no whitespace"), "{what}: {stderr}");
+        assert!(!stderr.contains("fifteen-chars-x"), "the token itself is not printed: {stderr}");
+    }
+    let sixteen = with_variable("127.0.0.1:0", "sixteen-chars-ok");
+    let server = Server::spawn(sixteen);
+    assert_eq!(server.send(|c, url| c.get(format!("{url}/api/runs")).bearer_auth("sixteen-chars-ok")).status, 200);
+}
+
+#[test]
+fn the_timeouts_and_the_connection_cap_must_be_positive_numbers() {
+    let env = Env::new();
+    for (variable, value) in [
+        ("RUNNER_SERVE_HEADER_TIMEOUT_MS", "0"),
+        ("RUNNER_SERVE_BODY_TIMEOUT_MS", "10s"),
+        ("RUNNER_SERVE_MAX_CONNECTIONS", "-1"),
+    ] {
+        let mut command = env.runner_process();
+        command.args(["serve", "--addr", "127.0.0.1:0"]).env_remove("RUNNER_SERVE_TOKEN").env(variable, value);
+        let (code, stderr) = refusal(command);
+        assert_eq!(code, Some(2), "{variable}={value}: {stderr}");
+        assert!(stderr.contains(variable), "{variable}={value}: {stderr}");
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_headers_or_idles_is_disconnected() {
+    let env = Env::new();
+    let server = start_with(&env, &[("RUNNER_SERVE_HEADER_TIMEOUT_MS", "200")]);
+    let here = address(&server);
+    let mut streams: Vec<TcpStream> = (0..20).map(|_| connect(&server)).collect();
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let sent = match i % 3 {
+            0 => String::new(),
+            1 => format!("GET /api/runs HTTP/1.1\r\nHost: {here}\r\n"),
+            _ => format!("GET /api/runs HTTP/1.1\r\nHost: {here}\r\n\r\n"),
+        };
+        stream.write_all(sent.as_bytes()).expect("the request is sent");
+    }
+    let started = Instant::now();
+    for (i, stream) in streams.iter_mut().enumerate() {
+        assert!(closed_within(stream, WAIT), "connection {i} is still open after {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_body_announced_over_the_cap_is_refused_before_it_arrives() {
+    let env = Env::new();
+    let server = Server::start(&env, &[]);
+    let mut stream = connect(&server);
+    let head = post_head(&server, "/api/plan", 10 << 30);
+    stream.write_all(format!("{head}{{\"text\": \"ab").as_bytes()).expect("the request is sent");
+    let reply = reply(&mut stream);
+    assert_eq!(status(&reply), 413, "{reply}");
+    assert!(reply.contains("serve::too_large"), "{reply}");
+}
+
+#[test]
+fn a_body_that_stops_or_trickles_is_answered_408_and_closed() {
+    let env = Env::new();
+    let server = start_with(&env, &[("RUNNER_SERVE_BODY_TIMEOUT_MS", "200")]);
+    let head = post_head(&server, "/api/plan", 100);
+
+    let mut stalled = connect(&server);
+    stalled.write_all(format!("{head}{{\"text\": \"ab").as_bytes()).expect("the request is sent");
+    let answer = reply(&mut stalled);
+    assert_eq!(status(&answer), 408, "{answer}");
+    assert!(answer.contains("serve::body_timeout"), "{answer}");
+    assert!(closed_within(&mut stalled, WAIT), "the connection is closed after a 408");
+
+    // A byte every 50 ms would finish in 5 s and never leaves the body idle for 200 ms.
+    let mut trickled = connect(&server);
+    trickled.write_all(head.as_bytes()).expect("the head is sent");
+    let mut writer = trickled.try_clone().expect("a second handle");
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..100 {
+            if writer.write_all(b" ").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let answer = reply(&mut trickled);
+    assert_eq!(status(&answer), 408, "the whole body must arrive within the deadline: {answer}");
+    trickle.join().expect("the writer ends");
+}
+
+#[test]
+fn connections_over_the_cap_wait_until_one_closes() {
+    let env = Env::new();
+    let server =
+        start_with(&env, &[("RUNNER_SERVE_MAX_CONNECTIONS", "2"), ("RUNNER_SERVE_HEADER_TIMEOUT_MS", "600000")]);
+    let held: Vec<TcpStream> = (0..2).map(|_| connect(&server)).collect();
+    let mut third = connect(&server);
+    let request = format!("GET /api/runs HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", address(&server));
+    third.write_all(request.as_bytes()).expect("the request is sent");
+    third.set_read_timeout(Some(Duration::from_millis(1500))).expect("a timeout");
+    let mut byte = [0u8; 1];
+    let early = third.read(&mut byte);
+    assert!(
+        early
+            .as_ref()
+            .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "a third connection was served while the cap of 2 was held: {early:?}"
+    );
+    drop(held);
+    third.set_read_timeout(Some(WAIT)).expect("a timeout");
+    let answer = reply(&mut third);
+    assert_eq!(status(&answer), 200, "served once a slot is free: {answer}");
+}
+
+#[test]
+fn a_state_changing_request_from_another_origin_is_refused() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &review_plan(), "rv"), Some(3));
+    let server = Server::start(&env, &[]);
+    let here = address(&server);
+    let port = here.rsplit_once(':').expect("a port").1;
+    let cancel = |origin: &str| {
+        server.send(|c, url| c.post(format!("{url}/api/runs/rv/cancel")).header("origin", origin).json(&json!({})))
+    };
+    for origin in ["http://evil.example", "null", &format!("https://{here}"), &format!("http://localhost:{port}")] {
+        let refused = cancel(origin);
+        assert_eq!((refused.status, refused.json()["code"].as_str()), (403, Some("serve::origin")), "{origin}");
+    }
+    let read = server.send(|c, url| c.get(format!("{url}/api/runs")).header("origin", "http://evil.example"));
+    assert_eq!(read.status, 200, "a GET changes nothing, and the browser keeps its answer from another site");
+    assert!(!env.types("rv").contains(&"RunCancelled".to_owned()), "no refused request did anything");
+    assert_eq!(cancel(&server.url).status, 200, "the page's own origin");
+    assert_eq!(env.types("rv").last().map(String::as_str), Some("RunCancelled"));
+}
+
+#[test]
+fn the_host_is_one_header_naming_this_machine_and_port_with_a_path_as_target() {
+    let env = Env::new();
+    let server = Server::start(&env, &[]);
+    let here = address(&server).to_owned();
+    let port = here.rsplit_once(':').expect("a port").1.to_owned();
+    let get = |target: &str, hosts: &[&str]| {
+        let lines: String = hosts.iter().map(|host| format!("Host: {host}\r\n")).collect();
+        let mut stream = connect(&server);
+        let request = format!("GET {target} HTTP/1.1\r\n{lines}Connection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).expect("the request is sent");
+        reply(&mut stream)
+    };
+    for host in [here.clone(), format!("LOCALHOST:{port}"), format!("localhost.:{port}"), format!("[::1]:{port}")] {
+        let answer = get("/api/runs", &[&host]);
+        assert_eq!(status(&answer), 200, "{host}: {answer}");
+    }
+    let userinfo = format!("{here}@evil.example");
+    let cases: [(&str, &[&str], &str, &str); 7] = [
+        ("/api/runs", &[&userinfo], "serve::bad_host", "userinfo"),
+        ("/api/runs", &[&here, "evil.example"], "serve::bad_host", "two Host headers, loopback first"),
+        ("/api/runs", &[&here, &here], "serve::bad_host", "the same Host twice"),
+        ("http://evil.example/api/runs", &[&here], "serve::bad_host", "an absolute-form target"),
+        ("/api/runs", &[], "serve::bad_host", "no Host"),
+        ("/api/runs", &["127.0.0.1:1"], "serve::foreign_host", "another port"),
+        ("/api/runs", &["localhost"], "serve::foreign_host", "no port is port 80"),
+    ];
+    for (target, hosts, code, what) in cases {
+        let answer = get(target, hosts);
+        assert!(matches!(status(&answer), 400 | 403) && answer.contains(code), "{what}: {answer}");
+    }
+}
+
+/// `runner serve` with the variables of `vars` set, on a free loopback port, without a token.
+fn start_with(env: &Env, vars: &[(&str, &str)]) -> Server {
+    let mut command = env.runner_process();
+    command.args(["serve", "--addr", "127.0.0.1:0"]).env_remove("RUNNER_SERVE_TOKEN").envs(vars.iter().copied());
+    Server::spawn(command)
+}
+
+/// Runs a `runner serve` that must refuse to start: its exit code and stderr. Fails, and
+/// stops it, if it prints its URL instead.
+fn refusal(mut command: Command) -> (Option<i32>, String) {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("runner serve starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let _ = BufReader::new(stdout).read_line(&mut line);
+    if line.contains("http://") {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("runner serve started instead of refusing: {line}");
+    }
+    let output = child.wait_with_output().expect("runner serve ends");
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The `host:port` the server listens on.
+fn address(server: &Server) -> &str {
+    server.url.trim_start_matches("http://")
+}
+
+/// A new connection to the server, its reads bounded by [`WAIT`].
+fn connect(server: &Server) -> TcpStream {
+    let stream = TcpStream::connect(address(server)).expect("the server accepts connections");
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream
+}
+
+/// The head of a JSON `POST` announcing a body of `length` bytes.
+fn post_head(server: &Server, path: &str, length: u64) -> String {
+    let here = address(server);
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {here}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+/// Reads one response (head and a `Content-Length` body), or what came before the connection
+/// closed or went quiet for [`WAIT`].
+fn reply(stream: &mut TcpStream) -> String {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !complete(&bytes) {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => bytes.extend_from_slice(&chunk[..read]),
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Whether `bytes` hold a whole response head and as much body as it announces.
+fn complete(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else { return false };
+    let length = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    body.len() >= length
+}
+
+/// The status code of a raw response; fails on anything else.
+fn status(reply: &str) -> u16 {
+    reply
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {reply:?}"))
+}
+
+/// Whether the server closes `stream` within `limit`, whatever it sends before.
+fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    stream.set_read_timeout(Some(limit)).expect("a read timeout");
+    let mut sink = Vec::new();
+    match stream.read_to_end(&mut sink) {
+        Ok(_) => true,
+        Err(error) => !matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    }
 }

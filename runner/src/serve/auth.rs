@@ -1,8 +1,10 @@
-//! Who may talk to the server: with a token set, every request carries it (a bearer header,
-//! or the cookie a first visit with `?token=` sets, so the page's event streams carry it too);
-//! without one, only requests naming this machine as their host (the server is on loopback,
-//! and a page of another site must not reach it by renaming its own host). Every response
-//! also forbids the page to load anything from elsewhere or run inline script.
+//! Who may talk to the server: every request names the server as its host by the one rule of
+//! [`host::check`] (without a token, by a name of this machine: the server is on loopback, and
+//! a page of another site must not reach it by renaming its own host); a state-changing one
+//! comes from no browser or the server's own page; with a token set, every request carries it
+//! (a bearer header, or the cookie a first visit with `?token=` sets, so the page's event
+//! streams carry it too). Every response also forbids the page to load anything from
+//! elsewhere or run inline script.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +15,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::Served;
-use super::error::ApiError;
+use super::error::{ApiError, ServeError};
+use super::host;
 
 /// The cookie that carries the token.
 const COOKIE: &str = "runner_token";
@@ -22,28 +25,38 @@ const COOKIE: &str = "runner_token";
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                       connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// Lets a request through when it may be served.
-pub async fn guard(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
-    let mut set_cookie = None;
-    match &served.token {
-        Some(token) => {
-            let headers = request.headers();
-            let carried = bearer(headers).or_else(|| cookie(headers));
-            if !carried.is_some_and(|carried| same(carried, token)) {
-                let query: Option<Query<HashMap<String, String>>> = Query::try_from_uri(request.uri()).ok();
-                match query.as_ref().and_then(|q| q.get("token")) {
-                    Some(given) if same(given, token) => set_cookie = Some(token.clone()),
-                    _ => return ApiError::Unauthorized.into_response(),
-                }
-            }
-        }
-        None => {
-            if !local_host(request.headers()) {
-                return ApiError::ForeignHost.into_response();
-            }
-        }
+/// The fewest characters a token may have.
+const TOKEN_MIN: usize = 16;
+
+/// The variable that gives the token when `--token` does not.
+const TOKEN_VARIABLE: &str = "RUNNER_SERVE_TOKEN";
+
+/// The token `--token` or else `RUNNER_SERVE_TOKEN` gives, `None` when neither gives one (an
+/// empty value is none); refused when it is shorter than [`TOKEN_MIN`] or holds whitespace.
+pub fn token(flag: Option<&str>) -> Result<Option<String>, ServeError> {
+    let (token, from) = match flag {
+        Some(token) => (token.to_owned(), "--token"),
+        None => (std::env::var(TOKEN_VARIABLE).unwrap_or_default(), TOKEN_VARIABLE),
+    };
+    if token.is_empty() {
+        return Ok(None);
     }
-    let mut response = next.run(request).await;
+    let chars = token.chars().count();
+    let spaced = token.chars().any(char::is_whitespace);
+    if chars < TOKEN_MIN || spaced {
+        let whitespace = if spaced { ", some of them whitespace" } else { "" };
+        return Err(ServeError::WeakToken { from, chars, whitespace, min: TOKEN_MIN });
+    }
+    Ok(Some(token))
+}
+
+/// Lets a request through when it may be served, and marks every response with the page's
+/// security headers.
+pub async fn guard(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
+    let (mut response, set_cookie) = match admit(&served, &request) {
+        Ok(set_cookie) => (next.run(request).await, set_cookie),
+        Err(error) => (error.into_response(), None),
+    };
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -54,6 +67,26 @@ pub async fn guard(State(served): State<Arc<Served>>, request: Request, next: Ne
         headers.insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// Whether a request may be served: its host passes [`host::check`], a state-changing one
+/// comes from no browser or the server's own page, and with a token set it carries the token.
+/// Gives the token to set as a cookie when the request carried it in `?token=`.
+fn admit(served: &Served, request: &Request) -> Result<Option<String>, ApiError> {
+    let headers = request.headers();
+    let own = host::check(request.uri(), headers, served.port, served.token.is_none())?;
+    if !request.method().is_safe() {
+        host::check_origin(headers, &own)?;
+    }
+    let Some(token) = &served.token else { return Ok(None) };
+    if bearer(headers).or_else(|| cookie(headers)).is_some_and(|carried| same(carried, token)) {
+        return Ok(None);
+    }
+    let query: Option<Query<HashMap<String, String>>> = Query::try_from_uri(request.uri()).ok();
+    match query.as_ref().and_then(|q| q.get("token")) {
+        Some(given) if same(given, token) => Ok(Some(token.clone())),
+        _ => Err(ApiError::Unauthorized),
+    }
 }
 
 /// The token of an `Authorization: Bearer` header.
@@ -69,16 +102,6 @@ fn cookie(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-}
-
-/// Whether the Host header names this machine by a loopback name.
-fn local_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Compares two tokens in time that does not depend on where they differ.
@@ -97,22 +120,20 @@ mod tests {
     }
 
     #[test]
-    fn only_loopback_names_are_local_hosts() {
-        for host in ["127.0.0.1:8080", "localhost:1", "[::1]:80", "127.0.0.2"] {
-            assert!(local_host(&with(header::HOST, host)), "{host}");
-        }
-        for host in ["evil.example:8080", "192.168.1.2:8080", "localhost.evil.example"] {
-            assert!(!local_host(&with(header::HOST, host)), "{host}");
-        }
-        assert!(!local_host(&HeaderMap::new()));
-    }
-
-    #[test]
     fn the_token_is_read_from_a_bearer_header_or_the_cookie() {
         assert_eq!(bearer(&with(header::AUTHORIZATION, "Bearer abc")), Some("abc"));
         assert_eq!(bearer(&with(header::AUTHORIZATION, "Basic abc")), None);
         assert_eq!(cookie(&with(header::COOKIE, "a=1; runner_token=xyz; b=2")), Some("xyz"));
         assert_eq!(cookie(&with(header::COOKIE, "runner_tokens=xyz")), None);
         assert!(same("abc", "abc") && !same("abd", "abc") && !same("ab", "abc"));
+    }
+
+    #[test]
+    fn a_token_has_sixteen_characters_or_more_and_no_whitespace() {
+        assert!(matches!(token(Some("")), Ok(None)), "an empty token is no token");
+        assert!(matches!(token(Some("0123456789abcdef")), Ok(Some(_))));
+        for weak in ["   ", "0123456789abcde", "0123456789 abcdef", "0123456789abcdef\n"] {
+            assert!(matches!(token(Some(weak)), Err(ServeError::WeakToken { from: "--token", .. })), "{weak:?}");
+        }
     }
 }

@@ -6,6 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use miette::Diagnostic;
 
+use super::host::HostError;
+
 /// Why the server does not start.
 #[derive(Debug, thiserror::Error, Diagnostic)]
 pub enum ServeError {
@@ -15,6 +17,34 @@ pub enum ServeError {
     TokenRequired {
         /// The address asked for.
         addr: String,
+    },
+    /// A token that is short or holds whitespace: easy to guess, or cut when it is pasted into
+    /// a URL or a cookie.
+    #[error(
+        "the token from {from} is refused: a token needs at least {min} characters and no whitespace \
+         (this one has {chars} characters{whitespace}); make one with `openssl rand -hex 16`"
+    )]
+    #[diagnostic(code(serve::weak_token))]
+    WeakToken {
+        /// Where it was given: `--token` or `RUNNER_SERVE_TOKEN`.
+        from: &'static str,
+        /// How many characters it has.
+        chars: usize,
+        /// `, some of them whitespace`, or nothing.
+        whitespace: &'static str,
+        /// The fewest characters a token may have.
+        min: usize,
+    },
+    /// A limit set in the environment that is not a number the server can use.
+    #[error("{variable}={value:?} is not {wanted}")]
+    #[diagnostic(code(serve::setting))]
+    Setting {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should be.
+        wanted: &'static str,
     },
     /// The address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
@@ -55,10 +85,26 @@ pub enum ApiError {
     #[error("this server needs its token: open the URL it printed, or send `Authorization: Bearer T`")]
     #[diagnostic(code(serve::unauthorized))]
     Unauthorized,
-    /// The Host header names another machine (a page of another site reaching loopback).
-    #[error("requests must name this machine as their host")]
+    /// A request whose `Host` or target does not have the one shape [`host::check`] allows:
+    /// one `Host` header, no userinfo, a path as target.
+    ///
+    /// [`host::check`]: super::host::check
+    #[error("{0}")]
+    #[diagnostic(code(serve::bad_host))]
+    BadHost(HostError),
+    /// A `Host` naming another port, or another machine on a server without a token (a page
+    /// of another site reaching loopback by renaming its own host).
+    #[error("{0}")]
     #[diagnostic(code(serve::foreign_host))]
-    ForeignHost,
+    ForeignHost(HostError),
+    /// A state-changing request sent by a page of another origin than the server's own.
+    #[error("`Origin: {0}` is not this server's own origin: only its own page may change anything")]
+    #[diagnostic(code(serve::origin))]
+    Origin(String),
+    /// A request body that did not arrive whole within the body deadline.
+    #[error("the request body did not arrive within {0} ms")]
+    #[diagnostic(code(serve::body_timeout))]
+    BodyTimeout(u128),
     /// An action that only a run still going can take (cancel, resume), on a run that has
     /// ended or never started.
     #[error("run `{run}` {state}: there is nothing to {action}")]
@@ -85,8 +131,9 @@ impl ApiError {
     fn status(&self) -> StatusCode {
         match self {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Outside(_) | ApiError::ForeignHost => StatusCode::FORBIDDEN,
+            ApiError::BadRequest(_) | ApiError::BadHost(_) => StatusCode::BAD_REQUEST,
+            ApiError::Outside(_) | ApiError::ForeignHost(_) | ApiError::Origin(_) => StatusCode::FORBIDDEN,
+            ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Refused(_) | ApiError::Ended { .. } => StatusCode::CONFLICT,
@@ -105,6 +152,15 @@ impl IntoResponse for ApiError {
         let code = self.code().map(|c| c.to_string()).unwrap_or_default();
         let body = serde_json::json!({ "code": code, "message": self.to_string() });
         (self.status(), Json(body)).into_response()
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(error: HostError) -> Self {
+        match error {
+            HostError::Port { .. } | HostError::Foreign(_) => ApiError::ForeignHost(error),
+            HostError::Count(_) | HostError::Target(_) | HostError::Malformed(_) => ApiError::BadHost(error),
+        }
     }
 }
 

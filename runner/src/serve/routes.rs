@@ -8,12 +8,10 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
-use super::{Served, actions, auth, plan_view, runs, stream};
+use super::{Served, actions, auth, body, plan_view, runs, stream};
 
-/// The largest request body: a pasted plan and a little JSON around it.
-const BODY_CAP: usize = plan_view::PLAN_CAP as usize + 64 * 1024;
-
-/// Every route, behind the guard of [`auth`].
+/// Every route, behind the guard of [`auth`], with request bodies read whole by [`body`]
+/// (whose cap the extractors are told too, or they would apply axum's smaller default).
 pub fn router(served: Arc<Served>) -> Router {
     Router::new()
         .route("/", get(|| asset("text/html; charset=utf-8", include_str!("assets/index.html"))))
@@ -31,7 +29,8 @@ pub fn router(served: Arc<Served>) -> Router {
         .route("/api/runs/{id}/resume", post(actions::resume))
         .route("/api/runs/{id}/retry", post(actions::retry))
         .route("/api/plan", get(plan_view::by_path).post(plan_view::pasted))
-        .layer(DefaultBodyLimit::max(BODY_CAP))
+        .layer(DefaultBodyLimit::max(body::CAP))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&served), body::read_whole))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&served), auth::guard))
         .with_state(served)
 }
