@@ -26,6 +26,7 @@ use crate::attempt::{Gate, Job, report};
 use crate::clock;
 use crate::context::tokens::Tokenizer;
 use crate::event::{Event, Record};
+use crate::guarded::Guarded;
 use crate::journal::{self, Journal};
 use crate::llm::LlmAgents;
 use crate::replan::Replan;
@@ -560,7 +561,8 @@ impl<S: EventStore> Driver<S> {
             jitter_seed: self.jitter_seed,
             span: parent.unwrap_or_else(tracing::Span::none),
         };
-        work.start_attempt(crate::process::marked(mark, job.perform(work.stop.child_token())));
+        let perform = crate::process::marked(mark, job.perform(work.stop.child_token()));
+        work.start_attempt(Guarded::new(spec.id.value.to_string(), attempt, perform));
     }
 
     /// The command that reports a reply known at once, with its attempt's span when spans are

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod cluster;
 pub mod context;
 pub mod driver;
+mod guarded;
 pub mod journal;
 pub mod llm;
 mod process;
@@ -23,6 +24,7 @@ pub mod survivors;
 pub mod verify;
 
 pub use attempt::Job;
+pub use guarded::panic_message;
 pub use machine::{
     Command, EngineError, Event, Handler, Outcome, PlanHash, Record, RunStatus, Scope, Start, TaskState, TaskStatus,
     Tokens, conversation, event, template,

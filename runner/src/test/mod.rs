@@ -212,11 +212,7 @@ fn run_all(files: &[PathBuf], filter: Option<&str>, planning: &Planning, color: 
 /// error, so the others still run and the report is complete.
 fn guarded(path: &Path, run: impl FnOnce() -> Option<Verdict>) -> Option<Verdict> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".to_owned());
+        let why = engine::panic_message(panic.as_ref());
         Some(Verdict::Error { path: path.to_path_buf(), message: format!("runner panicked while running it: {why}") })
     })
 }
