@@ -70,10 +70,11 @@ impl RunDir {
         }
     }
 
-    /// The folder of an existing run.
+    /// The folder of an existing run. A run folder whose log is missing is a run all the same:
+    /// reading its log says what is wrong with it.
     pub fn existing(id: &str) -> anyhow::Result<Self> {
         let run = RunDir::new(id)?;
-        if !run.log().is_file() {
+        if !run.dir.is_dir() {
             bail!("no run `{id}` in {} (`runner runs` lists the runs)", runs_dir().display());
         }
         Ok(run)
@@ -113,15 +114,40 @@ impl RunDir {
 
     /// The records of the log, read-only, with the warning about a torn last line if any.
     pub fn load(&self) -> anyhow::Result<(Vec<Record>, Option<String>)> {
-        let loaded = JsonlStore::load(&self.log()).and_then(|loaded| self.owns(loaded)).map_err(store_error)?;
+        let loaded =
+            self.log_file().and_then(|log| JsonlStore::load(&log)).and_then(|l| self.owns(l)).map_err(store_error)?;
         Ok((loaded.records, loaded.warning))
     }
 
     /// Opens the log for appending, cutting a torn last line; only under the run's lock.
     pub fn open(&self) -> anyhow::Result<(JsonlStore, Loaded)> {
-        let (store, loaded) = JsonlStore::open(&self.log()).map_err(store_error)?;
+        let (store, loaded) = self.log_file().and_then(|log| JsonlStore::open(&log)).map_err(store_error)?;
         let loaded = self.owns(loaded).map_err(store_error)?;
         Ok((store, loaded))
+    }
+
+    /// The log, or why the run's folder holds none to read: a run folder appears only once its
+    /// log holds the first records, so one whose log is missing, or is not a file, is damaged.
+    fn log_file(&self) -> Result<PathBuf, StoreError> {
+        let log = self.log();
+        let reason = match std::fs::metadata(&log) {
+            Ok(meta) if meta.is_file() => return Ok(log),
+            Ok(_) => "the run's log is not a file",
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => "the run's folder has no log",
+            Err(error) => {
+                return Err(StoreError::Io {
+                    action: "open",
+                    path: log.display().to_string(),
+                    reason: error.to_string(),
+                });
+            }
+        };
+        Err(StoreError::Corrupt {
+            path: log.display().to_string(),
+            line: 1,
+            reason: reason.to_owned(),
+            hint: "restore the log from a copy, or remove the run's folder to forget the run",
+        })
     }
 
     /// Refuses a log whose records are of another run (a copied log or a renamed folder):

@@ -1,6 +1,10 @@
 //! What a run's log promises (docs/events.md), checked record by record as a log is read:
 //! the same checks whichever store the records come from.
 
+use std::collections::HashSet;
+
+use manifest::Text;
+
 use super::StoreError;
 use crate::event::{Event, Record, SCHEMA_VERSION};
 
@@ -13,18 +17,27 @@ pub(super) const NEWER: &str = "the log was probably written by a newer runner: 
                      cannot rebuild the run's state from it and will not guess";
 
 /// Checks each record against what the log promises (docs/events.md): it starts with a
-/// `RunCreated` of a known schema at `seq` 1, `seq` grows by one, and every record is of the
-/// same run.
+/// `RunCreated` of a known schema at `seq` 1, `seq` grows by one, every record is of the same
+/// run, names only tasks of the run's plans, and none follows the run's end.
 pub(super) struct Checker {
     /// Where the records come from, as messages name it.
     place: String,
     records: Vec<Record>,
+    /// The ids of the tasks of the run's plan and of every recorded replan's.
+    tasks: HashSet<Text>,
+    /// The record that ended the run, once one has: its `seq` and its type.
+    ended: Option<(u64, &'static str)>,
 }
 
 impl Checker {
     /// A checker of the records read from `place` (a file, or a run's rows in a table).
     pub(super) fn new(place: String) -> Self {
-        Checker { place, records: Vec::new() }
+        Checker { place, records: Vec::new(), tasks: HashSet::new(), ended: None }
+    }
+
+    /// Whether no record was accepted.
+    pub(super) fn is_empty(&self) -> bool {
+        self.records.is_empty()
     }
 
     /// The records accepted so far, in order.
@@ -39,40 +52,8 @@ impl Checker {
 
     /// Checks one more record and keeps it.
     pub(super) fn accept(&mut self, record: Record, line: usize) -> Result<(), StoreError> {
-        let created = matches!(record.event, Event::RunCreated(_));
-        match self.records.last() {
-            None if record.seq != 1 => {
-                return Err(self.corrupt(line, format!("the first record has seq {}, not 1", record.seq), DAMAGED));
-            }
-            None if !created => {
-                let reason = format!("the first record is a `{}`, not the run's `RunCreated`", name(&record.event));
-                return Err(self.corrupt(line, reason, DAMAGED));
-            }
-            None => {}
-            Some(last) => {
-                // Compared without adding, so no `seq` a damaged line holds can overflow.
-                let reason = match record.seq {
-                    seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
-                    seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
-                    seq if seq - 1 == last.seq => None,
-                    seq => Some(format!(
-                        "seq {seq} after seq {}: records {} to {} are missing",
-                        last.seq,
-                        last.seq + 1,
-                        seq - 1
-                    )),
-                };
-                if let Some(reason) = reason {
-                    return Err(self.corrupt(line, reason, DAMAGED));
-                }
-                if record.run_id != last.run_id {
-                    let reason = format!("a record of run `{}` in the log of run `{}`", record.run_id, last.run_id);
-                    return Err(self.corrupt(line, reason, DAMAGED));
-                }
-                if created {
-                    return Err(self.corrupt(line, "a second `RunCreated`".into(), DAMAGED));
-                }
-            }
+        if let Some(reason) = self.out_of_place(&record).or_else(|| self.contradiction(&record.event)) {
+            return Err(self.corrupt(line, reason, DAMAGED));
         }
         if let Event::RunCreated(created) = &record.event
             && !(1..=SCHEMA_VERSION).contains(&created.schema)
@@ -81,8 +62,62 @@ impl Checker {
                 format!("event schema version {}; this runner reads versions 1 to {SCHEMA_VERSION}", created.schema);
             return Err(self.corrupt(line, reason, NEWER));
         }
+        self.learn(&record);
         self.records.push(record);
         Ok(())
+    }
+
+    /// Why a record is not where it belongs, if it is not: the first must be the `RunCreated`
+    /// at `seq` 1, each next one of the same run at the next `seq`.
+    fn out_of_place(&self, record: &Record) -> Option<String> {
+        let created = matches!(record.event, Event::RunCreated(_));
+        let Some(last) = self.records.last() else {
+            return match record.seq {
+                1 if created => None,
+                1 => Some(format!("the first record is a `{}`, not the run's `RunCreated`", record.event.name())),
+                seq => Some(format!("the first record has seq {seq}, not 1")),
+            };
+        };
+        // Compared without adding, so no `seq` a damaged line holds can overflow.
+        match record.seq {
+            seq if seq == last.seq => Some(format!("seq {seq} again: the record before is repeated")),
+            seq if seq < last.seq => Some(format!("seq {seq} after seq {}: out of order", last.seq)),
+            seq if seq - 1 != last.seq => {
+                Some(format!("seq {seq} after seq {}: records {} to {} are missing", last.seq, last.seq + 1, seq - 1))
+            }
+            _ if record.run_id != last.run_id => {
+                Some(format!("a record of run `{}` in the log of run `{}`", record.run_id, last.run_id))
+            }
+            _ if created => Some("a second `RunCreated`".into()),
+            _ => None,
+        }
+    }
+
+    /// Why an event contradicts the records before it, if it does: it follows the run's end
+    /// (the state machine records nothing after a `RunCompleted` or `RunCancelled`), or it
+    /// names a task that neither the run's plan nor a recorded replan has.
+    fn contradiction(&self, event: &Event) -> Option<String> {
+        if let Some((seq, end)) = self.ended {
+            return Some(match event.name() {
+                name if name == end => format!("a second `{end}`: the run ended with the one at seq {seq}"),
+                name => format!("a `{name}` after the run's `{end}` at seq {seq}: nothing follows a run's end"),
+            });
+        }
+        let task = event.task()?;
+        (!self.tasks.contains(task.as_bytes()))
+            .then(|| format!("task `{task}` is in neither the run's plan nor a recorded replan"))
+    }
+
+    /// Takes in what an accepted record tells about the ones after it: the tasks of the plan
+    /// it carries, or that the run ended.
+    fn learn(&mut self, record: &Record) {
+        if let Some(plan) = record.event.plan() {
+            self.tasks.reserve(plan.tasks.len());
+            self.tasks.extend(plan.tasks.iter().map(|task| task.id.value.clone()));
+        }
+        if let Event::RunCompleted { .. } | Event::RunCancelled { .. } = record.event {
+            self.ended = Some((record.seq, record.event.name()));
+        }
     }
 
     /// Says why a line of JSON is not a record: not an object, an unknown event type, or a
@@ -104,12 +139,4 @@ impl Checker {
             _ => self.corrupt(line, format!("not a valid `{kind}` record ({error})"), DAMAGED),
         }
     }
-}
-
-/// An event's type, as written in its `type` field.
-fn name(event: &Event) -> String {
-    serde_json::to_value(event)
-        .ok()
-        .and_then(|value| value.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| "?".to_owned())
 }

@@ -6,10 +6,16 @@
 //! renamed to the run's folder once its first records are durable, so a run folder never
 //! exists without them.
 //!
+//! Each line ends with a CRC-32C of the record's JSON as one more field,
+//! `,"crc":"<8 hex digits>"}`, so a line stays one JSON object that any reader parses and a
+//! byte changed after it was written is found. Lines without one (written before they were
+//! summed) are read as they are.
+//!
 //! On load, every record is checked against what the log promises (docs/events.md). A last
 //! line without its newline, or one that is not JSON (a write cut by a crash), is dropped
 //! with a warning and cut from the file before anything is appended; anything else that
-//! breaks the promises is `store::corrupt`, and the file is left as it is.
+//! breaks the promises (a checksum that does not match, an empty log among them) is
+//! `store::corrupt`, and the file is left as it is.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
@@ -21,6 +27,7 @@ use std::sync::mpsc;
 use super::check::{Checker, DAMAGED};
 use super::{Ack, Durable, EventStore, Returned, StoreError};
 use crate::event::{Event, Record};
+use crc32c::Crc;
 
 type Batch = (Vec<Record>, Ack);
 
@@ -149,11 +156,9 @@ fn write_loop(
                     scope.spawn(|| created.plan_sha256.as_str().len());
                 }
             }
-            let mut out = Chunked { buffer: &mut buffer, file: &mut file };
+            let mut out = Chunked { buffer: &mut buffer, file: &mut file, start: 0, crc: Crc::new() };
             for record in batches.iter().flat_map(|(records, _)| records) {
-                let encoded = serde_json::to_writer(&mut out, record)
-                    .and_then(|()| out.write_all(b"\n").map_err(serde_json::Error::io));
-                if let Err(error) = encoded {
+                if let Err(error) = out.line(record) {
                     let action = if error.is_io() { "write" } else { "encode" };
                     result =
                         Err(StoreError::Io { action, path: path.display().to_string(), reason: error.to_string() });
@@ -192,15 +197,34 @@ fn write_loop(
 
 /// The encoder's output: gathered in a reused buffer and written to the file whenever it
 /// holds [`Chunked::CHUNK`] bytes, so a large record (a new run's plan, tens of MB at 100k
-/// tasks) is never held whole in memory.
+/// tasks) is never held whole in memory. It sums each record's bytes as they pass.
 struct Chunked<'a> {
     buffer: &'a mut Vec<u8>,
     file: &'a mut File,
+    /// Where the record being encoded starts in the buffer.
+    start: usize,
+    /// The CRC of the record's bytes already written to the file.
+    crc: Crc,
 }
 
 impl Chunked<'_> {
     /// Bytes gathered before they are written.
     const CHUNK: usize = 64 * 1024;
+
+    /// Encodes a record as its line: its JSON, with its checksum as the last field.
+    fn line(&mut self, record: &Record) -> Result<(), serde_json::Error> {
+        self.start = self.buffer.len();
+        self.crc = Crc::new();
+        serde_json::to_writer(&mut *self, record)?;
+        // The closing brace is still in the buffer: a full buffer is written out only before
+        // more bytes go into it.
+        let crc = self.crc.update(&self.buffer[self.start..]).value();
+        if self.buffer.pop() != Some(b'}') {
+            return Err(serde::ser::Error::custom("a record did not encode as a JSON object"));
+        }
+        self.buffer.extend_from_slice(&seal(crc));
+        Ok(())
+    }
 }
 
 impl Write for Chunked<'_> {
@@ -214,10 +238,12 @@ impl Write for Chunked<'_> {
     /// `write`, which cost more than copying them.
     #[inline]
     fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= Self::CHUNK {
+            self.crc = self.crc.update(&self.buffer[self.start..]);
+            self.start = 0;
             self.flush()?;
         }
+        self.buffer.extend_from_slice(bytes);
         Ok(())
     }
 
@@ -225,6 +251,157 @@ impl Write for Chunked<'_> {
         self.file.write_all(self.buffer)?;
         self.buffer.clear();
         Ok(())
+    }
+}
+
+/// What opens a line's checksum field; 8 lower-case hex digits, `"}` and the newline follow.
+const MARK: &[u8] = b",\"crc\":\"";
+
+/// The length of a line's end from its checksum field on: [`MARK`], the digits, `"}\n`.
+const SEAL: usize = MARK.len() + 8 + 3;
+
+/// A line's end from its checksum field on, for a record whose JSON sums to `crc`.
+fn seal(crc: u32) -> [u8; SEAL] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut seal = *b",\"crc\":\"00000000\"}\n";
+    for (i, digit) in seal[MARK.len()..MARK.len() + 8].iter_mut().enumerate() {
+        *digit = HEX[(crc >> (28 - 4 * i)) as usize & 0xf];
+    }
+    seal
+}
+
+/// Checks the checksum a complete line ends with and takes it off, leaving the record's JSON
+/// exactly as it was summed; a line without one (an older runner's) is left as it is. The
+/// error says why the checksum does not hold.
+fn unseal(line: &mut Vec<u8>) -> Result<(), String> {
+    let Some(at) = line.len().checked_sub(SEAL) else { return Ok(()) };
+    let end = &line[at..];
+    if !end.starts_with(MARK) || !end.ends_with(b"\"}\n") {
+        return Ok(());
+    }
+    let digits = &end[MARK.len()..MARK.len() + 8];
+    let Some(written) = hex(digits) else {
+        let digits = String::from_utf8_lossy(digits);
+        return Err(format!("the checksum `{digits}` is not 8 lower-case hex digits"));
+    };
+    line.truncate(at);
+    line.push(b'}');
+    let summed = Crc::new().update(line).value();
+    if summed != written {
+        return Err(format!(
+            "checksum mismatch: the line says crc {written:08x}, its bytes sum to {summed:08x}; it changed after it was written"
+        ));
+    }
+    Ok(())
+}
+
+/// The value of 8 lower-case hex digits.
+fn hex(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |value, &digit| {
+        let nibble = match digit {
+            b'0'..=b'9' => digit - b'0',
+            b'a'..=b'f' => digit - b'a' + 10,
+            _ => return None,
+        };
+        Some(value << 4 | u32::from(nibble))
+    })
+}
+
+mod crc32c {
+    //! CRC-32C (Castagnoli), the checksum of iSCSI, ext4 and SSE 4.2's `crc32` instruction:
+    //! table-driven, eight bytes a step ("slicing-by-8").
+
+    /// The polynomial, reflected.
+    const POLY: u32 = 0x82F6_3B78;
+
+    /// `TABLES[k][b]`: the CRC of byte `b` followed by `k` zero bytes.
+    static TABLES: [[u32; 256]; 8] = tables();
+
+    const fn tables() -> [[u32; 256]; 8] {
+        let mut tables = [[0u32; 256]; 8];
+        let mut byte = 0;
+        while byte < 256 {
+            let mut crc = byte as u32;
+            let mut bit = 0;
+            while bit < 8 {
+                crc = if crc & 1 == 1 { (crc >> 1) ^ POLY } else { crc >> 1 };
+                bit += 1;
+            }
+            tables[0][byte] = crc;
+            byte += 1;
+        }
+        let mut k = 1;
+        while k < 8 {
+            let mut byte = 0;
+            while byte < 256 {
+                let before = tables[k - 1][byte];
+                tables[k][byte] = (before >> 8) ^ tables[0][(before & 0xff) as usize];
+                byte += 1;
+            }
+            k += 1;
+        }
+        tables
+    }
+
+    /// A CRC in progress over bytes given in pieces.
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Crc(u32);
+
+    impl Crc {
+        /// The CRC of no bytes yet.
+        pub(super) const fn new() -> Self {
+            Crc(!0)
+        }
+
+        /// The CRC with `bytes` added.
+        pub(super) fn update(self, bytes: &[u8]) -> Self {
+            let t = &TABLES;
+            let mut crc = self.0;
+            let (words, rest) = bytes.as_chunks::<8>();
+            for word in words {
+                let word = u64::from_le_bytes(*word);
+                let low = (word as u32) ^ crc;
+                let high = (word >> 32) as u32;
+                crc = t[7][(low & 0xff) as usize]
+                    ^ t[6][(low >> 8 & 0xff) as usize]
+                    ^ t[5][(low >> 16 & 0xff) as usize]
+                    ^ t[4][(low >> 24) as usize]
+                    ^ t[3][(high & 0xff) as usize]
+                    ^ t[2][(high >> 8 & 0xff) as usize]
+                    ^ t[1][(high >> 16 & 0xff) as usize]
+                    ^ t[0][(high >> 24) as usize];
+            }
+            for &byte in rest {
+                crc = (crc >> 8) ^ t[0][((crc ^ u32::from(byte)) & 0xff) as usize];
+            }
+            Crc(crc)
+        }
+
+        /// The CRC of the bytes added.
+        pub(super) fn value(self) -> u32 {
+            !self.0
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::Crc;
+
+        #[test]
+        fn the_check_value_of_crc32c() {
+            assert_eq!(Crc::new().update(b"123456789").value(), 0xE306_9283);
+            assert_eq!(Crc::new().update(b"").value(), 0);
+        }
+
+        #[test]
+        fn bytes_given_in_pieces_sum_as_given_whole() {
+            let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+            let whole = Crc::new().update(&bytes).value();
+            for cut in [0, 1, 7, 8, 9, 500, 999, 1000] {
+                let (a, b) = bytes.split_at(cut);
+                assert_eq!(Crc::new().update(a).update(b).value(), whole, "cut at {cut}");
+            }
+        }
     }
 }
 
@@ -237,6 +414,10 @@ impl EventStore for JsonlStore {
         Ack::returned(|ack| self.sender.send((records, ack)).is_ok())
     }
 }
+
+/// The hint for a log with no complete record.
+const EMPTY: &str = "runner creates a run's log with its first records, so this one was emptied or damaged since: \
+                     restore it from a copy, or remove the run's folder to forget the run";
 
 /// Parses a log and checks its promises; returns the records and the length of the part that
 /// holds them (everything but a torn last line).
@@ -264,16 +445,20 @@ fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
             torn = Some("the line has no end".into());
             continue;
         }
-        match serde_json::from_slice::<Record>(&line) {
-            Ok(record) => {
+        match parse(&checker, &mut line, number)? {
+            Line::Record(record) => {
                 checker.accept(record, number)?;
                 good_len += read as u64;
             }
-            Err(error) => match serde_json::from_slice::<serde_json::Value>(&line) {
-                Ok(value) => return Err(checker.not_a_record(&value, &error, number)),
-                Err(error) => torn = Some(format!("not JSON: {error}")),
-            },
+            Line::NotJson(reason) => torn = Some(reason),
         }
+    }
+    if checker.is_empty() {
+        let reason = match torn {
+            None => "the log is empty: it holds not even the run's `RunCreated`".to_owned(),
+            Some(reason) => format!("the log holds no complete record: its only line is torn ({reason})"),
+        };
+        return Err(checker.corrupt(1, reason, EMPTY));
     }
     let warning = torn.map(|reason| {
         format!(
@@ -282,4 +467,27 @@ fn read(path: &Path) -> Result<(Loaded, u64), StoreError> {
         )
     });
     Ok((Loaded { records: checker.into_records(), warning }, good_len))
+}
+
+/// What a complete line holds.
+enum Line {
+    /// A record, its checksum checked if it has one.
+    Record(Record),
+    /// Text that is not JSON, and why: a torn write if it is the last line, else damage.
+    NotJson(String),
+}
+
+/// Reads the complete line `number`: its checksum, then its record. JSON that is not a record,
+/// or whose checksum does not hold, is `store::corrupt`.
+fn parse(checker: &Checker, line: &mut Vec<u8>, number: usize) -> Result<Line, StoreError> {
+    let summed = unseal(line);
+    let error = match serde_json::from_slice::<Record>(line) {
+        Ok(record) => return summed.map(|()| Line::Record(record)).map_err(|r| checker.corrupt(number, r, DAMAGED)),
+        Err(error) => error,
+    };
+    match (serde_json::from_slice::<serde_json::Value>(line), summed) {
+        (Err(error), _) => Ok(Line::NotJson(format!("not JSON: {error}"))),
+        (Ok(_), Err(reason)) => Err(checker.corrupt(number, reason, DAMAGED)),
+        (Ok(value), Ok(())) => Err(checker.not_a_record(&value, &error, number)),
+    }
 }

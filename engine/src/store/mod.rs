@@ -82,8 +82,9 @@ pub enum StoreError {
         reason: String,
     },
     /// A log breaks what it promises (docs/events.md): a line in the middle that is not an
-    /// event record, a `seq` out of order, a record of another run, an unknown event type or
-    /// schema version. Only a torn last line is dropped instead.
+    /// event record, a checksum that does not match, a `seq` out of order, a record of another
+    /// run, a task no plan of the run has, a record after the run's end, an unknown event type
+    /// or schema version, no record at all. Only a torn last line is dropped instead.
     #[error("{path}:{line}: {reason}")]
     #[diagnostic(code(store::corrupt), help("{hint}"))]
     Corrupt {

@@ -39,7 +39,9 @@ pub fn created() -> Record {
     )
 }
 
-/// A dispatch of task `t<seq>` at `seq`.
+/// A dispatch of the plan's task `a` at `seq` (its attempt `seq - 1`): a log holds only tasks
+/// of its plan.
 pub fn dispatched(seq: u64) -> Record {
-    record(seq, Event::TaskDispatched { task: format!("t{seq}"), attempt: 1, input: format!("input {seq}").into() })
+    let attempt = u32::try_from(seq.saturating_sub(1)).unwrap_or(u32::MAX);
+    record(seq, Event::TaskDispatched { task: "a".into(), attempt, input: format!("input {seq}").into() })
 }
