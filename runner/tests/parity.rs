@@ -10,7 +10,8 @@
 //! A feature a plan test cannot express the way a run does fails here; the cases cover every
 //! feature docs/testing.md lists. Tasks that retry are chained rather than parallel: a live
 //! run draws its retry jitter at random, so two retries due at about the same time may come
-//! in either order there.
+//! in either order there. Where a latency decides an order, it is long (2 s) beside the
+//! instant replies of mock agents, so that a slow disk's fsync cannot reorder a live run.
 
 mod shipped;
 
@@ -321,7 +322,7 @@ fn strategies_and_limits_with_latencies() {
             spec: &spec,
             agents: &[
                 Agent { name: "quick", latency: None, replies: &[] },
-                Agent { name: "slow", latency: Some("400ms"), replies: &[] },
+                Agent { name: "slow", latency: Some("2s"), replies: &[] },
             ],
             answers: &[],
             reviews: &[],
