@@ -76,7 +76,8 @@ pub fn events(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Reads the complete lines appended to a log since the last read. A torn last line is left
+/// Reads the complete lines appended to a log since the last read, each checked against its
+/// checksum as a load checks it. A torn last line is left
 /// in the file and read again next time: it is taken once its end is written, and if the next
 /// process to open the log cuts it and writes another line in its place, that line is read.
 #[derive(Debug, Default)]
@@ -99,8 +100,8 @@ impl Tail {
         let mut records = Vec::new();
         for text in bytes[..complete].split_inclusive(|&b| b == b'\n') {
             self.line += 1;
-            let record = serde_json::from_slice::<Record>(text)
-                .map_err(|e| anyhow::anyhow!("{}:{}: not an event record ({e})", path.display(), self.line))?;
+            let record = engine::store::record_of_line(text)
+                .map_err(|why| anyhow::anyhow!("{}:{}: {why}", path.display(), self.line))?;
             records.push(record);
         }
         self.offset += complete as u64;
@@ -140,5 +141,25 @@ mod tests {
         file.set_len(first.len() as u64).expect("cut");
         (&file).write_all(format!("{}{}", line(7), line(8)).as_bytes()).expect("appended");
         assert_eq!(seqs(&mut tail, &run), [7, 8], "each record once, none from the cut bytes");
+    }
+
+    #[test]
+    fn a_line_appended_with_a_wrong_checksum_is_refused_naming_its_line() {
+        let folder = tempfile::tempdir().expect("a folder");
+        let run = RunDir { id: "r".to_owned(), dir: folder.path().to_path_buf() };
+        let store = engine::store::JsonlStore::create(&run.log()).expect("a log");
+        let record = |seq| {
+            let event = engine::Event::RetryDue { task: format!("t{seq}") };
+            Record { seq, at: "2026-11-22T12:45:03.123Z".into(), run_id: "r".into(), event }
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        runtime.block_on(engine::store::EventStore::append(&store, vec![record(1), record(2)])).expect("written");
+        let mut tail = Tail::default();
+        assert_eq!(seqs(&mut tail, &run), [1, 2], "sealed lines read");
+        runtime.block_on(engine::store::EventStore::append(&store, vec![record(3)])).expect("written");
+        let text = std::fs::read_to_string(run.log()).expect("the log");
+        std::fs::write(run.log(), text.replace("\"task\":\"t3\"", "\"task\":\"t4\"")).expect("changed");
+        let error = tail.read(&run).expect_err("a changed line is refused").to_string();
+        assert!(error.contains(":3: checksum mismatch"), "{error}");
     }
 }

@@ -477,6 +477,15 @@ enum Line {
     NotJson(String),
 }
 
+/// One complete line of a log, as those who follow a live log read the lines appended since
+/// it was loaded: its checksum checked and taken off (a line without one is read as it is),
+/// then its record. The error says what is wrong with the line.
+pub fn record_of_line(line: &[u8]) -> Result<Record, String> {
+    let mut line = line.to_vec();
+    unseal(&mut line)?;
+    serde_json::from_slice::<Record>(&line).map_err(|error| format!("not an event record ({error})"))
+}
+
 /// Reads the complete line `number`: its checksum, then its record. JSON that is not a record,
 /// or whose checksum does not hold, is `store::corrupt`.
 fn parse(checker: &Checker, line: &mut Vec<u8>, number: usize) -> Result<Line, StoreError> {

@@ -6,7 +6,7 @@ mod jsonl;
 mod memory;
 pub mod postgres;
 
-pub use jsonl::{JsonlStore, Loaded};
+pub use jsonl::{JsonlStore, Loaded, record_of_line};
 pub use memory::MemoryStore;
 
 use std::future::Future;
