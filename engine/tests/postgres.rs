@@ -2,6 +2,9 @@
 //! trips, group commit, fencing, leases, cancel requests, migrations, and rows that break a
 //! log's promises. Skipped when the server does not answer, unless `RUNNER_REQUIRE_POSTGRES=1`.
 
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::store::postgres::{Database, LeaseTimes, RunLease};
@@ -291,6 +294,67 @@ async fn a_connection_the_server_ends_is_made_again_and_the_store_goes_on() {
     let note = tokio::time::timeout(Duration::from_secs(20), notes.recv()).await.expect("notified").expect("a note");
     assert_eq!(note.payload, "r1", "the new connection listens to what the lost one did");
     assert_eq!(db.run("r1").await.expect("the row").cancel_request.as_deref(), Some("asked after two drops"));
+}
+
+/// A TCP relay to the test database that can be taken away: it then ends every connection it
+/// carries and refuses new ones, as a database that went down does.
+struct Relay {
+    address: std::net::SocketAddr,
+    down: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(to: &str) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
+        let address = listener.local_addr().expect("its address");
+        let (down, open) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
+        let (to, gate, kept) = (to.to_owned(), Arc::clone(&down), Arc::clone(&open));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&to) else { continue };
+                if gate.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let mut streams = kept.lock().expect("the relay's list");
+                streams.extend([client.try_clone().expect("a clone"), server.try_clone().expect("a clone")]);
+                for (mut from, mut into) in
+                    [(client.try_clone().expect("a clone"), server.try_clone().expect("a clone")), (server, client)]
+                {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut into);
+                        let _ = into.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Relay { address, down, open }
+    }
+
+    /// Ends every connection and refuses the next ones.
+    fn take_down(&self) {
+        self.down.store(true, Ordering::SeqCst);
+        for stream in self.open.lock().expect("the relay's list").drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_database_that_stays_away_is_given_up_on_after_the_stated_time_saying_so() {
+    let Some(schema) = TestDatabase::new("gone") else { return };
+    let server = schema.url.split('@').nth(1).and_then(|rest| rest.split('/').next()).expect("host:port in the URL");
+    let relay = Relay::start(server);
+    let url = schema.url.replacen(server, &relay.address.to_string(), 1);
+    let db = Database::connect(&url).await.expect("connects through the relay");
+    let _lease = new_run(&db, "me").await;
+    db.set_reconnect_window(Duration::from_millis(700));
+    relay.take_down();
+    let started = std::time::Instant::now();
+    let error = db.run("r1").await.expect_err("the database is away").to_string();
+    assert!(error.contains("could not be made again within 700 ms"), "{error}");
+    assert!(error.contains("RUNNER_DB_RECONNECT_SECS"), "the message says how to wait longer: {error}");
+    assert!(started.elapsed() < Duration::from_secs(30), "it gave up, after {:?}", started.elapsed());
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 //! brought up to date on connecting ([`migrate`]). A connection the server drops (a restart,
 //! a failover, `pg_terminate_backend`, an idle timeout) is made again in the background, with
 //! backoff, and its `LISTEN`s with it; [`Database::retrying`] runs a statement again on the
-//! new connection, for at most [`reconnect_window`], before it gives up saying so. A run is recorded into through a
+//! new connection, for at most [`Database::reconnect_window`], before it gives up saying so. A run is recorded into through a
 //! [`PgStore`], opened under a [`RunLease`]: every write checks that the lease's fence is still
 //! the run's, so a process whose lease was taken over can no longer record anything.
 
@@ -18,6 +18,7 @@ mod writer;
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -46,9 +47,10 @@ pub const RECONNECT_WINDOW: Duration = Duration::from_secs(60);
 /// The first and the longest wait between two tries to connect again.
 const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
 
-/// How long a statement waits for a lost connection to be made again before it gives up:
-/// `RUNNER_DB_RECONNECT_SECS` (whole seconds), else [`RECONNECT_WINDOW`].
-pub fn reconnect_window() -> Duration {
+/// How long a statement waits for a lost connection to be made again before it gives up,
+/// unless [`Database::set_reconnect_window`] says otherwise: `RUNNER_DB_RECONNECT_SECS` (whole
+/// seconds), else [`RECONNECT_WINDOW`].
+fn default_reconnect_window() -> Duration {
     std::env::var("RUNNER_DB_RECONNECT_SECS")
         .ok()
         .and_then(|secs| secs.trim().parse().ok())
@@ -84,6 +86,8 @@ struct Inner {
     client: RwLock<Arc<Client>>,
     /// Counts the connections made; moves when a lost one is replaced.
     connections: watch::Sender<u64>,
+    /// How long a statement waits for a lost connection to be made again, in milliseconds.
+    reconnect_ms: AtomicU64,
     config: Config,
     /// The runtime of the connection's thread, where the writers and lease renewals run.
     handle: tokio::runtime::Handle,
@@ -138,6 +142,17 @@ impl Database {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
+        // A peer that vanishes without closing (a partition, a host that died) is noticed in
+        // about half a minute rather than the system's two hours, unless the URL says otherwise.
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config
+                .keepalives_idle(Duration::from_secs(15))
+                .keepalives_interval(Duration::from_secs(5))
+                .keepalives_retries(3);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(30));
+        }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -181,6 +196,7 @@ impl Database {
         let inner = Arc::new(Inner {
             client: RwLock::new(Arc::new(client)),
             connections: watch::Sender::new(1),
+            reconnect_ms: AtomicU64::new(u64::try_from(default_reconnect_window().as_millis()).unwrap_or(u64::MAX)),
             config,
             handle,
             url: shown,
@@ -205,8 +221,20 @@ impl Database {
         Arc::clone(&client)
     }
 
+    /// How long a statement waits for a lost connection to be made again before it gives up.
+    pub fn reconnect_window(&self) -> Duration {
+        Duration::from_millis(self.inner.reconnect_ms.load(Ordering::Relaxed))
+    }
+
+    /// Sets [`Database::reconnect_window`] for every clone of this database (the CLI's comes
+    /// from `RUNNER_DB_RECONNECT_SECS`).
+    pub fn set_reconnect_window(&self, window: Duration) {
+        let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        self.inner.reconnect_ms.store(ms, Ordering::Relaxed);
+    }
+
     /// Runs `statement` on the connection; when the connection was lost, waits for the new one
-    /// and runs it again, for at most [`reconnect_window`] in all, then gives up with an error
+    /// and runs it again, for at most [`Database::reconnect_window`] in all, then gives up with an error
     /// that says how long the database has been away. Other errors are `action`'s, at once.
     /// Only statements that may run twice go through here (reads, and writes whose second
     /// run finds the first's work, or changes nothing).
@@ -215,7 +243,7 @@ impl Database {
         F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let window = reconnect_window();
+        let window = self.reconnect_window();
         let since = tokio::time::Instant::now();
         loop {
             let client = self.client();
@@ -277,9 +305,13 @@ impl Database {
             action,
             url: self.inner.url.clone(),
             reason: format!(
-                "the connection was lost and could not be made again within {} s \
+                "the connection was lost and could not be made again within {} \
                  (RUNNER_DB_RECONNECT_SECS sets how long to wait): {}",
-                window.as_secs(),
+                if window.subsec_millis() == 0 {
+                    format!("{} s", window.as_secs())
+                } else {
+                    format!("{} ms", window.as_millis())
+                },
                 reason(error)
             ),
         }
@@ -477,6 +509,9 @@ async fn supervise(inner: Weak<Inner>, first: tokio_postgres::Connection<Socket,
     loop {
         let Some(notifications) = inner.upgrade().map(|inner| inner.notifications.clone()) else { return };
         drive(&mut connection, Some(&notifications)).await;
+        // Dropped at once, so statements still waiting on it fail as lost rather than wait
+        // for an answer that cannot come (a connection cut without a word from the server).
+        drop(connection);
         drop(notifications);
         let mut wait = RECONNECT_BACKOFF.0;
         connection = loop {
