@@ -16,7 +16,7 @@ use support::{Env, plan, review_plan};
 
 const ECHO: &str = "    echo: {runtime: mock, latency: 10ms}";
 const WAIT: Duration = Duration::from_secs(30);
-/// A token that meets the rule: 16 characters or more, no whitespace.
+/// A token that meets the rule: 16 characters or more, each a letter, a digit or `-._~`.
 const TOKEN: &str = "s3cret-s3cret-s3cret";
 
 fn three_tasks() -> String {
@@ -440,7 +440,7 @@ fn a_request_naming_another_host_is_refused() {
 }
 
 #[test]
-fn a_token_needs_sixteen_characters_and_no_whitespace() {
+fn a_token_needs_sixteen_characters_that_pass_unchanged_through_a_url_and_a_cookie() {
     let env = Env::new();
     let with_variable = |addr: &str, token: &str| {
         let mut command = env.runner_process();
@@ -457,11 +457,13 @@ fn a_token_needs_sixteen_characters_and_no_whitespace() {
         (with_variable("127.0.0.1:0", "   "), "whitespace only, on loopback"),
         (with_variable("127.0.0.1:0", "fifteen-chars-x"), "15 characters"),
         (with_flag("sixteen chars and more"), "whitespace inside"),
+        (with_flag("sixteen+chars&more;x"), "characters a URL or a cookie would change"),
+        (with_flag("sixteen%20chars-and-more"), "a percent sign"),
     ];
     for (command, what) in cases {
         let (code, stderr) = refusal(command);
         assert_eq!(code, Some(2), "{what}: a usage error, as a missing token is: {stderr}");
-        assert!(stderr.contains("at least 16 characters") && stderr.contains("no whitespace"), "{what}: {stderr}");
+        assert!(stderr.contains("at least 16 characters, each a letter, a digit or one of `-._~`"), "{what}: {stderr}");
         assert!(!stderr.contains("fifteen-chars-x"), "the token itself is not printed: {stderr}");
     }
     let sixteen = with_variable("127.0.0.1:0", "sixteen-chars-ok");

@@ -32,7 +32,9 @@ const TOKEN_MIN: usize = 16;
 const TOKEN_VARIABLE: &str = "RUNNER_SERVE_TOKEN";
 
 /// The token `--token` or else `RUNNER_SERVE_TOKEN` gives, `None` when neither gives one (an
-/// empty value is none); refused when it is shorter than [`TOKEN_MIN`] or holds whitespace.
+/// empty value is none); refused when it is shorter than [`TOKEN_MIN`] or holds a character
+/// other than a letter, a digit or `-._~`: those pass unchanged through the printed `?token=`
+/// URL, a bearer header and the cookie.
 pub fn token(flag: Option<&str>) -> Result<Option<String>, ServeError> {
     let (token, from) = match flag {
         Some(token) => (token.to_owned(), "--token"),
@@ -42,10 +44,10 @@ pub fn token(flag: Option<&str>) -> Result<Option<String>, ServeError> {
         return Ok(None);
     }
     let chars = token.chars().count();
-    let spaced = token.chars().any(char::is_whitespace);
-    if chars < TOKEN_MIN || spaced {
-        let whitespace = if spaced { ", some of them whitespace" } else { "" };
-        return Err(ServeError::WeakToken { from, chars, whitespace, min: TOKEN_MIN });
+    let unsafe_chars = !token.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
+    if chars < TOKEN_MIN || unsafe_chars {
+        let other = if unsafe_chars { ", some of them other characters" } else { "" };
+        return Err(ServeError::WeakToken { from, chars, other, min: TOKEN_MIN });
     }
     Ok(Some(token))
 }
@@ -129,10 +131,20 @@ mod tests {
     }
 
     #[test]
-    fn a_token_has_sixteen_characters_or_more_and_no_whitespace() {
+    fn a_token_has_sixteen_characters_or_more_that_a_url_and_a_cookie_keep() {
         assert!(matches!(token(Some("")), Ok(None)), "an empty token is no token");
         assert!(matches!(token(Some("0123456789abcdef")), Ok(Some(_))));
-        for weak in ["   ", "0123456789abcde", "0123456789 abcdef", "0123456789abcdef\n"] {
+        assert!(matches!(token(Some("A-b.c_d~0123456789")), Ok(Some(_))));
+        for weak in [
+            "   ",
+            "0123456789abcde",
+            "0123456789 abcdef",
+            "0123456789abcdef\n",
+            "0123456789abcdef;",
+            "0123456789+abcdef",
+            "0123456789%abcdef",
+            "0123456789abcdéf",
+        ] {
             assert!(matches!(token(Some(weak)), Err(ServeError::WeakToken { from: "--token", .. })), "{weak:?}");
         }
     }

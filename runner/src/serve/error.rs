@@ -18,11 +18,11 @@ pub enum ServeError {
         /// The address asked for.
         addr: String,
     },
-    /// A token that is short or holds whitespace: easy to guess, or cut when it is pasted into
-    /// a URL or a cookie.
+    /// A token that is short or holds characters other than letters, digits and `-._~`: easy
+    /// to guess, or changed when it is pasted into a URL or a cookie.
     #[error(
-        "the token from {from} is refused: a token needs at least {min} characters and no whitespace \
-         (this one has {chars} characters{whitespace}); make one with `openssl rand -hex 16`"
+        "the token from {from} is refused: a token needs at least {min} characters, each a letter, a digit \
+         or one of `-._~` (this one has {chars} characters{other}); make one with `openssl rand -hex 16`"
     )]
     #[diagnostic(code(serve::weak_token))]
     WeakToken {
@@ -30,8 +30,8 @@ pub enum ServeError {
         from: &'static str,
         /// How many characters it has.
         chars: usize,
-        /// `, some of them whitespace`, or nothing.
-        whitespace: &'static str,
+        /// `, some of them other characters`, or nothing.
+        other: &'static str,
         /// The fewest characters a token may have.
         min: usize,
     },
