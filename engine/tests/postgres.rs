@@ -297,10 +297,13 @@ async fn a_connection_the_server_ends_is_made_again_and_the_store_goes_on() {
 }
 
 /// A TCP relay to the test database that can be taken away: it then ends every connection it
-/// carries and refuses new ones, as a database that went down does.
+/// carries and refuses new ones, as a database that went down does. It can also lose the next
+/// answer the database sends: it drops those bytes and ends that connection, as a network
+/// that fails just after the database committed a statement does.
 struct Relay {
     address: std::net::SocketAddr,
     down: Arc<AtomicBool>,
+    lose_answer: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -309,7 +312,8 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
         let address = listener.local_addr().expect("its address");
         let (down, open) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
-        let (to, gate, kept) = (to.to_owned(), Arc::clone(&down), Arc::clone(&open));
+        let lose_answer = Arc::new(AtomicBool::new(false));
+        let (to, gate, kept, lose) = (to.to_owned(), Arc::clone(&down), Arc::clone(&open), Arc::clone(&lose_answer));
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let Ok(server) = TcpStream::connect(&to) else { continue };
@@ -318,17 +322,19 @@ impl Relay {
                 }
                 let mut streams = kept.lock().expect("the relay's list");
                 streams.extend([client.try_clone().expect("a clone"), server.try_clone().expect("a clone")]);
-                for (mut from, mut into) in
-                    [(client.try_clone().expect("a clone"), server.try_clone().expect("a clone")), (server, client)]
-                {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut into);
-                        let _ = into.shutdown(std::net::Shutdown::Both);
-                    });
-                }
+                let (to_server, from_server) =
+                    (client.try_clone().expect("a clone"), server.try_clone().expect("a clone"));
+                std::thread::spawn(move || relay(to_server, from_server, None));
+                let lose = Arc::clone(&lose);
+                std::thread::spawn(move || relay(server, client, Some(lose)));
             }
         });
-        Relay { address, down, open }
+        Relay { address, down, lose_answer, open }
+    }
+
+    /// Drops the next bytes the database sends and ends that connection.
+    fn lose_next_answer(&self) {
+        self.lose_answer.store(true, Ordering::SeqCst);
     }
 
     /// Ends every connection and refuses the next ones.
@@ -340,12 +346,54 @@ impl Relay {
     }
 }
 
+/// Copies `from` into `into` until either ends; with `lose` set when bytes come, drops them
+/// and ends both instead.
+fn relay(mut from: TcpStream, mut into: TcpStream, lose: Option<Arc<AtomicBool>>) {
+    use std::io::{Read, Write};
+    let mut buffer = [0u8; 16 * 1024];
+    while let Ok(read @ 1..) = from.read(&mut buffer) {
+        if lose.as_ref().is_some_and(|lose| lose.swap(false, Ordering::SeqCst)) {
+            break;
+        }
+        if into.write_all(&buffer[..read]).is_err() {
+            break;
+        }
+    }
+    let _ = into.shutdown(std::net::Shutdown::Both);
+    let _ = from.shutdown(std::net::Shutdown::Both);
+}
+
+/// The test database's URL through `relay`, and the server's `host:port` it replaces.
+fn through(schema: &TestDatabase, relay: impl FnOnce(&str) -> Relay) -> (String, Relay) {
+    let server = schema.url.split('@').nth(1).and_then(|rest| rest.split('/').next()).expect("host:port in the URL");
+    let relay = relay(server);
+    (schema.url.replacen(server, &relay.address.to_string(), 1), relay)
+}
+
+#[tokio::test]
+async fn a_batch_committed_before_its_answer_was_lost_is_not_written_twice() {
+    let Some(schema) = TestDatabase::new("lost_answer") else { return };
+    let (url, relay) = through(&schema, Relay::start);
+    let db = Database::connect(&url).await.expect("connects through the relay");
+    let lease = new_run(&db, "me").await;
+    let store = db.store(&lease);
+    store.append(vec![created()]).await.expect("appended");
+    // The database commits the next batch, but its answer never arrives: the writer must find
+    // the batch there on the new connection, not write it again (a unique violation) or lose it.
+    relay.lose_next_answer();
+    store.append(vec![dispatched(2)]).await.expect("appended once, though its answer was lost");
+    store
+        .append(vec![record(3, Event::RunCompleted { status: Outcome::Succeeded, summary: "ok".into() })])
+        .await
+        .expect("the writer goes on");
+    let loaded = db.load("r1").await.expect("the log reads back");
+    assert_eq!(loaded.records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3], "each record once");
+}
+
 #[tokio::test]
 async fn a_database_that_stays_away_is_given_up_on_after_the_stated_time_saying_so() {
     let Some(schema) = TestDatabase::new("gone") else { return };
-    let server = schema.url.split('@').nth(1).and_then(|rest| rest.split('/').next()).expect("host:port in the URL");
-    let relay = Relay::start(server);
-    let url = schema.url.replacen(server, &relay.address.to_string(), 1);
+    let (url, relay) = through(&schema, Relay::start);
     let db = Database::connect(&url).await.expect("connects through the relay");
     let _lease = new_run(&db, "me").await;
     db.set_reconnect_window(Duration::from_millis(700));
