@@ -71,7 +71,11 @@ impl Runs {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
+        let window = reconnect_window()?;
         let db = runtime.block_on(Database::connect(&url)).map_err(store_error)?;
+        if let Some(window) = window {
+            db.set_reconnect_window(window);
+        }
         Ok(Runs::Postgres(Arc::new(Postgres { db, runtime, url })))
     }
 
@@ -374,5 +378,23 @@ impl Run {
             Run::Dir(run) => crate::survivors::mark(run),
             Run::Pg { id, pg } => format!("{}/{id}", pg.db.url()),
         }
+    }
+}
+
+/// The variable that sets how long a statement waits for a lost database connection to be made
+/// again, in whole seconds.
+const RECONNECT_SECS: &str = "RUNNER_DB_RECONNECT_SECS";
+
+/// The window [`RECONNECT_SECS`] sets, `None` when it is unset or empty (the engine's 60 s).
+fn reconnect_window() -> anyhow::Result<Option<Duration>> {
+    let Some(value) = std::env::var_os(RECONNECT_SECS) else { return Ok(None) };
+    let value = value.to_string_lossy();
+    let text = value.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<u64>() {
+        Ok(secs) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(Duration::from_secs(secs))),
+        _ => bail!("{RECONNECT_SECS}={value:?} is not a whole number of seconds, e.g. `{RECONNECT_SECS}=120`"),
     }
 }

@@ -214,6 +214,19 @@ fn a_url_of_another_kind_and_a_dead_server_are_clear_errors_without_the_password
     let shown = text(&dead);
     assert!(shown.contains("connect to the database (postgres://u:***@127.0.0.1:1/x)"), "{shown}");
     assert!(!shown.contains("s3cret") && !shown.contains("panicked"), "{shown}");
+
+    let window = env
+        .runner()
+        .args(["runs", "--store", "postgres://u:s3cret@127.0.0.1:1/x"])
+        .env("RUNNER_DB_RECONNECT_SECS", "2m")
+        .output()
+        .expect("runs");
+    assert_eq!(window.status.code(), Some(2), "a window that is not whole seconds is a usage error");
+    assert!(
+        text(&window).contains("RUNNER_DB_RECONNECT_SECS=\"2m\" is not a whole number of seconds"),
+        "{}",
+        text(&window)
+    );
 }
 
 #[test]

@@ -31,8 +31,8 @@ pub struct ServeArgs {
     /// The address to listen on; any address but loopback needs a token.
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// The token every request must carry: 16 characters or more, no whitespace (default:
-    /// `$RUNNER_SERVE_TOKEN`).
+    /// The token every request must carry: 16 characters or more, each a letter, a digit or one
+    /// of `-._~` (default: `$RUNNER_SERVE_TOKEN`).
     #[arg(long)]
     token: Option<String>,
 }

@@ -41,21 +41,11 @@ pub const CANCEL_CHANNEL: &str = "runner_cancel";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a statement waits for a lost connection to be made again before it gives up,
-/// unless `RUNNER_DB_RECONNECT_SECS` says otherwise.
+/// unless [`Database::set_reconnect_window`] says otherwise.
 pub const RECONNECT_WINDOW: Duration = Duration::from_secs(60);
 
 /// The first and the longest wait between two tries to connect again.
 const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
-
-/// How long a statement waits for a lost connection to be made again before it gives up,
-/// unless [`Database::set_reconnect_window`] says otherwise: `RUNNER_DB_RECONNECT_SECS` (whole
-/// seconds), else [`RECONNECT_WINDOW`].
-fn default_reconnect_window() -> Duration {
-    std::env::var("RUNNER_DB_RECONNECT_SECS")
-        .ok()
-        .and_then(|secs| secs.trim().parse().ok())
-        .map_or(RECONNECT_WINDOW, Duration::from_secs)
-}
 
 /// Whether an error means the connection is gone (closed, or ended by the server), so the
 /// statement may succeed on a new one; the SQLSTATEs are class 08 (connection exception) and
@@ -196,7 +186,7 @@ impl Database {
         let inner = Arc::new(Inner {
             client: RwLock::new(Arc::new(client)),
             connections: watch::Sender::new(1),
-            reconnect_ms: AtomicU64::new(u64::try_from(default_reconnect_window().as_millis()).unwrap_or(u64::MAX)),
+            reconnect_ms: AtomicU64::new(RECONNECT_WINDOW.as_secs() * 1000),
             config,
             handle,
             url: shown,
@@ -226,7 +216,7 @@ impl Database {
         Duration::from_millis(self.inner.reconnect_ms.load(Ordering::Relaxed))
     }
 
-    /// Sets [`Database::reconnect_window`] for every clone of this database (the CLI's comes
+    /// Sets [`Database::reconnect_window`] for every clone of this database (the CLI takes it
     /// from `RUNNER_DB_RECONNECT_SECS`).
     pub fn set_reconnect_window(&self, window: Duration) {
         let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
