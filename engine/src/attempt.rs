@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use manifest::plan::Verification;
+use model::tokens::{Tokenizer, count, meter};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -15,8 +16,7 @@ use tracing::Instrument as _;
 use crate::Command;
 use crate::context::errors::compact_error;
 use crate::context::extract;
-use crate::context::tokens::{Tokenizer, count, meter};
-use crate::event::{ErrorClass, Scope, Tokens};
+use crate::event::{ContextCompacted, ErrorClass, Scope, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 use crate::verify::{self, Verdict};
 
@@ -172,7 +172,7 @@ impl Job {
             after = compacted.tokens_after;
             by = "extractive".to_owned();
         }
-        let compaction = Command::Compacted {
+        let compaction = Command::Compacted(ContextCompacted {
             task: self.request.task.clone(),
             scope: Scope::Gate,
             by,
@@ -180,7 +180,7 @@ impl Job {
             tokens_after: after as u64,
             summary: None,
             tokens: None,
-        };
+        });
         (text, used, Some(compaction))
     }
 }

@@ -5,7 +5,7 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::event::{ErrorClass, Tokens};
+use crate::event::{ErrorClass, ModelTurn, Tokens, ToolCallFinished};
 use crate::runtime::Reply;
 use machine::Command;
 use machine::conversation::{CallState, Conversation, ToolCallRecord};
@@ -43,32 +43,29 @@ pub struct Journal {
     pub recorded: Conversation,
 }
 
-/// One model answer, as the journal records it.
-#[derive(Debug, Clone, Default)]
-pub struct TurnRecord {
-    /// The turn's number in the conversation.
-    pub turn: u32,
-    /// The answer's text.
-    pub content: Option<String>,
-    /// The tools it calls.
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// Tokens of the request.
-    pub tokens: Option<Tokens>,
-    /// Why the model stopped.
-    pub finish_reason: Option<String>,
-}
-
 impl Journal {
     /// A journal for attempt `attempt` of `task`, sending to a driver's `sender`.
     pub fn new(sender: mpsc::UnboundedSender<Entry>, task: String, attempt: u32, recorded: Conversation) -> Self {
         Journal { sender, task, attempt, recorded }
     }
 
+    /// Turn `turn` of this attempt, with no text, calls, tokens or finish reason yet: the
+    /// caller fills in what the model answered and hands it to [`Journal::turn`].
+    pub fn model_turn(&self, turn: u32) -> ModelTurn {
+        ModelTurn {
+            task: self.task.clone(),
+            attempt: self.attempt,
+            turn,
+            content: None,
+            tool_calls: Vec::new(),
+            tokens: None,
+            finish_reason: None,
+        }
+    }
+
     /// Records a model turn.
-    pub async fn turn(&self, turn: TurnRecord) -> Verdict {
-        let TurnRecord { turn, content, tool_calls, tokens, finish_reason } = turn;
-        let (task, attempt) = (self.task.clone(), self.attempt);
-        self.send(Command::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason }).await
+    pub async fn turn(&self, turn: ModelTurn) -> Verdict {
+        self.send(Command::ModelTurn(turn)).await
     }
 
     /// Asks whether a tool call may run: [`Verdict::Run`], [`Verdict::Wait`] or
@@ -81,7 +78,7 @@ impl Journal {
     /// Records a tool call's result.
     pub async fn result(&self, call_id: String, tool: String, ok: bool, output: String) -> Verdict {
         let (task, attempt) = (self.task.clone(), self.attempt);
-        self.send(Command::ToolResult { task, attempt, call_id, tool, ok, output }).await
+        self.send(Command::ToolResult(ToolCallFinished { task, attempt, call_id, tool, ok, output })).await
     }
 
     async fn send(&self, command: Command) -> Verdict {

@@ -2,7 +2,7 @@
 //!
 //! [`RunState`] is the pure, event-sourced state machine of the `machine` crate ([`Command`]s
 //! in, [`Event`]s out, state rebuilt by [`Handler::fold`]), counting tokens with tiktoken
-//! ([`context::tokens::Tiktoken`]). The driver, agent runtimes and event store that do the IO
+//! ([`model::tokens::Tiktoken`]). The driver, agent runtimes and event store that do the IO
 //! around it live here.
 
 mod attempt;
@@ -33,4 +33,4 @@ pub use machine::{
 /// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting
 /// tokens with tiktoken. Every fold of a log in the engine and the CLI names this type, so they
 /// all count the same way.
-pub type RunState = machine::RunState<context::tokens::Tiktoken>;
+pub type RunState = machine::RunState<model::tokens::Tiktoken>;

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use manifest::Plan;
 use manifest::splice::splice;
+use model::tokens::{Tokenizer, meter};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::Command;
 use crate::attempt::add;
 use crate::context::extract;
-use crate::context::tokens::{Tokenizer, meter};
-use crate::event::Tokens;
+use crate::event::{Replanned, Tokens};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 use crate::{RunState, TaskStatus};
 
@@ -52,7 +52,7 @@ impl Replan {
     pub async fn perform(self, cancel: CancellationToken) -> Command {
         let span = crate::spans::replan(&self.task);
         let command = self.ask(cancel).instrument(span.clone()).await;
-        span.record("outcome", if matches!(command, Command::Replanned { .. }) { "replanned" } else { "failed" });
+        span.record("outcome", if matches!(command, Command::Replanned(_)) { "replanned" } else { "failed" });
         command
     }
 
@@ -83,14 +83,14 @@ impl Replan {
             problems = spliced.problems();
             if let (true, Some(plan)) = (spliced.is_valid(), spliced.plan) {
                 let score = manifest::critic::critique(&plan).scores.overall;
-                return Command::Replanned {
+                return Command::Replanned(Replanned {
                     task: self.task,
-                    plan: Arc::new(plan),
                     removed: self.removed,
                     added: spliced.added,
+                    plan: Arc::new(plan),
                     score,
                     tokens,
-                };
+                });
             }
             prompt = format!(
                 "{}\n\nYour answer was:\n{answer}\n\nIt has these problems:\n{problems}\n\

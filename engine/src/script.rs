@@ -8,15 +8,21 @@ use std::time::Duration;
 
 use manifest::Plan;
 use manifest::plan::Runtime;
-use manifest::plan_test::{Outcome, Overrides, Reply as Scripted, Script};
+use manifest::plan_test::{Outcome, Overrides, Reply as Scripted, Script, Vocabulary};
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{Driver, LlmRuntimes};
-use crate::journal::{Journal, TurnRecord, Verdict, stopped, waiting};
+use crate::journal::{Journal, Verdict, stopped, waiting};
 use crate::runtime::{AgentRuntime, Attempt, MockRuntime, Pending, Registry, Reply};
 use crate::store::EventStore;
 use machine::conversation::{CallState, ToolCallRecord};
-use machine::event::Tokens;
+use machine::event::{ModelTurn, Tokens};
+use machine::{Event, TaskStatus};
+
+/// The run log's words a scenario's expectations may name, as `machine` declares them: what
+/// reading a plan test ([`manifest::plan_test::load_test_file`]) checks its events and task
+/// statuses against.
+pub const VOCABULARY: Vocabulary = Vocabulary { events: Event::NAMES, task_statuses: TaskStatus::NAMES };
 
 /// The scripts of one scenario, by agent, task and tool, with the plan they stand in for.
 #[derive(Debug)]
@@ -171,12 +177,11 @@ async fn journaled_call(
         None => {
             let turn = recorded.last_turn() + 1;
             let call = ToolCallRecord { id: format!("call_{turn}"), name: tool, arguments };
-            let record = TurnRecord {
-                turn,
+            let record = ModelTurn {
                 tool_calls: vec![call.clone()],
                 tokens,
                 finish_reason: Some("tool_calls".to_owned()),
-                ..TurnRecord::default()
+                ..journal.model_turn(turn)
             };
             if journal.turn(record).await != Verdict::Recorded {
                 return stopped(None);
@@ -201,7 +206,7 @@ async fn journaled_call(
 /// turn if it made one.
 async fn answer(journal: &Journal, turn: u32, text: String, tokens: Option<Tokens>, earlier: Option<Tokens>) -> Reply {
     let content = Some(text.clone()).filter(|c| !c.is_empty());
-    let record = TurnRecord { turn, content, tokens, finish_reason: Some("stop".to_owned()), ..TurnRecord::default() };
+    let record = ModelTurn { content, tokens, finish_reason: Some("stop".to_owned()), ..journal.model_turn(turn) };
     if journal.turn(record).await != Verdict::Recorded {
         return stopped(None);
     }

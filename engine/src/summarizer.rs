@@ -6,14 +6,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use model::tokens::{Tokenizer, count, meter};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::Command;
-use crate::context::tokens::{Tokenizer, count, meter};
 use crate::context::{extract, summary};
-use crate::event::Scope;
+use crate::event::{ContextCompacted, Scope};
 use crate::runtime::{AgentRuntime, Attempt, Reply};
 
 pub use machine::summary_mode::{DEFAULT_BUDGET, by_agent};
@@ -81,7 +81,7 @@ impl Summarizer {
                 };
                 let after = count(&merged, Tokenizer::O200k);
                 current.clone_from(&merged);
-                let command = Command::Compacted {
+                let command = Command::Compacted(ContextCompacted {
                     task,
                     scope: Scope::Summary,
                     by,
@@ -89,7 +89,7 @@ impl Summarizer {
                     tokens_after: after as u64,
                     summary: Some(merged),
                     tokens,
-                };
+                });
                 if commands.send(command).is_err() {
                     return;
                 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use engine::conversation::{CallState, ToolCallRecord};
-use engine::event::{ToolApprovalDecided, ToolCallFinished, ToolCallStarted};
+use engine::event::{ModelTurn, ToolApprovalDecided, ToolCallFinished, ToolCallStarted};
 use engine::{Command, Event, Handler, RunState, RunStatus, Start, TaskStatus, Tokens};
 use proptest::prelude::*;
 
@@ -39,7 +39,7 @@ fn call(id: &str, tool: &str) -> ToolCallRecord {
 }
 
 fn turn(attempt: u32, turn: u32, calls: &[ToolCallRecord], tokens: u64) -> Command {
-    Command::ModelTurn {
+    Command::ModelTurn(ModelTurn {
         task: "t".into(),
         attempt,
         turn,
@@ -47,7 +47,7 @@ fn turn(attempt: u32, turn: u32, calls: &[ToolCallRecord], tokens: u64) -> Comma
         tool_calls: calls.to_vec(),
         tokens: Some(Tokens { prompt: tokens, completion: 0 }),
         finish_reason: Some(if calls.is_empty() { "stop" } else { "tool_calls" }.into()),
-    }
+    })
 }
 
 fn call_tool(attempt: u32, turn: u32, call: &ToolCallRecord) -> Command {
@@ -55,14 +55,14 @@ fn call_tool(attempt: u32, turn: u32, call: &ToolCallRecord) -> Command {
 }
 
 fn result(attempt: u32, call: &ToolCallRecord) -> Command {
-    Command::ToolResult {
+    Command::ToolResult(ToolCallFinished {
         task: "t".into(),
         attempt,
         call_id: call.id.clone(),
         tool: call.name.clone(),
         ok: true,
         output: format!("{} done", call.id),
-    }
+    })
 }
 
 fn names(events: &[Event]) -> Vec<&'static str> {

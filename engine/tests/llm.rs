@@ -585,7 +585,7 @@ async fn another_model_answering_is_noticed_once_per_pair() {
 
 #[tokio::test]
 async fn a_server_that_reports_no_usage_has_each_turns_tokens_counted_with_the_providers_tokenizer() {
-    use engine::context::tokens::{Tokenizer, count};
+    use model::tokens::{Tokenizer, count};
     let call = Step::Unmetered(Box::new(Step::ToolCalls(vec![("lookup".into(), r#"{"q":"rust"}"#.into())])));
     let answer = Step::Unmetered(Box::new(Step::Stream(vec!["Rust is".into(), " a language.".into()])));
     let server = FakeOpenAi::script(vec![call, answer]);

@@ -803,7 +803,7 @@ async fn a_gate_output_never_exceeds_its_cap_and_the_compaction_is_recorded() {
     let state = start(&store, &plan).await;
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     let gate = state.tasks[state.index_of("g").expect("g")].output.clone().expect("the gate's output");
-    assert!(engine::context::tokens::count(&gate, engine::context::tokens::Tokenizer::O200k) <= 60, "{gate}");
+    assert!(model::tokens::count(&gate, model::tokens::Tokenizer::O200k) <= 60, "{gate}");
     assert!(gate.contains("12.5 million"), "{gate}");
     let compaction = events(&store).into_iter().find_map(|e| match e {
         Event::ContextCompacted(c) if c.scope == Scope::Gate => Some((c.task, c.by, c.tokens_before, c.tokens_after)),

@@ -25,7 +25,9 @@ const SCENARIO: &str = "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {name: 
 #[tokio::test(start_paused = true)]
 async fn scripted_agents_answer_in_virtual_time_from_the_epoch() {
     let plan = Arc::new(manifest::load_str("p.yaml", "p", PLAN, &|_| true).plan.expect("the plan loads"));
-    let test = manifest::plan_test::load_test_str("s.test.yaml", SCENARIO).test.expect("the scenario reads");
+    let test = manifest::plan_test::load_test_str("s.test.yaml", SCENARIO, &engine::script::VOCABULARY)
+        .test
+        .expect("the scenario reads");
     let scripts = Scripts::new(&plan, &test.overrides);
     let store = TestStore::new("run");
     let driver = Driver::new("run".into(), store.clone(), &[], std::env::temp_dir())

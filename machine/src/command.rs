@@ -7,7 +7,7 @@ use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
 use crate::conversation::ToolCallRecord;
-use crate::event::{ErrorClass, Scope, Tokens};
+use crate::event::{ContextCompacted, ErrorClass, ModelTurn, Replanned, Tokens, ToolCallFinished};
 
 /// What starting a run needs.
 #[derive(Debug, Clone, Default)]
@@ -100,23 +100,9 @@ pub enum Command {
         /// Tokens used to ask it.
         tokens: Option<Tokens>,
     },
-    /// An llm attempt's model answered (one turn of its conversation).
-    ModelTurn {
-        /// The task.
-        task: String,
-        /// The attempt.
-        attempt: u32,
-        /// The turn's number in the conversation.
-        turn: u32,
-        /// The answer's text.
-        content: Option<String>,
-        /// The tools it calls.
-        tool_calls: Vec<ToolCallRecord>,
-        /// Tokens of the request.
-        tokens: Option<Tokens>,
-        /// Why the model stopped.
-        finish_reason: Option<String>,
-    },
+    /// An llm attempt's model answered (one turn of its conversation), as its `ModelTurn`
+    /// event records it.
+    ModelTurn(ModelTurn),
     /// An llm attempt is about to call a tool: the machine decides whether it runs now, waits
     /// for a person's approval, or has its result already (see `RunState::conversation`).
     CallTool {
@@ -131,21 +117,8 @@ pub enum Command {
         /// What the model said in that turn.
         reason: String,
     },
-    /// A tool call's result.
-    ToolResult {
-        /// The task.
-        task: String,
-        /// The attempt.
-        attempt: u32,
-        /// The call's id.
-        call_id: String,
-        /// The tool.
-        tool: String,
-        /// Whether the tool ran and exited with status 0.
-        ok: bool,
-        /// The result handed to the model.
-        output: String,
-    },
+    /// A tool call's result, as its `ToolCallFinished` event records it.
+    ToolResult(ToolCallFinished),
     /// An attempt's output failed the task's verification.
     VerificationFailed {
         /// The task.
@@ -159,38 +132,12 @@ pub enum Command {
         /// As for `Failed`: the random share of the backoff's second half cut before a retry.
         jitter: f64,
     },
-    /// Text was compacted: the context summary after a task, or a gate's output.
-    Compacted {
-        /// The task.
-        task: String,
-        /// What was compacted.
-        scope: Scope,
-        /// `extractive` or the compacting agent's name.
-        by: String,
-        /// Tokens before.
-        tokens_before: u64,
-        /// Tokens after.
-        tokens_after: u64,
-        /// The new summary (scope `summary`).
-        summary: Option<String>,
-        /// Tokens the compacting agent used.
-        tokens: Option<Tokens>,
-    },
-    /// The planner's replacement for a failed task, checked and spliced into the plan.
-    Replanned {
-        /// The failed task.
-        task: String,
-        /// The plan with the replacement spliced in.
-        plan: Arc<Plan>,
-        /// Task ids taken out.
-        removed: Vec<String>,
-        /// Task ids put in.
-        added: Vec<String>,
-        /// The critic's score of the new plan.
-        score: f64,
-        /// Tokens the planner used.
-        tokens: Option<Tokens>,
-    },
+    /// Text was compacted: the context summary after a task, or a gate's output, as its
+    /// `ContextCompacted` event records it.
+    Compacted(ContextCompacted),
+    /// The planner's replacement for a failed task, checked and spliced into the plan, as its
+    /// `Replanned` event records it.
+    Replanned(Replanned),
     /// The planner gave no usable replacement.
     ReplanFailed {
         /// The failed task.

@@ -8,40 +8,57 @@
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
+/// Declares [`TaskStatus`] from one list of variants and their words: the enum, its
+/// serialized names, [`TaskStatus::NAMES`] and an exhaustive [`TaskStatus::as_str`].
+macro_rules! statuses {
+    (
+        $(#[$meta:meta])*
+        pub enum TaskStatus {
+            $($(#[$variant_meta:meta])* $variant:ident = $word:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum TaskStatus {
+            $($(#[$variant_meta])* #[serde(rename = $word)] $variant,)*
+        }
+
+        impl TaskStatus {
+            /// Every status's lower-case name, in the order of declaration.
+            pub const NAMES: &'static [&'static str] = &[$($word),*];
+
+            /// The lower-case name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(TaskStatus::$variant => $word),*
+                }
+            }
+        }
+    };
+}
+
+statuses! {
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     /// Not started, or waiting for a retry.
-    Pending,
+    Pending = "pending",
     /// An attempt is in flight.
-    Running,
+    Running = "running",
     /// Finished with an output.
-    Succeeded,
+    Succeeded = "succeeded",
     /// Finished without one.
-    Failed,
+    Failed = "failed",
     /// Will not run; dependents still do.
-    Skipped,
+    Skipped = "skipped",
     /// Waiting for an answer or a review decision.
-    Paused,
+    Paused = "paused",
+}
 }
 
 impl TaskStatus {
     /// Whether the task is done for good.
     pub fn is_final(self) -> bool {
         matches!(self, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Skipped)
-    }
-
-    /// The lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Running => "running",
-            TaskStatus::Succeeded => "succeeded",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Skipped => "skipped",
-            TaskStatus::Paused => "paused",
-        }
     }
 }
 

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::fields::{ENVELOPE, Field, Kind, MANIFEST_DOC, Named, Section, Shape};
-use crate::plan_test::{TEST_DOC, TEST_ENVELOPE};
+use crate::plan_test::{TEST_DOC, TEST_ENVELOPE, Vocabulary};
 
 /// The JSON Schema (draft-07) of the enveloped manifest, with a description on every field,
 /// the words of every enumeration and `additionalProperties: false` on every mapping.
@@ -16,9 +16,11 @@ pub fn manifest_schema() -> Value {
 }
 
 /// The JSON Schema (draft-07) of a plan test (`kind: PlanTest`), built the same way from the
-/// plan test's field tables.
-pub fn plan_test_schema() -> Value {
-    document(&TEST_ENVELOPE, "runner plan test", TEST_DOC)
+/// plan test's field tables and the run log's `vocabulary`.
+pub fn plan_test_schema(vocabulary: &Vocabulary) -> Value {
+    let mut schema = document(&TEST_ENVELOPE, "runner plan test", TEST_DOC);
+    vocabulary.add_to_schema(&mut schema);
+    schema
 }
 
 /// The schema of a whole document whose top mapping is `envelope`.

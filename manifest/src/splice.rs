@@ -33,6 +33,7 @@ use std::ops::Range;
 
 use crate::answer;
 use crate::diagnostic::{Diagnostic, Problem, Severity};
+use crate::fields::{WORKFLOW_ALIASES, WORKFLOW_KEYS};
 use crate::graph::TaskGraph;
 use crate::node_path::NodePath;
 use crate::normalize::{add_built_in_agent, append_dependency_outputs, chain_in_list_order, read_workflow};
@@ -47,7 +48,7 @@ pub const REPLACEMENT: &str = "replacement";
 
 /// The fields of a replacement written as a mapping: the workflow, under any name the loader
 /// accepts for it.
-const WRAPPER: &[Field] = &[aliased("workflow", &["tasks", "steps", "phases"])];
+const WRAPPER: &[Field] = &[aliased(WORKFLOW_KEYS[0], WORKFLOW_ALIASES)];
 
 const AGENTS_INSTEAD: &str = "a replacement can only use the plan's agents: name one of them in each task's `agent`";
 const FOREIGN_WRAPPER: &[Foreign] = &[
@@ -173,7 +174,7 @@ pub fn splice_with(plan: &Plan, removed: &[&str], at: &str, text: &str, files: F
     if matches!(root.value, Value::Seq(_)) {
         tasks = read_workflow(&mut reader, root, &root_node);
     } else if let Some(fields) = reader.fields(&root, &root_node, "the replacement", WRAPPER, FOREIGN_WRAPPER) {
-        match fields.get("workflow") {
+        match fields.get(WORKFLOW_KEYS[0]) {
             // A replacement is a model's answer, a few tasks: its workflow is read from a copy.
             Some((entry, path)) => tasks = read_workflow(&mut reader, entry.value.clone(), path),
             None => reader.push(

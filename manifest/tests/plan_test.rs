@@ -1,9 +1,18 @@
 //! Reading plan tests: every reply form, and the mistakes a scenario author makes reported at
 //! their place with the plan's diagnostics.
 
-use manifest::plan_test::{Outcome, OutputCheck, Reply, Subject, Usage, load_test_str};
+use manifest::plan_test::{Outcome, OutputCheck, Reply, Subject, Usage, Vocabulary};
 
 const HEAD: &str = "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {name: t}\nspec:\n";
+
+/// The run log's words these scenarios name; the real lists are `machine`'s, which the caller
+/// hands in.
+const VOCABULARY: Vocabulary =
+    Vocabulary { events: &["TaskSkipped", "Replanned"], task_statuses: &["succeeded", "failed"] };
+
+fn load_test_str(name: &str, text: &str) -> manifest::plan_test::LoadedTest {
+    manifest::plan_test::load_test_str(name, text, &VOCABULARY)
+}
 
 fn errors(spec: &str) -> Vec<(String, String, usize)> {
     let text = format!("{HEAD}{spec}");
@@ -103,4 +112,19 @@ fn names_the_plan_lacks_are_located_errors_with_suggestions() {
             ("plan `p` has no task `drafts`".into(), Some("did you mean `draft`?".into()), 13),
         ]
     );
+}
+
+#[test]
+fn event_types_and_task_statuses_come_from_the_callers_vocabulary() {
+    let spec = "  plan: p.yaml\n  expect:\n    tasks: {a: {status: replaced}, b: {status: failed}}\n    \
+                events: [{type: Replanned}]\n";
+    let loaded = load_test_str("t.test.yaml", &format!("{HEAD}{spec}"));
+    let test = loaded.valid().unwrap_or_else(|| panic!("{:?}", loaded.diagnostics));
+    assert_eq!(test.expect.events[0].kind, "Replanned");
+    let unknown =
+        errors("  plan: p.yaml\n  expect:\n    tasks: {a: {status: paused}}\n    events: [{type: Replaned}]\n");
+    let found: Vec<(&str, usize)> = unknown.iter().map(|(code, _, line)| (code.as_str(), *line)).collect();
+    assert_eq!(found, [("plan::invalid_value", 7), ("plan::invalid_value", 8)], "{unknown:?}");
+    assert!(unknown[0].1.contains("`paused` is not one of succeeded, failed, replaced"), "{unknown:?}");
+    assert!(unknown[1].1.contains("`Replaned` is not one of TaskSkipped, Replanned"), "{unknown:?}");
 }

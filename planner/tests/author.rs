@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use engine::llm::client::Endpoint;
+use model::Endpoint;
 use planner::author::{Authored, Outcome, PROMPT_VERSION, Request, author};
 use serde_json::{Value, json};
 use testkit::{AUTHORIZATION_ECHO, FakeOpenAi, Step};
@@ -127,7 +127,7 @@ async fn clean_plan_is_accepted_on_the_first_answer() {
     assert_eq!(attempt.outcome, Outcome::Valid { score: 10.0, tasks: 4 });
     assert_eq!(
         attempt.tokens,
-        Some(engine::Tokens { prompt: testkit::PROMPT_TOKENS, completion: testkit::COMPLETION_TOKENS })
+        Some(machine::Tokens { prompt: testkit::PROMPT_TOKENS, completion: testkit::COMPLETION_TOKENS })
     );
     assert!(attempt.prompt.contains(PROMPT_VERSION) && attempt.prompt.contains("Write a brief about tea."));
 
@@ -310,7 +310,7 @@ async fn streaming_hands_on_pieces_in_order_and_plans_from_the_whole() {
     assert_eq!(authored.attempts[0].outcome, Outcome::Valid { score: 10.0, tasks: 4 });
     assert_eq!(
         authored.attempts[0].tokens,
-        Some(engine::Tokens { prompt: testkit::PROMPT_TOKENS, completion: testkit::COMPLETION_TOKENS })
+        Some(machine::Tokens { prompt: testkit::PROMPT_TOKENS, completion: testkit::COMPLETION_TOKENS })
     );
     assert!(authored.manifest.is_some());
 }

@@ -269,7 +269,7 @@ fn template_syntax_in_the_request_renders_as_written() {
     let draft = plan(request, "t", &Bindings::default(), &exists);
     assert_sound(request, &draft);
     let input = workflow(&draft)[0]["input"].as_str().unwrap();
-    let rendered = engine::RunState::new().render(input).unwrap();
+    let rendered = machine::RunState::<model::tokens::Tiktoken>::new().render(input).unwrap();
     assert_eq!(rendered, draft.steps[0].text);
 }
 

@@ -51,6 +51,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
         format: GraphFormat,
     },
+    /// Explain a diagnostic code: what it means, an example and the fix; with no code, list them all.
+    Explain {
+        /// The code, such as `plan::cycle`.
+        code: Option<String>,
+    },
     /// Print the JSON Schema of the manifest, for editors (yaml-language-server).
     Schema {
         /// Print the schema of plan tests (`kind: PlanTest`) instead.
@@ -168,6 +173,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema { test } => crate::schema::run(test),
+        Command::Explain { code } => crate::explain::run(code.as_deref()),
         Command::Test(args) => crate::test::run(&args),
         Command::Apply(args) => crate::apply::run(&runs()?, &args),
         Command::Plan(args) => crate::plan::run(&args, store),

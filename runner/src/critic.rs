@@ -5,11 +5,13 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use manifest::critic::{Dimension, Finding, Review};
+use manifest::critic::{Dimension, Finding, Review, Scores};
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
-use crate::diagnostics::{JsonDiagnostic, color_stdout, kind_of, print, print_json, render_groups, render_human};
+use crate::diagnostics::{
+    JsonDiagnostic, NOTES_HINT, color_stdout, hint, kind_of, print, print_json, render_groups, render_human,
+};
 use crate::format::CriticFormat;
 
 /// Exit code when the plan scores below `--min-score`.
@@ -52,13 +54,19 @@ fn plan_name(loaded: &Loaded) -> String {
     loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
 }
 
-#[derive(Debug, Serialize)]
-struct JsonDimensions {
-    single_point_of_failure: f64,
-    output_format_coupling: f64,
-    context_budget: f64,
-    missing_fallbacks: f64,
-    parallel_misses: f64,
+/// The dimensions' scores as the JSON report writes them: an object keyed by each dimension's
+/// name, in [`Dimension::ALL`] order.
+struct JsonDimensions<'a>(&'a Scores);
+
+impl Serialize for JsonDimensions<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(Dimension::ALL.len()))?;
+        for dimension in Dimension::ALL {
+            map.serialize_entry(dimension.as_str(), &self.0.of_dimension(dimension))?;
+        }
+        map.end()
+    }
 }
 
 /// Prints the JSON report (see [`write_json`]) and a newline; a closed pipe is an error `main`
@@ -80,14 +88,7 @@ const PIECE: usize = 1024;
 /// threads and written in order, so a report of 300,000 findings holds a few pieces at a time;
 /// the other parts are small and go through `serde_json`.
 fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>, piece: usize) -> std::io::Result<()> {
-    let score = |d| review.scores.of_dimension(d);
-    let dimensions = JsonDimensions {
-        single_point_of_failure: score(Dimension::SinglePointOfFailure),
-        output_format_coupling: score(Dimension::OutputFormatCoupling),
-        context_budget: score(Dimension::ContextBudget),
-        missing_fallbacks: score(Dimension::MissingFallbacks),
-        parallel_misses: score(Dimension::ParallelMisses),
-    };
+    let dimensions = JsonDimensions(&review.scores);
     let errors: Vec<JsonDiagnostic> = loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect();
     out.write_all(b"{\n  \"plan\": ")?;
     serde_json::to_writer(&mut *out, &plan_name(loaded))?;
@@ -252,6 +253,7 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
     let mut hidden = render_groups(&mut out, warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &review.finding(i).with_source(source));
+        out.push_str(&hint(review.code(i)));
     });
     let notes = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info);
     if notes.clone().next().is_some() {
@@ -261,6 +263,7 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
             let (line, column) = source.line_column(note.loc.span.offset());
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
         });
+        out.push_str(NOTES_HINT);
     }
     out.push('\n');
     out.push_str(&score_table(loaded, review));
@@ -389,7 +392,7 @@ mod tests {
     struct Document<'a> {
         plan: String,
         score: f64,
-        dimensions: JsonDimensions,
+        dimensions: JsonDimensions<'a>,
         errors: Vec<JsonDiagnostic>,
         findings: Vec<DocumentFinding>,
         metrics: &'a manifest::critic::Metrics,
@@ -410,7 +413,6 @@ mod tests {
     }
 
     fn document(loaded: &Loaded, review: &Review<'_>) -> String {
-        let score = |d| review.scores.of_dimension(d);
         let findings = review
             .findings()
             .map(|f| {
@@ -432,13 +434,7 @@ mod tests {
         let document = Document {
             plan: plan_name(loaded),
             score: review.scores.overall,
-            dimensions: JsonDimensions {
-                single_point_of_failure: score(Dimension::SinglePointOfFailure),
-                output_format_coupling: score(Dimension::OutputFormatCoupling),
-                context_budget: score(Dimension::ContextBudget),
-                missing_fallbacks: score(Dimension::MissingFallbacks),
-                parallel_misses: score(Dimension::ParallelMisses),
-            },
+            dimensions: JsonDimensions(&review.scores),
             errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
             findings,
             metrics: &review.metrics,

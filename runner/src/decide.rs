@@ -3,7 +3,8 @@
 
 use engine::{Command, Record, RunState};
 
-use crate::live::{line, say};
+use crate::event_line::line;
+use crate::live::say;
 use crate::store::Runs;
 
 /// Records an answer to a task's question.

@@ -8,6 +8,7 @@ use manifest::{Diagnostic, Severity, Source};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
+pub use crate::explain::hint;
 use crate::grouping::{Fate, Groups, summary_line};
 
 /// Where a diagnostic or finding is, as the JSON reports print it: 1-based line and column.
@@ -80,6 +81,7 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
     render_groups(&mut out, drawn, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &diagnostics[i].with_source(source));
+        out.push_str(&hint(code(i)));
     });
     let notes = (0..diagnostics.len()).filter(|&i| diagnostics[i].severity == Severity::Info);
     if notes.clone().next().is_some() {
@@ -89,9 +91,13 @@ pub fn render_human(diagnostics: &[Diagnostic], source: &Source, color: bool) ->
             let (line, column) = source.line_column(note.loc.span.offset());
             out.push_str(&format!("  {}:{line}:{column}: {} [{}]\n", source.name, note, codes[i]));
         });
+        out.push_str(NOTES_HINT);
     }
     out
 }
+
+/// The line after a list of notes, which name their codes in brackets.
+pub const NOTES_HINT: &str = "  help: run `runner explain CODE` for more on a code in brackets\n";
 
 /// Draws reports in order, grouped by code: of `items` (positions in a list of reports), those
 /// [`Groups`] hides are replaced by one line after the last drawn report of their code, naming

@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use anyhow::Context;
 use engine::driver::Driver;
@@ -18,9 +17,6 @@ use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_T
 use crate::live::{Live, say};
 use crate::store::{Held, Run, RunStore};
 use crate::worker::Coordination;
-
-/// How long the driving process waits between looks for a `cancel` file.
-pub const CANCEL_POLL: Duration = Duration::from_millis(200);
 
 /// The exit code for a run's status (DESIGN.md, section 6).
 pub fn exit_code(status: RunStatus) -> u8 {

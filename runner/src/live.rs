@@ -1,6 +1,6 @@
 //! The live view of a run: an indicatif display on a terminal (tasks done of total, the tasks
-//! running), otherwise one plain line per event, `HH:MM:SS.mmm TYPE task details`. `runner
-//! logs` prints the same plain lines.
+//! running), otherwise one plain line per event, `HH:MM:SS.mmm TYPE task details` (see
+//! [`crate::event_line`]), as `runner logs` prints them.
 //!
 //! The driver's observer only copies the record and three counts into a channel, so watching
 //! costs the same for every event whatever the plan's size, and nothing on the driver's path
@@ -14,165 +14,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use engine::driver::Observer;
-use engine::event::{
-    ContextCompacted, ModelTurn, Replanned, RunCreated, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished,
-};
-use engine::{Event, Record, RunState, Scope, TaskStatus};
+use engine::{Event, Record, RunState, TaskStatus};
 #[cfg(test)]
 use indicatif::ProgressDrawTarget;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-/// How much of an input, output or error a line shows.
-const PREVIEW: usize = 80;
-
-/// One readable line for a record; inputs and outputs are cut to one short line.
-pub fn line(record: &Record) -> String {
-    let mut line = String::new();
-    write_line(&mut line, record);
-    line
-}
-
-/// Appends [`line`]'s text for `record` to `out`.
-fn write_line(out: &mut String, record: &Record) {
-    // `2026-11-22T12:45:03.123Z` -> `12:45:03.123`.
-    out.push_str(record.at.get(11..23).unwrap_or(&record.at));
-    out.push(' ');
-    let event = &record.event;
-    // A conversation's turns and tool calls sit indented under their task's lines.
-    if in_conversation(event) {
-        out.push_str("  ");
-    }
-    out.push_str(event.name());
-    if let Some(task) = event.task() {
-        out.push(' ');
-        out.push_str(task);
-    }
-    let details = details(event);
-    if !details.is_empty() {
-        out.push(' ');
-        out.push_str(&details);
-    }
-}
-
-/// Whether an event is a step inside an llm attempt's conversation.
-fn in_conversation(event: &Event) -> bool {
-    matches!(
-        event,
-        Event::ModelTurn(_)
-            | Event::ToolCallStarted(_)
-            | Event::ToolCallFinished(_)
-            | Event::ToolApprovalRequested(_)
-            | Event::ToolApprovalDecided(_)
-    )
-}
-
-/// What an event says, besides its type and task.
-fn details(event: &Event) -> String {
-    match event {
-        Event::RunCreated(event) => {
-            let RunCreated { plan, strategy, retry_of, .. } = &**event;
-            let retry = retry_of.as_ref().map(|r| format!(", retrying {r}")).unwrap_or_default();
-            format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
-        }
-        Event::TaskReused { output, .. } => format!("output: {}", preview(output, PREVIEW)),
-        Event::TaskDispatched { attempt, input, .. } => format!("attempt {attempt} input: {}", preview(input, PREVIEW)),
-        Event::TaskSucceeded { attempt, output, duration_ms, .. } => {
-            format!("attempt {attempt} in {duration_ms} ms output: {}", preview(output, PREVIEW))
-        }
-        Event::TaskFailed { attempt, error, class, .. } => {
-            format!("attempt {attempt} {} error: {}", class.as_str(), preview(error, PREVIEW))
-        }
-        Event::RetryScheduled { attempt, delay_ms, backoff_ms, .. } => match backoff_ms {
-            Some(backoff) => format!("attempt {attempt} after {delay_ms} ms (backoff {backoff} ms)"),
-            None => format!("attempt {attempt} after {delay_ms} ms"),
-        },
-        Event::RetryDue { .. } | Event::RunResumed => String::new(),
-        Event::TaskSkipped { reason, .. } => preview(reason, PREVIEW),
-        Event::ClarificationRequested { question, .. } => format!("asks: {}", preview(question, PREVIEW)),
-        Event::ClarificationProvided { answer, .. } => format!("answer: {}", preview(answer, PREVIEW)),
-        Event::ReviewRequested { prompt, outputs, .. } => {
-            format!("of {} output(s): {}", outputs.len(), preview(prompt, PREVIEW))
-        }
-        Event::ReviewDecided { approved, comment, .. } => {
-            let verdict = if *approved { "approved" } else { "rejected" };
-            match comment {
-                Some(comment) => format!("{verdict}: {}", preview(comment, PREVIEW)),
-                None => verdict.to_owned(),
-            }
-        }
-        Event::ModelTurn(event) => {
-            let ModelTurn { attempt, turn, content, tool_calls, .. } = &**event;
-            let calls: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-            let text = content.as_deref().map(|c| preview(c, PREVIEW)).unwrap_or_default();
-            match calls.is_empty() {
-                true => format!("attempt {attempt} turn {turn}: {text}"),
-                false => format!("attempt {attempt} turn {turn} calls {}: {text}", calls.join(", ")),
-            }
-        }
-        Event::ToolCallStarted(call) => format!("{} {}", call.tool, preview(&call.arguments, PREVIEW)),
-        Event::ToolCallFinished(event) => {
-            let ToolCallFinished { tool, ok, output, .. } = &**event;
-            format!("{tool} {}: {}", if *ok { "ok" } else { "failed" }, preview(output, PREVIEW))
-        }
-        Event::ToolApprovalRequested(event) => {
-            let ToolApprovalRequested { tool, arguments, .. } = &**event;
-            format!("{tool} waits for approval: {}", preview(arguments, PREVIEW))
-        }
-        Event::ToolApprovalDecided(event) => {
-            let ToolApprovalDecided { tool, approved, comment, .. } = &**event;
-            let verdict = if *approved { "approved" } else { "rejected" };
-            match comment {
-                Some(comment) => format!("{tool} {verdict}: {}", preview(comment, PREVIEW)),
-                None => format!("{tool} {verdict}"),
-            }
-        }
-        Event::VerificationFailed { attempt, reason, .. } => format!("attempt {attempt}: {}", preview(reason, PREVIEW)),
-        Event::ContextCompacted(event) => {
-            let ContextCompacted { scope, by, tokens_before, tokens_after, .. } = &**event;
-            let what = match scope {
-                Scope::Summary => "context summary",
-                Scope::Gate => "gate output",
-            };
-            format!("{what} {tokens_before} -> {tokens_after} tokens by {by}")
-        }
-        Event::ReplanRequested { reason, .. } => format!("after: {}", preview(reason, PREVIEW)),
-        Event::Replanned(event) => {
-            let Replanned { removed, added, score, .. } = &**event;
-            format!("removed [{}] added [{}] score {score:.1}", removed.join(", "), added.join(", "))
-        }
-        Event::ReplanFailed { reason, .. } => preview(reason, PREVIEW),
-        Event::RunPaused { reason } | Event::RunCancelled { reason } | Event::BudgetExhausted { reason } => {
-            preview(reason, PREVIEW)
-        }
-        Event::RunCompleted { status, summary } => format!("{}: {}", status.as_str(), preview(summary, PREVIEW)),
-        // An event newer than this view shows only its type and task.
-        _ => String::new(),
-    }
-}
-
-/// `text` on one line (runs of whitespace become one space), at most `max` characters.
-pub fn preview(text: &str, max: usize) -> String {
-    // Only the start is read: a preview of a large output costs what its first line does.
-    let mut flat = String::new();
-    let mut chars = 0;
-    let mut more = false;
-    'words: for word in text.split_whitespace() {
-        for c in (!flat.is_empty()).then_some(' ').into_iter().chain(word.chars()) {
-            if chars == max {
-                more = true;
-                break 'words;
-            }
-            flat.push(c);
-            chars += 1;
-        }
-    }
-    if more {
-        let cut = flat.char_indices().nth(max.saturating_sub(1)).map_or(flat.len(), |(at, _)| at);
-        flat.truncate(cut);
-        flat.push('…');
-    }
-    format!("{flat:?}")
-}
+use crate::event_line::{PREVIEW, line, preview, write_line};
 
 /// Writes a line to stdout; a closed pipe is not worth a panic.
 pub fn say(text: &str) {
@@ -461,7 +308,16 @@ fn note(record: &Record) -> Option<String> {
         | Event::ReplanFailed { .. }
         | Event::BudgetExhausted { .. }
         | Event::RunCancelled { .. } => Some(line(record)),
-        _ => None,
+        Event::RunCreated(_)
+        | Event::TaskDispatched { .. }
+        | Event::RetryDue { .. }
+        | Event::ModelTurn(_)
+        | Event::ToolCallStarted(_)
+        | Event::ToolCallFinished(_)
+        | Event::ContextCompacted(_)
+        | Event::RunPaused { .. }
+        | Event::RunResumed
+        | Event::RunCompleted { .. } => None,
     }
 }
 
@@ -510,33 +366,5 @@ mod tests {
         view.redraw();
         assert!(view.waiting().is_empty());
         assert_eq!(view.bar.as_ref().map(ProgressBar::position), Some(1));
-    }
-
-    #[test]
-    fn a_preview_is_one_line_cut_at_its_limit() {
-        assert_eq!(preview("  two\n\twords  ", 80), "\"two words\"");
-        assert_eq!(preview("abc def", 7), "\"abc def\"");
-        assert_eq!(preview("abc def", 6), "\"abc d…\"");
-        assert_eq!(preview("ééé ééé", 4), "\"ééé…\"");
-        assert_eq!(preview("say \"hi\"", 0), "\"…\"");
-        assert_eq!(preview("", 0), "\"\"");
-        let large = "word ".repeat(1_000_000);
-        assert_eq!(preview(&large, 10), "\"word word…\"");
-    }
-
-    #[test]
-    fn a_failure_shows_its_class_and_a_retry_its_wait_and_backoff() {
-        let failed = Event::TaskFailed {
-            task: "a".into(),
-            attempt: 1,
-            dispatched_seq: Some(2),
-            error: "HTTP 503".into(),
-            class: engine::event::ErrorClass::Transient,
-            retryable: true,
-            tokens: None,
-        };
-        assert_eq!(line(&record(failed)), "12:00:00.000 TaskFailed a attempt 1 transient error: \"HTTP 503\"");
-        let retry = Event::RetryScheduled { task: "a".into(), attempt: 2, delay_ms: 700, backoff_ms: Some(1000) };
-        assert_eq!(line(&record(retry)), "12:00:00.000 RetryScheduled a attempt 2 after 700 ms (backoff 1000 ms)");
     }
 }

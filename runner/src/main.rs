@@ -1,14 +1,15 @@
 //! `runner`: validate, critique, draw and run LLM multi-agent plans.
 
 mod apply;
-mod author;
 mod cancel;
 mod cli;
 mod critic;
 mod decide;
 mod diagnostics;
 mod drive;
+mod event_line;
 mod exit;
+mod explain;
 mod format;
 mod graph;
 mod grouping;
@@ -47,6 +48,9 @@ fn main() -> ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
+            if let Some(code) = explain::code_of(&error) {
+                eprint!("{}", explain::hint(&code));
+            }
             ExitCode::from(exit::exit_code_of(&error))
         }
     };

@@ -6,11 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use engine::llm::LlmError;
-use engine::llm::catalog::{self, Catalog};
-use engine::llm::client::Endpoint;
-use engine::llm::protocol::{ChatRequest, ChatResponse, FunctionDefinition, Message, Sampling, ToolDefinition};
-use engine::llm::redact::excerpt;
+use model::catalog::{self, Catalog};
+use model::protocol::{ChatRequest, ChatResponse, FunctionDefinition, Message, Sampling, ToolDefinition};
+use model::redact::excerpt;
+use model::{Endpoint, LlmError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -87,12 +86,12 @@ struct Verdict {
 pub fn run(args: &ProbeArgs) -> anyhow::Result<u8> {
     let template = args.template.as_deref().map(crate::plan::load_template).transpose()?;
     let template = template.as_ref().map(|(loaded, _)| loaded);
-    let (name, mut provider) = crate::author::provider(&args.provider, args.api_key_env.as_deref(), template)?;
+    let (name, mut provider) = crate::plan::author::provider(&args.provider, args.api_key_env.as_deref(), template)?;
     if args.timeout.is_some() {
         provider.timeout = args.timeout;
     }
-    let key = crate::author::api_key(&name, &provider)?;
-    let timeout = provider.timeout.map_or(engine::llm::DEFAULT_TIMEOUT, |t| t.to_std());
+    let key = crate::plan::author::api_key(&name, &provider)?;
+    let timeout = provider.timeout.map_or(model::DEFAULT_TIMEOUT, |t| t.to_std());
     let endpoint = Endpoint::for_provider(&name, &provider, key.clone()).map_err(|error| anyhow::anyhow!("{error}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut report = Report {
@@ -127,7 +126,7 @@ pub fn run(args: &ProbeArgs) -> anyhow::Result<u8> {
         models.push(catalog.models[0].id.clone());
     }
     for model in models {
-        let window = crate::author::known_window(&catalog, &provider, &model)
+        let window = crate::plan::author::known_window(&catalog, &provider, &model)
             .map(|w| ContextWindow { tokens: w.tokens, from: w.learnt_from });
         // A server may echo what it was sent; the key never reaches the report.
         let redact = |verdict: Verdict| Verdict { detail: endpoint.redactor.apply(&verdict.detail), ..verdict };

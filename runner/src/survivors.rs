@@ -5,22 +5,11 @@
 
 use std::time::Duration;
 
-use crate::home::RunDir;
 use crate::live::say;
 use crate::store::Run;
 
 /// How long `resume` waits for the survivors to be gone after SIGKILL.
 const PATIENCE: Duration = Duration::from_secs(5);
-
-/// The run's part of the mark its programs carry: its folder, made absolute, so runs of the
-/// same id under two `RUNNER_HOME`s are never taken for each other.
-pub fn mark(run: &RunDir) -> String {
-    std::fs::canonicalize(&run.dir)
-        .or_else(|_| std::path::absolute(&run.dir))
-        .unwrap_or_else(|_| run.dir.clone())
-        .display()
-        .to_string()
-}
 
 /// Ends the processes of `run` that a dead runner left behind, and says which attempts they
 /// belonged to.

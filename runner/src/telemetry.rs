@@ -78,12 +78,13 @@ pub fn init(format: LogFormat) -> Telemetry {
     // The collector gets runner's own spans only: not those of the HTTP client exporting them.
     let ours = Targets::new()
         .with_target("engine", LevelFilter::INFO)
+        .with_target("model", LevelFilter::INFO)
         .with_target("planner", LevelFilter::INFO)
         .with_target("runner", LevelFilter::INFO);
     let otel = provider
         .as_ref()
         .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer("runner")).with_filter(ours));
-    engine::spans::include_content(std::env::var(CONTENT).is_ok_and(|v| v == "1"));
+    model::spans::include_content(std::env::var(CONTENT).is_ok_and(|v| v == "1"));
     tracing_subscriber::registry().with(stderr).with(otel).init();
     Telemetry { provider }
 }

@@ -3,7 +3,6 @@
 //! stopped renewing its lease (it died, or lost its connection). See docs/workers.md.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -15,11 +14,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::home::{Created, fold};
-use crate::store::{Run, Runs};
-
-/// The environment variable that sets the length of every lease, in milliseconds (attempts'
-/// and runs'; default 10 s): tests shorten it.
-pub const LEASE_MS: &str = "RUNNER_LEASE_MS";
+use crate::store::{Run, Runs, leases};
 
 /// The arguments of `runner worker`.
 #[derive(Debug, Args)]
@@ -50,18 +45,6 @@ impl RuntimeArg {
             RuntimeArg::Llm => "llm",
             RuntimeArg::Http => "http",
         }
-    }
-}
-
-/// The lease timings of this process: [`LEASE_MS`] when set, else the defaults.
-pub fn leases() -> (Leases, LeaseTimes) {
-    let length = std::env::var(LEASE_MS).ok().and_then(|ms| ms.trim().parse::<u64>().ok()).filter(|&ms| ms > 0);
-    match length {
-        Some(ms) => {
-            let leases = Leases::of(Duration::from_millis(ms));
-            (leases, LeaseTimes { length: leases.lease, renew: leases.renew })
-        }
-        None => (Leases::default(), LeaseTimes::default()),
     }
 }
 

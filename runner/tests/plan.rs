@@ -433,10 +433,7 @@ fn messages_text(body: &Value) -> Vec<String> {
 
 /// The o200k tokens of `texts`.
 fn tokens_of(texts: &[String]) -> u64 {
-    texts
-        .iter()
-        .map(|text| engine::context::tokens::count(text, engine::context::tokens::Tokenizer::O200k) as u64)
-        .sum()
+    texts.iter().map(|text| model::tokens::count(text, model::tokens::Tokenizer::O200k) as u64).sum()
 }
 
 /// A window in which the whole prompt for `request` does not fit but the prompt without its

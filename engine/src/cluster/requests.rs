@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::llm::limiter::{SharedStart, SharedWindow};
+use model::limiter::{SharedStart, SharedWindow};
+
 use crate::store::postgres::Database;
 
 /// The request windows of one run's providers.

@@ -6,17 +6,16 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use manifest::plan::ToolChoice;
+use model::protocol::{AssistantMessage, ChatRequest, FunctionCall, Message, Sampling, ToolCall};
+use model::redact::{Redactor, excerpt};
+use model::tokens::Tokenizer;
+use model::{Endpoint, LlmError};
 
-use super::client::Endpoint;
-use super::error::LlmError;
 use super::prompt::user_message;
-use super::protocol::{AssistantMessage, ChatRequest, FunctionCall, Message, Sampling, ToolCall};
-use super::redact::excerpt;
 use super::tools::{ASK_USER, Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
-use crate::context::tokens::Tokenizer;
-use crate::event::{ErrorClass, Tokens};
-use crate::journal::{TurnRecord, Verdict, stopped, waiting};
+use crate::event::{ErrorClass, ModelTurn, Tokens};
+use crate::journal::{Verdict, stopped, waiting};
 use crate::runtime::{AgentRuntime, Attempt, Pending, Reply};
 use machine::conversation::{CallState, Conversation, ToolCallRecord};
 
@@ -48,7 +47,7 @@ impl LlmRuntime {
     /// answer's text and calls. The count leaves out what the server's chat template adds,
     /// so it is a little under what the model saw.
     fn counted(&self, request: &ChatRequest<'_>, answer: &AssistantMessage) -> Tokens {
-        let count = |text: &str| crate::context::tokens::count(text, self.tokenizer) as u64;
+        let count = |text: &str| model::tokens::count(text, self.tokenizer) as u64;
         let calls = |calls: &[ToolCall]| -> u64 {
             calls.iter().map(|call| count(&call.function.name) + count(&call.function.arguments)).sum()
         };
@@ -128,12 +127,12 @@ impl LlmRuntime {
             }
             let content = message.content.unwrap_or_default();
             if let Some(journal) = journal {
-                let record = TurnRecord {
-                    turn,
+                let record = ModelTurn {
                     content: Some(self.endpoint.redactor.apply(&content)).filter(|c| !c.is_empty()),
                     tool_calls: message.tool_calls.iter().map(|c| record_of(c, &self.endpoint.redactor)).collect(),
                     tokens,
                     finish_reason: answer.finish_reason.clone(),
+                    ..journal.model_turn(turn)
                 };
                 if journal.turn(record).await != Verdict::Recorded {
                     return Ok(stopped(*used));
@@ -226,7 +225,7 @@ fn replay(recorded: &Conversation, messages: &mut Vec<Message>) -> Vec<(u32, Str
 }
 
 /// A tool call as the log records it, with the API key removed.
-fn record_of(call: &ToolCall, redactor: &super::redact::Redactor) -> ToolCallRecord {
+fn record_of(call: &ToolCall, redactor: &Redactor) -> ToolCallRecord {
     ToolCallRecord {
         id: call.id.clone(),
         name: call.function.name.clone(),
@@ -278,7 +277,7 @@ fn to_reply(error: &LlmError, tokens: Option<Tokens>) -> Reply {
 }
 
 /// A reply with the API key removed from every text.
-fn redact(reply: Reply, redactor: &super::redact::Redactor) -> Reply {
+fn redact(reply: Reply, redactor: &Redactor) -> Reply {
     match reply {
         Reply::Output { text, tokens } => Reply::Output { text: redactor.apply(&text), tokens },
         Reply::Failure { error, class, tokens } => Reply::Failure { error: redactor.apply(&error), class, tokens },

@@ -1,24 +1,17 @@
 //! The `llm` runtime: OpenAI-compatible chat completions with tool calling.
 //!
 //! [`LlmAgents`] is built once per run from the plan: one HTTP client, and per provider one
-//! [`Endpoint`](client::Endpoint) whose limiter every agent on that provider shares. Its
+//! [`Endpoint`] (of the `model` crate) whose limiter every agent on that provider shares. Its
 //! [`runtime`](LlmAgents::runtime) gives each `llm` agent an [`LlmRuntime`], which chats with
 //! the model, runs the tools it calls (argv, never a shell; arguments on stdin) and replies
 //! with the final answer, a question for a person, or a classified [`LlmError`]. The API key
 //! never appears in a reply.
 
 mod agent;
-pub mod catalog;
-pub mod client;
-mod error;
-pub mod limiter;
 pub mod prompt;
-pub mod protocol;
-pub mod redact;
 pub mod tools;
 
 pub use agent::{DEFAULT_MAX_TURNS, LlmRuntime, Misconfigured};
-pub use error::LlmError;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,20 +19,14 @@ use std::time::Duration;
 
 use manifest::Plan;
 use manifest::plan::{Generation, Runtime};
+use model::limiter::SharedWindow;
+use model::protocol::Sampling;
+use model::tokens::Tokenizer;
+use model::{Endpoint, LlmError, ToolError};
 
-use crate::context::tokens::Tokenizer;
 use crate::runtime::AgentRuntime;
-use client::Endpoint;
-use limiter::SharedWindow;
-use protocol::Sampling;
-use tools::{Tool, ToolError, Toolbox};
+use tools::{Tool, Toolbox};
 
-/// How long one unstreamed request may take when the provider sets no `timeout`. Streamed
-/// requests have no overall limit unless the provider sets one.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a streamed answer may go without an event when the provider sets no
-/// `idle_timeout`; it covers the wait for the answer to begin as well.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most tokens one answer may have when neither the agent nor its provider sets
 /// `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;

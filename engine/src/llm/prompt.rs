@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use manifest::plan::Attachment;
+use model::LlmError;
 use tokio::io::AsyncReadExt;
 
-use super::error::LlmError;
 use crate::runtime::Attempt;
 
 /// The most bytes of one attached file put into a prompt.

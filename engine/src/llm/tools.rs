@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tracing::Instrument as _;
 
-use super::protocol::{FunctionDefinition, ToolCall, ToolDefinition};
-use super::redact::excerpt;
+use model::ToolError;
+use model::protocol::{FunctionDefinition, ToolCall, ToolDefinition};
+use model::redact::excerpt;
 
 /// The built-in tool that asks a person a question.
 pub const ASK_USER: &str = "ask_user";
@@ -22,27 +23,6 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of stderr a failed call reports.
 const STDERR_EXCERPT: usize = 2000;
-
-/// Why a tool of the plan cannot be offered to an agent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
-#[non_exhaustive]
-pub enum ToolError {
-    /// The plan defines no tool of that name.
-    #[error("the plan defines no such tool")]
-    #[diagnostic(code(tool::undefined))]
-    Undefined,
-    /// The tool's `command` is an empty list.
-    #[error("its command is empty")]
-    #[diagnostic(code(tool::empty_command))]
-    EmptyCommand,
-    /// The tool's `input_schema` does not compile.
-    #[error("its input_schema is not a valid JSON Schema: {message}")]
-    #[diagnostic(code(tool::bad_schema))]
-    BadSchema {
-        /// The JSON Schema compiler's message.
-        message: String,
-    },
-}
 
 /// One tool of the plan, ready to be offered and called.
 #[derive(Debug)]

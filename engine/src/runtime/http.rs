@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use manifest::plan::Runtime;
+use model::redact::excerpt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
@@ -13,7 +14,6 @@ use super::command::clarification;
 use super::registry::Setup;
 use super::{AgentRuntime, Attempt, Pending, Refusing, Reply};
 use crate::event::ErrorClass;
-use crate::llm::redact::excerpt;
 
 /// How many characters of an error response's body a failure quotes.
 const ERROR_EXCERPT: usize = 300;

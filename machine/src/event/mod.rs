@@ -110,12 +110,47 @@ impl Outcome {
     }
 }
 
+/// Declares [`Event`] from one list of variants: the enum itself, [`Event::NAMES`] and an
+/// exhaustive [`Event::name`], so a new variant is named everywhere by being declared. A
+/// variant's name is its `type` in the log: no variant is renamed for serde.
+macro_rules! events {
+    (
+        $(#[$meta:meta])*
+        pub enum Event {
+            $(
+                $(#[$variant_meta:meta])*
+                $variant:ident $(( $($tuple:tt)* ))? $({ $($fields:tt)* })?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum Event {
+            $(
+                $(#[$variant_meta])*
+                $variant $(( $($tuple)* ))? $({ $($fields)* })?
+            ),*
+        }
+
+        impl Event {
+            /// Every event's type name, as in the log, in the order of declaration.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($variant)),*];
+
+            /// The event's type name, as in the log.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Event::$variant { .. } => stringify!($variant)),*
+                }
+            }
+        }
+    };
+}
+
+events! {
 /// Everything that can happen in a run. The few large events that are rare in a run keep their
 /// fields behind a box, so that every event, and a batch of them, stays small; the log's JSON
 /// does not show the box.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
-#[non_exhaustive]
 pub enum Event {
     /// The run started: the normalised plan it runs and its hash.
     RunCreated(Box<RunCreated>),
@@ -316,44 +351,12 @@ pub enum Event {
         summary: String,
     },
 }
+}
 
 // A run of 100,000 tasks records some 300,000 events, in batches that each hold their events.
 const _: () = assert!(std::mem::size_of::<Event>() == 96);
 
 impl Event {
-    /// The event's type name, as in the log.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Event::RunCreated(_) => "RunCreated",
-            Event::TaskReused { .. } => "TaskReused",
-            Event::TaskDispatched { .. } => "TaskDispatched",
-            Event::TaskSucceeded { .. } => "TaskSucceeded",
-            Event::TaskFailed { .. } => "TaskFailed",
-            Event::RetryScheduled { .. } => "RetryScheduled",
-            Event::RetryDue { .. } => "RetryDue",
-            Event::TaskSkipped { .. } => "TaskSkipped",
-            Event::ClarificationRequested { .. } => "ClarificationRequested",
-            Event::ClarificationProvided { .. } => "ClarificationProvided",
-            Event::ReviewRequested { .. } => "ReviewRequested",
-            Event::ReviewDecided { .. } => "ReviewDecided",
-            Event::ModelTurn(_) => "ModelTurn",
-            Event::ToolCallStarted(_) => "ToolCallStarted",
-            Event::ToolCallFinished(_) => "ToolCallFinished",
-            Event::ToolApprovalRequested(_) => "ToolApprovalRequested",
-            Event::ToolApprovalDecided(_) => "ToolApprovalDecided",
-            Event::VerificationFailed { .. } => "VerificationFailed",
-            Event::ContextCompacted(_) => "ContextCompacted",
-            Event::ReplanRequested { .. } => "ReplanRequested",
-            Event::Replanned(_) => "Replanned",
-            Event::ReplanFailed { .. } => "ReplanFailed",
-            Event::BudgetExhausted { .. } => "BudgetExhausted",
-            Event::RunPaused { .. } => "RunPaused",
-            Event::RunResumed => "RunResumed",
-            Event::RunCancelled { .. } => "RunCancelled",
-            Event::RunCompleted { .. } => "RunCompleted",
-        }
-    }
-
     /// The plan a `RunCreated` or a `Replanned` carries.
     pub fn plan(&self) -> Option<&Arc<manifest::Plan>> {
         match self {
@@ -387,7 +390,12 @@ impl Event {
             Event::ToolApprovalDecided(e) => Some(&e.task),
             Event::ContextCompacted(e) => Some(&e.task),
             Event::Replanned(e) => Some(&e.task),
-            _ => None,
+            Event::RunCreated(_)
+            | Event::BudgetExhausted { .. }
+            | Event::RunPaused { .. }
+            | Event::RunResumed
+            | Event::RunCancelled { .. }
+            | Event::RunCompleted { .. } => None,
         }
     }
 }

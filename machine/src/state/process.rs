@@ -10,7 +10,6 @@ use manifest::plan::{Action, TaskKind};
 
 use super::RunState;
 use super::failure::Failure;
-use super::tools::{ToolReport, TurnReport};
 use crate::command::{Command, Start};
 use crate::context::summary;
 use crate::error::EngineError;
@@ -28,27 +27,6 @@ enum Next {
     Schedule,
     /// Nothing more.
     Stop,
-}
-
-/// A compaction's report, as `Command::Compacted` carries it.
-struct Compaction {
-    task: String,
-    scope: Scope,
-    by: String,
-    tokens_before: u64,
-    tokens_after: u64,
-    summary: Option<String>,
-    tokens: Option<Tokens>,
-}
-
-/// A replacement plan, as `Command::Replanned` carries it.
-struct Replacement {
-    task: String,
-    plan: Arc<manifest::Plan>,
-    removed: Vec<String>,
-    added: Vec<String>,
-    score: f64,
-    tokens: Option<Tokens>,
 }
 
 impl<C: TokenCounter> RunState<C> {
@@ -96,13 +74,8 @@ impl<C: TokenCounter> RunState<C> {
             Command::VerificationFailed { task, attempt, reason, tokens, jitter } => {
                 self.verification_failed(task, attempt, reason, tokens, jitter, out)?
             }
-            Command::Compacted { task, scope, by, tokens_before, tokens_after, summary, tokens } => {
-                let compaction = Compaction { task, scope, by, tokens_before, tokens_after, summary, tokens };
-                self.compacted(compaction, out)?
-            }
-            Command::Replanned { task, plan, removed, added, score, tokens } => {
-                self.replanned(Replacement { task, plan, removed, added, score, tokens }, out)?
-            }
+            Command::Compacted(compaction) => self.compacted(compaction, out)?,
+            Command::Replanned(replanned) => self.replanned(replanned, out)?,
             Command::ReplanFailed { task, reason, tokens } => self.replan_failed(task, reason, tokens, out)?,
             Command::Failed { task, attempt, error, class, tokens, jitter } => {
                 self.failed(&task, attempt, Failure { error, class, tokens, jitter }, out)?
@@ -110,17 +83,16 @@ impl<C: TokenCounter> RunState<C> {
             Command::NeedsClarification { task, attempt, question, tokens } => {
                 self.needs_clarification(task, attempt, question, tokens, out)?
             }
-            Command::ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason } => {
-                let report = TurnReport { task, attempt, turn, content, tool_calls, tokens, finish_reason };
-                let recorded = self.model_turn(report, out)?;
+            Command::ModelTurn(turn) => {
+                let recorded = self.model_turn(turn, out)?;
                 // The turn's tokens may exhaust the budget: the scheduler says so.
                 if recorded { Next::Schedule } else { Next::Stop }
             }
             Command::CallTool { task, attempt, turn, call, reason } => {
                 if self.call_tool(task, attempt, turn, call, reason, out)? { Next::Schedule } else { Next::Stop }
             }
-            Command::ToolResult { task, attempt, call_id, tool, ok, output } => {
-                self.tool_result(ToolReport { task, attempt, call_id, tool, ok, output }, out)?;
+            Command::ToolResult(finished) => {
+                self.tool_result(finished, out)?;
                 Next::Stop
             }
             Command::TimerFired { task } => self.timer_fired(task, out)?,
@@ -253,39 +225,26 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `Compacted`: records the compaction (and the new summary).
-    fn compacted(&mut self, compaction: Compaction, out: &mut Vec<Event>) -> Result<Next, EngineError> {
-        let Compaction { task, scope, by, tokens_before, tokens_after, summary, tokens } = compaction;
-        self.task_index(&task)?;
+    fn compacted(&mut self, compaction: ContextCompacted, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        self.task_index(&compaction.task)?;
         if self.status.is_final() {
             return Ok(Next::Stop);
         }
-        self.emit(
-            Event::ContextCompacted(Box::new(ContextCompacted {
-                task,
-                scope,
-                by,
-                tokens_before,
-                tokens_after,
-                summary,
-                tokens,
-            })),
-            out,
-        );
+        self.emit(Event::ContextCompacted(Box::new(compaction)), out);
         Ok(Next::Schedule)
     }
 
     /// `Replanned`: splices the replacement in, unless its dependencies form a cycle (then the
     /// replan failed).
-    fn replanned(&mut self, replacement: Replacement, out: &mut Vec<Event>) -> Result<Next, EngineError> {
-        let Replacement { task, plan, removed, added, score, tokens } = replacement;
-        if self.status.is_final() || !self.replanning.contains(&task) {
+    fn replanned(&mut self, replanned: Replanned, out: &mut Vec<Event>) -> Result<Next, EngineError> {
+        if self.status.is_final() || !self.replanning.contains(&replanned.task) {
             return Ok(Next::Stop);
         }
-        if TaskGraph::build(&plan).is_err() {
+        if TaskGraph::build(&replanned.plan).is_err() {
             let reason = "the replacement's dependencies form a cycle".to_owned();
-            return self.replan_failed(task, reason, tokens, out);
+            return self.replan_failed(replanned.task, reason, replanned.tokens, out);
         }
-        self.emit(Event::Replanned(Box::new(Replanned { task, removed, added, plan, score, tokens })), out);
+        self.emit(Event::Replanned(Box::new(replanned)), out);
         Ok(Next::Schedule)
     }
 

@@ -16,39 +16,14 @@ use crate::tokens::TokenCounter;
 /// them whole in its turn.
 const ARGUMENTS_SHOWN: usize = 16 * 1024;
 
-/// A model turn, as `Command::ModelTurn` carries it.
-pub(super) struct TurnReport {
-    pub task: String,
-    pub attempt: u32,
-    pub turn: u32,
-    pub content: Option<String>,
-    pub tool_calls: Vec<ToolCallRecord>,
-    pub tokens: Option<Tokens>,
-    pub finish_reason: Option<String>,
-}
-
-/// A tool call's result, as `Command::ToolResult` carries it.
-pub(super) struct ToolReport {
-    pub task: String,
-    pub attempt: u32,
-    pub call_id: String,
-    pub tool: String,
-    pub ok: bool,
-    pub output: String,
-}
-
 impl<C: TokenCounter> RunState<C> {
     /// `ModelTurn`: records the answer of the attempt's latest request.
-    pub(super) fn model_turn(&mut self, report: TurnReport, out: &mut Vec<Event>) -> Result<bool, EngineError> {
-        let TurnReport { task, attempt, turn, content, tool_calls, tokens, finish_reason } = report;
-        let i = self.task_index(&task)?;
-        if !self.takes_result(i, attempt) {
+    pub(super) fn model_turn(&mut self, turn: ModelTurn, out: &mut Vec<Event>) -> Result<bool, EngineError> {
+        let i = self.task_index(&turn.task)?;
+        if !self.takes_result(i, turn.attempt) {
             return Ok(false);
         }
-        self.emit(
-            Event::ModelTurn(Box::new(ModelTurn { task, attempt, turn, content, tool_calls, tokens, finish_reason })),
-            out,
-        );
+        self.emit(Event::ModelTurn(Box::new(turn)), out);
         Ok(true)
     }
 
@@ -103,17 +78,17 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `ToolResult`: records a call's result.
-    pub(super) fn tool_result(&mut self, report: ToolReport, out: &mut Vec<Event>) -> Result<bool, EngineError> {
-        let ToolReport { task, attempt, call_id, tool, ok, output } = report;
-        let i = self.task_index(&task)?;
-        let started = self.conversations.get(&task).and_then(|c| c.call(&call_id)) == Some(&CallState::Started);
-        if !self.takes_result(i, attempt) || !started {
+    pub(super) fn tool_result(
+        &mut self,
+        finished: ToolCallFinished,
+        out: &mut Vec<Event>,
+    ) -> Result<bool, EngineError> {
+        let i = self.task_index(&finished.task)?;
+        let call = self.conversations.get(&finished.task).and_then(|c| c.call(&finished.call_id));
+        if !self.takes_result(i, finished.attempt) || call != Some(&CallState::Started) {
             return Ok(false);
         }
-        self.emit(
-            Event::ToolCallFinished(Box::new(ToolCallFinished { task, attempt, call_id, tool, ok, output })),
-            out,
-        );
+        self.emit(Event::ToolCallFinished(Box::new(finished)), out);
         Ok(true)
     }
 

@@ -55,20 +55,18 @@ impl Dimension {
     }
 }
 
-/// Every kind of finding. The `code` of each variant is stable.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
+/// Every kind of finding. The code of each variant is stable; [`LintKind::facts`] says it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Lint {
     /// A task on every path to every result, with no fallback.
     #[error("task `{task}` is a single point of failure: every result depends on it and it has no fallback")]
-    #[diagnostic(code(critic::single_point_of_failure))]
     SinglePointOfFailure {
         /// The task.
         task: String,
     },
     /// A template reads a field the producer's schema does not guarantee.
     #[error("task `{task}` reads `{field}` from `{producer}`, but nothing guarantees `{producer}` outputs it")]
-    #[diagnostic(code(critic::output_format_coupling))]
     OutputFormatCoupling {
         /// The reading task.
         task: String,
@@ -79,7 +77,6 @@ pub enum Lint {
     },
     /// A task's estimated input is over its budget.
     #[error("task `{task}` may need about {estimate} tokens of input, over its budget of {budget}")]
-    #[diagnostic(code(critic::context_budget))]
     ContextBudget {
         /// The task.
         task: String,
@@ -90,7 +87,6 @@ pub enum Lint {
     },
     /// A task reads many upstream outputs with no gate condensing them.
     #[error("task `{task}` reads {count} upstream outputs directly, with no synthesis gate in between")]
-    #[diagnostic(code(critic::wide_fan_in))]
     WideFanIn {
         /// The task.
         task: String,
@@ -99,21 +95,18 @@ pub enum Lint {
     },
     /// A critical task that neither retries nor replans.
     #[error("critical task `{task}` has no retry or replan")]
-    #[diagnostic(code(critic::critical_without_fallback))]
     CriticalWithoutFallback {
         /// The task.
         task: String,
     },
     /// A non-critical task whose failure aborts a run that could have degraded.
     #[error("task `{task}` is not critical, yet its failure would abort the whole run")]
-    #[diagnostic(code(critic::fail_aborts_run))]
     FailAbortsRun {
         /// The task.
         task: String,
     },
     /// A dependency whose output is never read.
     #[error("task `{task}` waits for `{dependency}` but never reads its output")]
-    #[diagnostic(code(critic::unread_dependency))]
     UnreadDependency {
         /// The task.
         task: String,
@@ -122,7 +115,6 @@ pub enum Lint {
     },
     /// A dependency already implied through another one.
     #[error("`{task}` depends on `{dependency}` twice over: `{via}` already depends on it")]
-    #[diagnostic(code(critic::redundant_edge))]
     RedundantEdge {
         /// The task.
         task: String,
@@ -133,7 +125,6 @@ pub enum Lint {
     },
     /// `strategy: sequential` makes a task wait for one it does not need.
     #[error("`strategy: sequential` makes `{task}` wait for `{previous}`, which it does not read")]
-    #[diagnostic(code(critic::forced_chain))]
     ForcedChain {
         /// The task.
         task: String,
@@ -142,7 +133,6 @@ pub enum Lint {
     },
     /// A parallel group larger than the concurrency limit, with no limit of its own.
     #[error("parallel group `{group}` has {size} tasks and no `max_concurrency`")]
-    #[diagnostic(code(critic::unlimited_group))]
     UnlimitedGroup {
         /// The group.
         group: String,
@@ -151,7 +141,6 @@ pub enum Lint {
     },
     /// A phase wider than is safe to start at once, with no limit.
     #[error("phase {phase} starts {size} tasks at once and nothing limits concurrency")]
-    #[diagnostic(code(critic::parallel_explosion))]
     ParallelExplosion {
         /// The phase, from 1.
         phase: usize,
@@ -160,28 +149,24 @@ pub enum Lint {
     },
     /// An agent no task uses.
     #[error("agent `{name}` is never used")]
-    #[diagnostic(code(critic::unused_agent))]
     UnusedAgent {
         /// The agent.
         name: String,
     },
     /// A tool no agent offers.
     #[error("tool `{name}` is never used")]
-    #[diagnostic(code(critic::unused_tool))]
     UnusedTool {
         /// The tool.
         name: String,
     },
     /// A provider no agent uses.
     #[error("provider `{name}` is never used")]
-    #[diagnostic(code(critic::unused_provider))]
     UnusedProvider {
         /// The provider.
         name: String,
     },
     /// A low-reliability agent on the critical path, unchecked.
     #[error("task `{task}` is on the critical path, runs on `{agent}` (reliability {weight}) and nothing verifies it")]
-    #[diagnostic(code(critic::unreliable_agent))]
     UnreliableAgent {
         /// The task.
         task: String,
@@ -192,7 +177,6 @@ pub enum Lint {
     },
     /// A chain of unverified tasks.
     #[error("task `{task}` ends a chain of {length} tasks with no verification in between")]
-    #[diagnostic(code(critic::long_unverified_chain))]
     LongUnverifiedChain {
         /// The last task of the chain.
         task: String,
@@ -201,7 +185,6 @@ pub enum Lint {
     },
     /// A destructive tool with no person approving first.
     #[error("task `{task}` can call destructive tool `{tool}` with no human review before it")]
-    #[diagnostic(code(critic::destructive_without_review))]
     DestructiveWithoutReview {
         /// The task.
         task: String,
@@ -210,7 +193,6 @@ pub enum Lint {
     },
     /// A critical task that depends on an outside service and gives up at the first error.
     #[error("critical task `{task}` depends on an external service ({evidence}) and fails the run at the first error")]
-    #[diagnostic(code(critic::optimism_bias))]
     OptimismBias {
         /// The task.
         task: String,
@@ -219,14 +201,12 @@ pub enum Lint {
     },
     /// An llm agent with no turn limit.
     #[error("llm agent `{name}` has no `max_turns`")]
-    #[diagnostic(code(critic::missing_max_turns))]
     MissingMaxTurns {
         /// The agent.
         name: String,
     },
     /// An API key or secret header goes over plain http to another machine.
     #[error("{sender} sends `{variable}` over plain http to `{host}`, where anyone on the way can read it")]
-    #[diagnostic(code(critic::plain_http_secret))]
     PlainHttpSecret {
         /// Who sends it: a provider or an http agent, named.
         sender: String,
@@ -237,7 +217,6 @@ pub enum Lint {
     },
     /// The author's critical path is not the graph's.
     #[error("mission_analysis.critical_path is {declared}, but the longest chain is {computed}")]
-    #[diagnostic(code(critic::critical_path_mismatch))]
     CriticalPathMismatch {
         /// What the plan says.
         declared: String,
@@ -246,75 +225,179 @@ pub enum Lint {
     },
 }
 
-impl Lint {
-    /// Every code [`Lint::code_str`] gives, in the order of the variants (a test holds the two
-    /// together), for what names codes without a finding: a plan test's critic expectations.
-    pub const CODES: [&'static str; 21] = [
-        "critic::single_point_of_failure",
-        "critic::output_format_coupling",
-        "critic::context_budget",
-        "critic::wide_fan_in",
-        "critic::critical_without_fallback",
-        "critic::fail_aborts_run",
-        "critic::unread_dependency",
-        "critic::redundant_edge",
-        "critic::forced_chain",
-        "critic::unlimited_group",
-        "critic::parallel_explosion",
-        "critic::unused_agent",
-        "critic::unused_tool",
-        "critic::unused_provider",
-        "critic::unreliable_agent",
-        "critic::long_unverified_chain",
-        "critic::destructive_without_review",
-        "critic::optimism_bias",
-        "critic::missing_max_turns",
-        "critic::plain_http_secret",
-        "critic::critical_path_mismatch",
+/// A kind of finding apart from what it found. Its stable code and the dimension it is scored in
+/// are written once, in [`LintKind::facts`]; [`Lint`], the critic's compact records and
+/// [`Lint::CODES`] all read them there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum LintKind {
+    /// [`Lint::SinglePointOfFailure`].
+    SinglePointOfFailure,
+    /// [`Lint::OutputFormatCoupling`].
+    OutputFormatCoupling,
+    /// [`Lint::ContextBudget`].
+    ContextBudget,
+    /// [`Lint::WideFanIn`].
+    WideFanIn,
+    /// [`Lint::CriticalWithoutFallback`].
+    CriticalWithoutFallback,
+    /// [`Lint::FailAbortsRun`].
+    FailAbortsRun,
+    /// [`Lint::UnreadDependency`].
+    UnreadDependency,
+    /// [`Lint::RedundantEdge`].
+    RedundantEdge,
+    /// [`Lint::ForcedChain`].
+    ForcedChain,
+    /// [`Lint::UnlimitedGroup`].
+    UnlimitedGroup,
+    /// [`Lint::ParallelExplosion`].
+    ParallelExplosion,
+    /// [`Lint::UnusedAgent`].
+    UnusedAgent,
+    /// [`Lint::UnusedTool`].
+    UnusedTool,
+    /// [`Lint::UnusedProvider`].
+    UnusedProvider,
+    /// [`Lint::UnreliableAgent`].
+    UnreliableAgent,
+    /// [`Lint::LongUnverifiedChain`].
+    LongUnverifiedChain,
+    /// [`Lint::DestructiveWithoutReview`].
+    DestructiveWithoutReview,
+    /// [`Lint::OptimismBias`].
+    OptimismBias,
+    /// [`Lint::MissingMaxTurns`].
+    MissingMaxTurns,
+    /// [`Lint::PlainHttpSecret`].
+    PlainHttpSecret,
+    /// [`Lint::CriticalPathMismatch`].
+    CriticalPathMismatch,
+}
+
+impl LintKind {
+    /// Every kind, in the order of [`Lint`]'s variants.
+    pub(crate) const ALL: [LintKind; 21] = [
+        LintKind::SinglePointOfFailure,
+        LintKind::OutputFormatCoupling,
+        LintKind::ContextBudget,
+        LintKind::WideFanIn,
+        LintKind::CriticalWithoutFallback,
+        LintKind::FailAbortsRun,
+        LintKind::UnreadDependency,
+        LintKind::RedundantEdge,
+        LintKind::ForcedChain,
+        LintKind::UnlimitedGroup,
+        LintKind::ParallelExplosion,
+        LintKind::UnusedAgent,
+        LintKind::UnusedTool,
+        LintKind::UnusedProvider,
+        LintKind::UnreliableAgent,
+        LintKind::LongUnverifiedChain,
+        LintKind::DestructiveWithoutReview,
+        LintKind::OptimismBias,
+        LintKind::MissingMaxTurns,
+        LintKind::PlainHttpSecret,
+        LintKind::CriticalPathMismatch,
     ];
+
+    /// The stable code and the dimension (`None` for the general checks) of each kind: the one
+    /// table of them.
+    const fn facts(self) -> (&'static str, Option<Dimension>) {
+        match self {
+            LintKind::SinglePointOfFailure => {
+                ("critic::single_point_of_failure", Some(Dimension::SinglePointOfFailure))
+            }
+            LintKind::OutputFormatCoupling => ("critic::output_format_coupling", Some(Dimension::OutputFormatCoupling)),
+            LintKind::ContextBudget => ("critic::context_budget", Some(Dimension::ContextBudget)),
+            LintKind::WideFanIn => ("critic::wide_fan_in", Some(Dimension::ContextBudget)),
+            LintKind::CriticalWithoutFallback => {
+                ("critic::critical_without_fallback", Some(Dimension::MissingFallbacks))
+            }
+            LintKind::FailAbortsRun => ("critic::fail_aborts_run", Some(Dimension::MissingFallbacks)),
+            LintKind::UnreadDependency => ("critic::unread_dependency", Some(Dimension::ParallelMisses)),
+            LintKind::RedundantEdge => ("critic::redundant_edge", Some(Dimension::ParallelMisses)),
+            LintKind::ForcedChain => ("critic::forced_chain", Some(Dimension::ParallelMisses)),
+            LintKind::UnlimitedGroup => ("critic::unlimited_group", Some(Dimension::ParallelMisses)),
+            LintKind::ParallelExplosion => ("critic::parallel_explosion", Some(Dimension::ParallelMisses)),
+            LintKind::UnusedAgent => ("critic::unused_agent", None),
+            LintKind::UnusedTool => ("critic::unused_tool", None),
+            LintKind::UnusedProvider => ("critic::unused_provider", None),
+            LintKind::UnreliableAgent => ("critic::unreliable_agent", None),
+            LintKind::LongUnverifiedChain => ("critic::long_unverified_chain", None),
+            LintKind::DestructiveWithoutReview => ("critic::destructive_without_review", None),
+            LintKind::OptimismBias => ("critic::optimism_bias", None),
+            LintKind::MissingMaxTurns => ("critic::missing_max_turns", None),
+            LintKind::PlainHttpSecret => ("critic::plain_http_secret", None),
+            LintKind::CriticalPathMismatch => ("critic::critical_path_mismatch", None),
+        }
+    }
+
+    /// The stable code, such as `critic::redundant_edge`.
+    pub(crate) const fn code(self) -> &'static str {
+        self.facts().0
+    }
+
+    /// The dimension a finding of this kind is scored in; `None` for the general checks.
+    pub(crate) const fn dimension(self) -> Option<Dimension> {
+        self.facts().1
+    }
+}
+
+impl Lint {
+    /// Every code [`Lint::code_str`] gives, in the order of the variants, for what names codes
+    /// without a finding: a plan test's critic expectations.
+    pub const CODES: [&'static str; 21] = {
+        let mut codes = [""; 21];
+        let mut i = 0;
+        while i < codes.len() {
+            codes[i] = LintKind::ALL[i].code();
+            i += 1;
+        }
+        codes
+    };
+
+    /// Its kind, which holds its code and dimension.
+    pub(crate) fn kind(&self) -> LintKind {
+        match self {
+            Lint::SinglePointOfFailure { .. } => LintKind::SinglePointOfFailure,
+            Lint::OutputFormatCoupling { .. } => LintKind::OutputFormatCoupling,
+            Lint::ContextBudget { .. } => LintKind::ContextBudget,
+            Lint::WideFanIn { .. } => LintKind::WideFanIn,
+            Lint::CriticalWithoutFallback { .. } => LintKind::CriticalWithoutFallback,
+            Lint::FailAbortsRun { .. } => LintKind::FailAbortsRun,
+            Lint::UnreadDependency { .. } => LintKind::UnreadDependency,
+            Lint::RedundantEdge { .. } => LintKind::RedundantEdge,
+            Lint::ForcedChain { .. } => LintKind::ForcedChain,
+            Lint::UnlimitedGroup { .. } => LintKind::UnlimitedGroup,
+            Lint::ParallelExplosion { .. } => LintKind::ParallelExplosion,
+            Lint::UnusedAgent { .. } => LintKind::UnusedAgent,
+            Lint::UnusedTool { .. } => LintKind::UnusedTool,
+            Lint::UnusedProvider { .. } => LintKind::UnusedProvider,
+            Lint::UnreliableAgent { .. } => LintKind::UnreliableAgent,
+            Lint::LongUnverifiedChain { .. } => LintKind::LongUnverifiedChain,
+            Lint::DestructiveWithoutReview { .. } => LintKind::DestructiveWithoutReview,
+            Lint::OptimismBias { .. } => LintKind::OptimismBias,
+            Lint::MissingMaxTurns { .. } => LintKind::MissingMaxTurns,
+            Lint::PlainHttpSecret { .. } => LintKind::PlainHttpSecret,
+            Lint::CriticalPathMismatch { .. } => LintKind::CriticalPathMismatch,
+        }
+    }
 
     /// The stable code, such as `critic::redundant_edge`, without the allocation of
     /// `miette::Diagnostic::code`: reports of many findings ask it of each.
     pub fn code_str(&self) -> &'static str {
-        match self {
-            Lint::SinglePointOfFailure { .. } => "critic::single_point_of_failure",
-            Lint::OutputFormatCoupling { .. } => "critic::output_format_coupling",
-            Lint::ContextBudget { .. } => "critic::context_budget",
-            Lint::WideFanIn { .. } => "critic::wide_fan_in",
-            Lint::CriticalWithoutFallback { .. } => "critic::critical_without_fallback",
-            Lint::FailAbortsRun { .. } => "critic::fail_aborts_run",
-            Lint::UnreadDependency { .. } => "critic::unread_dependency",
-            Lint::RedundantEdge { .. } => "critic::redundant_edge",
-            Lint::ForcedChain { .. } => "critic::forced_chain",
-            Lint::UnlimitedGroup { .. } => "critic::unlimited_group",
-            Lint::ParallelExplosion { .. } => "critic::parallel_explosion",
-            Lint::UnusedAgent { .. } => "critic::unused_agent",
-            Lint::UnusedTool { .. } => "critic::unused_tool",
-            Lint::UnusedProvider { .. } => "critic::unused_provider",
-            Lint::UnreliableAgent { .. } => "critic::unreliable_agent",
-            Lint::LongUnverifiedChain { .. } => "critic::long_unverified_chain",
-            Lint::DestructiveWithoutReview { .. } => "critic::destructive_without_review",
-            Lint::OptimismBias { .. } => "critic::optimism_bias",
-            Lint::MissingMaxTurns { .. } => "critic::missing_max_turns",
-            Lint::PlainHttpSecret { .. } => "critic::plain_http_secret",
-            Lint::CriticalPathMismatch { .. } => "critic::critical_path_mismatch",
-        }
+        self.kind().code()
     }
 
     /// The dimension a finding is scored in; `None` for the general checks.
     pub fn dimension(&self) -> Option<Dimension> {
-        Some(match self {
-            Lint::SinglePointOfFailure { .. } => Dimension::SinglePointOfFailure,
-            Lint::OutputFormatCoupling { .. } => Dimension::OutputFormatCoupling,
-            Lint::ContextBudget { .. } | Lint::WideFanIn { .. } => Dimension::ContextBudget,
-            Lint::CriticalWithoutFallback { .. } | Lint::FailAbortsRun { .. } => Dimension::MissingFallbacks,
-            Lint::UnreadDependency { .. }
-            | Lint::RedundantEdge { .. }
-            | Lint::ForcedChain { .. }
-            | Lint::UnlimitedGroup { .. }
-            | Lint::ParallelExplosion { .. } => Dimension::ParallelMisses,
-            _ => return None,
-        })
+        self.kind().dimension()
+    }
+}
+
+impl miette::Diagnostic for Lint {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code_str()))
     }
 }
 
@@ -427,10 +510,47 @@ mod tests {
         for lint in &lints {
             let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
             assert_eq!(shown.as_deref(), Some(lint.code_str()), "{lint:?}");
+            assert_eq!(lint.dimension(), lint.kind().dimension(), "{lint:?}");
         }
         let distinct: std::collections::HashSet<&str> = lints.iter().map(Lint::code_str).collect();
         assert_eq!(distinct.len(), lints.len(), "one code per variant, every variant listed");
+        assert_eq!(lints.each_ref().map(Lint::kind), LintKind::ALL, "ALL lists every variant's kind in order");
         assert_eq!(lints.map(|lint| lint.code_str()), Lint::CODES, "CODES lists every variant's code in order");
+    }
+
+    #[test]
+    fn every_kind_has_a_code_and_every_dimension_its_lints() {
+        for kind in LintKind::ALL {
+            let name = kind.code().strip_prefix("critic::").unwrap_or_default();
+            assert!(
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{kind:?} has no code of the form critic::snake_case: {:?}",
+                kind.code()
+            );
+        }
+        for dimension in Dimension::ALL {
+            let scored: Vec<LintKind> =
+                LintKind::ALL.into_iter().filter(|k| k.dimension() == Some(dimension)).collect();
+            assert!(!scored.is_empty(), "no lint is scored in {dimension:?}");
+        }
+        let general: Vec<&str> =
+            LintKind::ALL.into_iter().filter(|k| k.dimension().is_none()).map(LintKind::code).collect();
+        assert_eq!(
+            general,
+            [
+                "critic::unused_agent",
+                "critic::unused_tool",
+                "critic::unused_provider",
+                "critic::unreliable_agent",
+                "critic::long_unverified_chain",
+                "critic::destructive_without_review",
+                "critic::optimism_bias",
+                "critic::missing_max_turns",
+                "critic::plain_http_secret",
+                "critic::critical_path_mismatch",
+            ],
+            "the general checks, scored in no dimension"
+        );
     }
 
     #[test]

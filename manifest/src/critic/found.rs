@@ -6,30 +6,30 @@
 use crate::diagnostic::Severity;
 use crate::source::Loc;
 
-use super::finding::{Dimension, Finding};
+use super::finding::{Dimension, Finding, LintKind};
 use super::{Facts, context, coupling, fallbacks, hygiene, parallel, spof};
 
 /// A finding as recorded. `task` is a position in `Plan::tasks`; `dependency` one in the task's
 /// `depends_on`; `read` one in the task's reads of outputs ([`Facts::reads`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Found {
-    /// `critic::single_point_of_failure`.
+    /// [`Lint::SinglePointOfFailure`](super::Lint::SinglePointOfFailure).
     SinglePointOfFailure { task: u32 },
-    /// `critic::output_format_coupling`.
+    /// [`Lint::OutputFormatCoupling`](super::Lint::OutputFormatCoupling).
     OutputFormatCoupling { task: u32, read: u32 },
-    /// `critic::wide_fan_in`.
+    /// [`Lint::WideFanIn`](super::Lint::WideFanIn).
     WideFanIn { task: u32 },
-    /// `critic::critical_without_fallback`.
+    /// [`Lint::CriticalWithoutFallback`](super::Lint::CriticalWithoutFallback).
     CriticalWithoutFallback { task: u32 },
-    /// `critic::fail_aborts_run`.
+    /// [`Lint::FailAbortsRun`](super::Lint::FailAbortsRun).
     FailAbortsRun { task: u32 },
-    /// `critic::unread_dependency`.
+    /// [`Lint::UnreadDependency`](super::Lint::UnreadDependency).
     UnreadDependency { task: u32, dependency: u32 },
-    /// `critic::redundant_edge`: `via` is the task (a position in `Plan::tasks`) that implies it.
+    /// [`Lint::RedundantEdge`](super::Lint::RedundantEdge): `via` is the task (a position in `Plan::tasks`) that implies it.
     RedundantEdge { task: u32, dependency: u32, via: u32 },
-    /// `critic::forced_chain`: the task waits for its `chained_after`.
+    /// [`Lint::ForcedChain`](super::Lint::ForcedChain): the task waits for its `chained_after`.
     ForcedChain { task: u32 },
-    /// `critic::long_unverified_chain`.
+    /// [`Lint::LongUnverifiedChain`](super::Lint::LongUnverifiedChain).
     LongUnverifiedChain { task: u32 },
     /// Any other finding, made whole by its pass: these concern definitions, groups, phases or
     /// the few tasks that are critical, so a plan has few of them.
@@ -69,20 +69,25 @@ impl Found {
         }
     }
 
+    /// Its kind, which holds its code and dimension.
+    fn kind(&self) -> LintKind {
+        match self {
+            Found::SinglePointOfFailure { .. } => LintKind::SinglePointOfFailure,
+            Found::OutputFormatCoupling { .. } => LintKind::OutputFormatCoupling,
+            Found::WideFanIn { .. } => LintKind::WideFanIn,
+            Found::CriticalWithoutFallback { .. } => LintKind::CriticalWithoutFallback,
+            Found::FailAbortsRun { .. } => LintKind::FailAbortsRun,
+            Found::UnreadDependency { .. } => LintKind::UnreadDependency,
+            Found::RedundantEdge { .. } => LintKind::RedundantEdge,
+            Found::ForcedChain { .. } => LintKind::ForcedChain,
+            Found::LongUnverifiedChain { .. } => LintKind::LongUnverifiedChain,
+            Found::Whole(finding) => finding.lint.kind(),
+        }
+    }
+
     /// The stable code, as [`Finding::code`] gives it.
     pub(super) fn code(&self) -> &'static str {
-        match self {
-            Found::SinglePointOfFailure { .. } => "critic::single_point_of_failure",
-            Found::OutputFormatCoupling { .. } => "critic::output_format_coupling",
-            Found::WideFanIn { .. } => "critic::wide_fan_in",
-            Found::CriticalWithoutFallback { .. } => "critic::critical_without_fallback",
-            Found::FailAbortsRun { .. } => "critic::fail_aborts_run",
-            Found::UnreadDependency { .. } => "critic::unread_dependency",
-            Found::RedundantEdge { .. } => "critic::redundant_edge",
-            Found::ForcedChain { .. } => "critic::forced_chain",
-            Found::LongUnverifiedChain { .. } => "critic::long_unverified_chain",
-            Found::Whole(finding) => finding.lint.code_str(),
-        }
+        self.kind().code()
     }
 
     /// The severity its pass gives it.
@@ -96,17 +101,7 @@ impl Found {
 
     /// The dimension it is scored in, as [`Finding::dimension`] gives it.
     pub(super) fn dimension(&self) -> Option<Dimension> {
-        match self {
-            Found::SinglePointOfFailure { .. } => Some(Dimension::SinglePointOfFailure),
-            Found::OutputFormatCoupling { .. } => Some(Dimension::OutputFormatCoupling),
-            Found::WideFanIn { .. } => Some(Dimension::ContextBudget),
-            Found::CriticalWithoutFallback { .. } | Found::FailAbortsRun { .. } => Some(Dimension::MissingFallbacks),
-            Found::UnreadDependency { .. } | Found::RedundantEdge { .. } | Found::ForcedChain { .. } => {
-                Some(Dimension::ParallelMisses)
-            }
-            Found::LongUnverifiedChain { .. } => None,
-            Found::Whole(finding) => finding.dimension(),
-        }
+        self.kind().dimension()
     }
 
     /// The id of the task it concerns, if any.

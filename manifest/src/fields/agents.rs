@@ -1,5 +1,6 @@
 //! Providers, tools and agents, with the words and scripts of their fields.
 
+use super::declare::declare_section;
 use super::{ARGV, DURATION, Field, Kind, MAX_TOKENS, Named, SEED, Section, Shape, TEMPERATURE, TEXT_MAP, TEXTS, URL};
 
 /// The tokenizer names a provider may give (the engine counts tokens with these).
@@ -92,70 +93,109 @@ static TOOL_DEF: Named = Named {
     kind: Kind::Mapping(&TOOL),
 };
 
-/// An agent: the fields of every runtime, each checked against the runtime the agent names.
-pub(crate) static AGENT: Section = Section::of(&[
-    Field::new("runtime", Shape::Named(&RUNTIME), "How the agent runs (`llm` when not given)."),
-    Field::new(
-        "provider",
-        Shape::Text,
-        "The provider's name (llm agents); the provider named `default` when not given.",
-    ).only_for(&["llm"]),
-    Field::new("model", Shape::Text, "The model, overriding the provider's (llm agents).").only_for(&["llm"]),
-    Field::new("system_prompt", Shape::Text, "The system prompt (llm agents).").aliases(&[
-        "prompt",
-        "description",
-        "role",
-    ]).only_for(&["llm"]),
-    Field::new("tools", TEXTS, "Tools offered to the model, by name (llm agents).").aliases(&["capabilities"]).only_for(&["llm"]),
-    Field::new(
-        "allow_tools",
-        TEXTS,
-        "Tools this agent may call without a person's approval, whatever their `approval` (llm agents).",
-    ).only_for(&["llm"]),
-    Field::new(
-        "reliability_weight",
-        Shape::Number { min: 0.0, max: 1.0 },
-        "The author's trust in this agent, from 0.0 to 1.0.",
-    ),
-    Field::new("max_turns", Shape::Count { min: 1 }, "The most model turns one attempt may take (llm agents).").only_for(&["llm"]),
-    Field::new(
-        "tool_choice",
-        Shape::Named(&TOOL_CHOICE),
-        "Whether the model may (`auto`, the default), must (`required`) or must not (`none`) call the tools offered (llm agents).",
-    ).only_for(&["llm"]),
-    Field::new(
-        "max_tokens",
-        MAX_TOKENS,
-        "The most tokens one answer may have, overriding the provider's (llm agents; 4096 when neither sets it).",
-    ).only_for(&["llm"]),
-    Field::new("temperature", TEMPERATURE, "The sampling temperature, overriding the provider's (llm agents).").only_for(&["llm"]),
-    Field::new("seed", SEED, "The sampling seed, overriding the provider's (llm agents).").only_for(&["llm"]),
-    Field::new("timeout", Shape::Named(&DURATION), "How long one attempt may take."),
-    Field::new(
-        "command",
-        Shape::Named(&ARGV),
-        "The argv to run, with the task input on stdin and the output from stdout (command agents).",
-    ).only_for(&["command"]),
-    Field::new(
-        "max_output_bytes",
-        Shape::Integer { min: 1 },
-        "The most output bytes kept before the attempt fails (command and http agents; 1 MiB when not given).",
-    ).only_for(&["command", "http"]),
-    Field::new("latency", Shape::Named(&DURATION), "Simulated time per attempt (mock agents).").only_for(&["mock"]),
-    Field::new(
-        "default",
-        Shape::Text,
-        "The response for tasks with no script (mock agents): `echo` returns the rendered input, other text itself.",
-    ).only_for(&["mock"]),
-    Field::new(
-        "responses",
-        Shape::Map(&Shape::Named(&MOCK_SCRIPT)),
-        "Scripted responses by task id (mock agents): one, or a list with one per attempt (the last repeats).",
-    ).only_for(&["mock"]),
-    Field::new("url", URL, "Where the input is POSTed (http agents).").only_for(&["http"]),
-    Field::new("api_key_env", Shape::Text, "The variable holding the bearer token (http agents).").only_for(&["http"]),
-    Field::new("headers_env", TEXT_MAP, "Header name to the variable holding its value (http agents).").only_for(&["http"]),
-]);
+declare_section! {
+    /// An agent: the fields of every runtime, each checked against the runtime the agent names.
+    static AGENT, examples AGENT_EXAMPLES = [
+        Field::new("runtime", Shape::Named(&RUNTIME), "How the agent runs (`llm` when not given).")
+            => example r#"{"runtime": "command", "command": ["cat"]}"#,
+        Field::new(
+            "provider",
+            Shape::Text,
+            "The provider's name (llm agents); the provider named `default` when not given.",
+        )
+            .only_for(&["llm"])
+            => example r#"{"provider": "other"}"#,
+        Field::new("model", Shape::Text, "The model, overriding the provider's (llm agents).")
+            .only_for(&["llm"])
+            => example r#"{"model": "small"}"#,
+        Field::new("system_prompt", Shape::Text, "The system prompt (llm agents).")
+            .aliases(&["prompt", "description", "role"])
+            .only_for(&["llm"])
+            => example r#"{"system_prompt": "Be brief."}"#,
+        Field::new("tools", TEXTS, "Tools offered to the model, by name (llm agents).")
+            .aliases(&["capabilities"])
+            .only_for(&["llm"])
+            => example r#"{"tools": ["search"]}"#,
+        Field::new(
+            "allow_tools",
+            TEXTS,
+            "Tools this agent may call without a person's approval, whatever their `approval` (llm agents).",
+        )
+            .only_for(&["llm"])
+            => example r#"{"tools": ["search"], "allow_tools": ["search"]}"#,
+        Field::new(
+            "reliability_weight",
+            Shape::Number { min: 0.0, max: 1.0 },
+            "The author's trust in this agent, from 0.0 to 1.0.",
+        )
+            => example r#"{"reliability_weight": 0.5}"#,
+        Field::new("max_turns", Shape::Count { min: 1 }, "The most model turns one attempt may take (llm agents).")
+            .only_for(&["llm"])
+            => example r#"{"max_turns": 3}"#,
+        Field::new(
+            "tool_choice",
+            Shape::Named(&TOOL_CHOICE),
+            "Whether the model may (`auto`, the default), must (`required`) or must not (`none`) call the tools offered (llm agents).",
+        )
+            .only_for(&["llm"])
+            => example r#"{"tools": ["search"], "tool_choice": "required"}"#,
+        Field::new(
+            "max_tokens",
+            MAX_TOKENS,
+            "The most tokens one answer may have, overriding the provider's (llm agents; 4096 when neither sets it).",
+        )
+            .only_for(&["llm"])
+            => example r#"{"max_tokens": 100}"#,
+        Field::new("temperature", TEMPERATURE, "The sampling temperature, overriding the provider's (llm agents).")
+            .only_for(&["llm"])
+            => example r#"{"temperature": 0.5}"#,
+        Field::new("seed", SEED, "The sampling seed, overriding the provider's (llm agents).")
+            .only_for(&["llm"])
+            => example r#"{"seed": 7}"#,
+        Field::new("timeout", Shape::Named(&DURATION), "How long one attempt may take.")
+            => example r#"{"timeout": "5s"}"#,
+        Field::new(
+            "command",
+            Shape::Named(&ARGV),
+            "The argv to run, with the task input on stdin and the output from stdout (command agents).",
+        )
+            .only_for(&["command"])
+            => example r#"{"runtime": "command", "command": ["cat"]}"#,
+        Field::new(
+            "max_output_bytes",
+            Shape::Integer { min: 1 },
+            "The most output bytes kept before the attempt fails (command and http agents; 1 MiB when not given).",
+        )
+            .only_for(&["command", "http"])
+            => example r#"{"runtime": "command", "command": ["cat"], "max_output_bytes": 10}"#,
+        Field::new("latency", Shape::Named(&DURATION), "Simulated time per attempt (mock agents).")
+            .only_for(&["mock"])
+            => example r#"{"runtime": "mock", "latency": "1s"}"#,
+        Field::new(
+            "default",
+            Shape::Text,
+            "The response for tasks with no script (mock agents): `echo` returns the rendered input, other text itself.",
+        )
+            .only_for(&["mock"])
+            => example r#"{"runtime": "mock", "default": "fixed"}"#,
+        Field::new(
+            "responses",
+            Shape::Map(&Shape::Named(&MOCK_SCRIPT)),
+            "Scripted responses by task id (mock agents): one, or a list with one per attempt (the last repeats).",
+        )
+            .only_for(&["mock"])
+            => example r#"{"runtime": "mock", "responses": {"a": "done"}}"#,
+        Field::new("url", URL, "Where the input is POSTed (http agents).")
+            .only_for(&["http"])
+            => example r#"{"runtime": "http", "url": "https://example.com/run"}"#,
+        Field::new("api_key_env", Shape::Text, "The variable holding the bearer token (http agents).")
+            .only_for(&["http"])
+            => example r#"{"runtime": "http", "url": "https://example.com/run", "api_key_env": "SERVICE_KEY"}"#,
+        Field::new("headers_env", TEXT_MAP, "Header name to the variable holding its value (http agents).")
+            .only_for(&["http"])
+            => example r#"{"runtime": "http", "url": "https://example.com/run", "headers_env": {"X-Team": "TEAM"}}"#,
+    ];
+}
 
 static AGENT_DEF: Named = Named {
     name: "Agent",

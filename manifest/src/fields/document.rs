@@ -8,6 +8,17 @@ use super::{Field, Kind, Named, Section, Shape, TEXT_MAP, TEXTS};
 /// The only `apiVersion` this loader reads.
 pub const API_VERSION: &str = "runner/v1";
 
+/// The keys a workflow is read under: the canonical `workflow`, then the names the bare form
+/// also reads for it. The reader, the quick YAML reader, the schema and the planner all take
+/// them from here.
+pub const WORKFLOW_KEYS: [&str; 4] = ["workflow", "tasks", "steps", "phases"];
+
+/// The names the bare form reads for `workflow`: [`WORKFLOW_KEYS`] after the first.
+pub(crate) const WORKFLOW_ALIASES: &[&str] = match WORKFLOW_KEYS.split_first() {
+    Some((_, aliases)) => aliases,
+    None => &[],
+};
+
 /// The whole enveloped document; the schema's root.
 pub(crate) static ENVELOPE: Section = Section::of(&[
     Field::new("apiVersion", Shape::Const(API_VERSION), "The manifest format; always `runner/v1`.").required(),
@@ -43,11 +54,11 @@ pub(crate) static SPEC: Section = Section::of(&[
     Field::new("tools", TOOLS, "Programs llm agents can call, by name."),
     Field::new("agent_definitions", AGENTS, "The agents that do the tasks, by name.").aliases(&["agents", "workers"]),
     Field::new(
-        "workflow",
+        WORKFLOW_KEYS[0],
         WORKFLOW,
         "The tasks, in order; dependencies, not the order, decide when each runs (except under `sequential`).",
     )
-    .aliases(&["tasks", "steps", "phases"])
+    .aliases(WORKFLOW_ALIASES)
     .required(),
     Field::new("control_logic", Shape::Named(&CONTROL_LOGIC), "Scheduling, budgets, replanning and context settings."),
     Field::bare("plan", Shape::Named(&NESTED_PLAN_DEF), "put `workflow` and `agent_definitions` directly in `spec`"),
@@ -58,7 +69,7 @@ static SPEC_DEF: Named = Named { name: "Spec", doc: "The plan itself.", kind: Ki
 /// A bare-form `plan:` mapping that nests the agents and the workflow.
 pub(crate) static NESTED_PLAN: Section = Section::of(&[
     Field::new("agent_definitions", AGENTS, "The agents that do the tasks, by name.").aliases(&["agents", "workers"]),
-    Field::new("workflow", WORKFLOW, "The tasks, in order.").aliases(&["tasks", "steps", "phases"]),
+    Field::new(WORKFLOW_KEYS[0], WORKFLOW, "The tasks, in order.").aliases(WORKFLOW_ALIASES),
 ]);
 
 static NESTED_PLAN_DEF: Named = Named {

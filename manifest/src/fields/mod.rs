@@ -5,24 +5,35 @@
 //! keys a mapping has (and so the "unknown field" suggestions), which aliases it reads and the
 //! bounds it checks a number against; [`crate::schema`] builds the published JSON Schema from
 //! the same tables, so the schema's fields, descriptions, bounds and words cannot drift from
-//! what the loader reads. The normalised types in [`crate::plan`] are a different shape on
-//! purpose (gates become tasks, an agent's fields become a `Runtime` variant), so they are
-//! written by hand; the reader in `normalize/` maps one to the other.
+//! what the loader reads. A task's table is declared with the plan's task types and their JSON
+//! in one list (`plan/task.rs`, with [`declare`]'s macro), so a task field is described once;
+//! the other normalised types in [`crate::plan`] are a different shape on purpose (gates become
+//! tasks, an agent's fields become a `Runtime` variant), so they are written by hand. The reader
+//! in `normalize/` maps one to the other, and `round_trip.rs` loads every declared field's
+//! example, so a field the reader forgets fails a test.
 
 mod agents;
 mod control;
+pub(crate) mod declare;
 mod document;
+#[cfg(test)]
+mod round_trip;
 mod tasks;
 
+pub(crate) use crate::plan::task::TASK;
 pub use agents::TOKENIZERS;
 pub(crate) use agents::{
     AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE, USAGE, USAGE_DEF,
 };
 pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
-pub use document::API_VERSION;
-pub(crate) use document::{COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
+pub(crate) use declare::declare_task;
+pub use document::{API_VERSION, WORKFLOW_KEYS};
+pub(crate) use document::{
+    COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC, WORKFLOW_ALIASES,
+};
 pub(crate) use tasks::{
-    ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND,
+    ACTION, ATTACHMENT, ATTACHMENT_DEF, FAILURE, ON_FAILURE, PHASE, RETRY_ON, TASK_KIND, VERIFICATION,
+    VERIFICATION_DEF, VERIFICATION_KIND,
 };
 
 /// The shape of a field's value: what the reader accepts and the schema describes.

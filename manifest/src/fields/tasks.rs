@@ -1,54 +1,12 @@
 //! Tasks and what hangs off them: verification, failure policies, attachments, phases.
 
 use super::{ARGV, DURATION, Field, Kind, Named, Section, Shape, TEXTS};
+use crate::plan::task::TASK;
 
 /// `spec.workflow`: at least one task.
 pub(crate) const WORKFLOW: Shape = Shape::NonEmptyList(&Shape::Named(&TASK_DEF));
 
-/// A task.
-pub(crate) static TASK: Section = Section::of(&[
-    Field::new("id", Shape::Text, "The task's unique id; other tasks and templates refer to it.")
-        .aliases(&["step_id", "name"])
-        .required(),
-    Field::new("type", Shape::Named(&TASK_KIND), "What kind of step it is (`task` when not given)."),
-    Field::new("agent", Shape::Text, "The agent that does it; a `human_review` has none.")
-        .aliases(&["worker", "assigned_to"]),
-    Field::new("input", Shape::Text, "The input template, such as `Summarise {{ tasks.search.output }}`.").aliases(&[
-        "query",
-        "action",
-        "description",
-    ]),
-    Field::new("prompt", Shape::Text, "The question shown to the reviewer of a `human_review`."),
-    Field::new("depends_on", TEXTS, "Ids of the tasks that must finish first.").aliases(&[
-        "requires",
-        "after",
-        "dependencies",
-    ]),
-    Field::new("inputs", TEXTS, "Ids of the tasks whose outputs a `synthesis_gate` condenses; it depends on them."),
-    Field::new(
-        "parallel_group",
-        Shape::Text,
-        "The parallel group it belongs to, limited in `control_logic.parallel_groups`.",
-    ),
-    Field::new(
-        "verification",
-        Shape::Named(&VERIFICATION_DEF),
-        "How its output is checked before it counts as a success.",
-    ),
-    Field::new("on_failure", Shape::Named(&ON_FAILURE), "What happens when an attempt fails (`fail` when not given)."),
-    Field::new("critical", Shape::Bool, "Whether the run fails when this task does not succeed."),
-    Field::new("timeout", Shape::Named(&DURATION), "How long one attempt may take."),
-    Field::new(
-        "attachments",
-        Shape::List(&Shape::Named(&ATTACHMENT_DEF)),
-        "Links and files handed to the agent with the input.",
-    ),
-    Field::new("max_output_tokens", Shape::Count { min: 1 }, "The output cap of a `synthesis_gate`, in tokens."),
-    // A second way to say `on_failure: retry`, read only from plans LLMs wrote.
-    Field::bare("max_retries", Shape::Count { min: 0 }, "write `on_failure: {action: retry, max_attempts: N}`")
-        .aliases(&["retries"]),
-]);
-
+/// A task, defined once in the schema.
 static TASK_DEF: Named = Named { name: "Task", doc: "One step of the workflow.", kind: Kind::Mapping(&TASK) };
 
 /// The words of a task's `type`.
@@ -89,7 +47,7 @@ pub(crate) static VERIFICATION: Section = Section::of(&[
     .only_for(&["command"]),
 ]);
 
-static VERIFICATION_DEF: Named = Named {
+pub(crate) static VERIFICATION_DEF: Named = Named {
     name: "Verification",
     doc: "How a task's output is checked; `type` decides which of the other fields apply.",
     kind: Kind::Mapping(&VERIFICATION),
@@ -102,7 +60,7 @@ pub(crate) static VERIFICATION_KIND: Named = Named {
     kind: Kind::Words(&["schema_check", "llm_reviewer", "command", "none"]),
 };
 
-static ON_FAILURE: Named = Named {
+pub(crate) static ON_FAILURE: Named = Named {
     name: "OnFailure",
     doc: "What a task does when an attempt fails: a word, or a retry policy spelled out.",
     kind: Kind::AnyOf(&[Shape::Named(&ACTION), Shape::Named(&FAILURE_DEF)]),
@@ -163,7 +121,7 @@ pub(crate) static ATTACHMENT: Section = Section::one_of(&[
     Field::new("file", Shape::Text, "A file, read (size-capped) and inlined; relative to the plan's folder."),
 ]);
 
-static ATTACHMENT_DEF: Named = Named {
+pub(crate) static ATTACHMENT_DEF: Named = Named {
     name: "Attachment",
     doc: "Something handed to the agent with the task input: give exactly one of `link` or `file`.",
     kind: Kind::Mapping(&ATTACHMENT),

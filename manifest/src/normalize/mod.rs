@@ -8,7 +8,7 @@ mod control;
 mod tasks;
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::fields::{API_VERSION, COMPLEXITY, ENVELOPE, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC};
+use crate::fields::{API_VERSION, COMPLEXITY, ENVELOPE, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC, WORKFLOW_KEYS};
 use crate::node_path::NodePath;
 use crate::plan::{
     Agent, At, Complexity, DEFAULT_AGENT, Form, Generation, MissionAnalysis, Plan, Runtime, Strategy, Task, TaskKind,
@@ -174,7 +174,8 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) -> Rest {
             }
         }
     }
-    let workflow = spec.get("workflow").or_else(|| nested.as_ref().and_then(|n| n.get("workflow")));
+    let [workflow_key, ..] = WORKFLOW_KEYS;
+    let workflow = spec.get(workflow_key).or_else(|| nested.as_ref().and_then(|n| n.get(workflow_key)));
     let workflow = match workflow {
         Some((entry, path)) => Some((std::ptr::from_ref(entry.value), path.clone())),
         None => {

@@ -12,7 +12,7 @@ mod read;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use fields::{EVENT_TYPES, KIND, RUN_STATUSES, TASK_STATUSES};
+pub use fields::{KIND, REPLACED, RUN_STATUSES};
 pub(crate) use fields::{TEST_DOC, TEST_ENVELOPE};
 
 use crate::diagnostic::Diagnostic;
@@ -216,11 +216,32 @@ impl LoadedTest {
     }
 }
 
-/// Reads a scenario file.
-pub fn load_test_file(path: &Path) -> LoadedTest {
+/// The words of the run log an expectation may name: its event types and task statuses.
+/// `machine` declares them; the caller hands them in, as this crate cannot depend on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Vocabulary {
+    /// The event types (`Event::NAMES`).
+    pub events: &'static [&'static str],
+    /// The task statuses (`TaskStatus::NAMES`); an expectation may also name [`REPLACED`].
+    pub task_statuses: &'static [&'static str],
+}
+
+impl Vocabulary {
+    /// Puts the words into a plan test schema, as the enumerations of an event's `type` and a
+    /// task expectation's `status`.
+    pub(crate) fn add_to_schema(&self, schema: &mut serde_json::Value) {
+        let definitions = &mut schema["definitions"];
+        definitions["EventMatch"]["properties"]["type"]["enum"] = serde_json::json!(self.events);
+        let statuses: Vec<&str> = self.task_statuses.iter().copied().chain([REPLACED]).collect();
+        definitions["TaskExpect"]["properties"]["status"]["enum"] = serde_json::json!(statuses);
+    }
+}
+
+/// Reads a scenario file, its event types and task statuses checked against `vocabulary`.
+pub fn load_test_file(path: &Path, vocabulary: &Vocabulary) -> LoadedTest {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
-        Ok(text) => load_test_str(&name, &text),
+        Ok(text) => load_test_str(&name, &text, vocabulary),
         Err(error) => {
             let problem = crate::Problem::Io { reason: error.to_string() };
             let diagnostic = Diagnostic::error(problem, crate::Loc::default()).label("");
@@ -229,9 +250,10 @@ pub fn load_test_file(path: &Path) -> LoadedTest {
     }
 }
 
-/// Reads a scenario from text; `name` is shown in diagnostics.
-pub fn load_test_str(name: &str, text: &str) -> LoadedTest {
+/// Reads a scenario from text, its event types and task statuses checked against
+/// `vocabulary`; `name` is shown in diagnostics.
+pub fn load_test_str(name: &str, text: &str, vocabulary: &Vocabulary) -> LoadedTest {
     let source = Source::new(name, text);
-    let (test, diagnostics) = read::read(text);
+    let (test, diagnostics) = read::read(text, vocabulary);
     LoadedTest { source, test, diagnostics }
 }

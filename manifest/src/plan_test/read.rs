@@ -2,10 +2,12 @@
 //! types and bad words get the same located diagnostics as in a plan.
 
 use super::fields::{
-    CRITIC_EXPECT, DECISION, EVENT_MATCH, EVENT_TYPES, EXPECT, KIND, OUTPUT_CHECK, OVERRIDES, REPLY, RUN_STATUSES,
-    SCRIPT, TASK_EXPECT, TASK_STATUSES, TEST_ENVELOPE, TEST_METADATA, TEST_SPEC, TOOL_RESULT,
+    CRITIC_EXPECT, DECISION, EVENT_MATCH, EXPECT, KIND, OUTPUT_CHECK, OVERRIDES, REPLACED, REPLY, RUN_STATUSES, SCRIPT,
+    TASK_EXPECT, TEST_ENVELOPE, TEST_METADATA, TEST_SPEC, TOOL_RESULT,
 };
-use super::{EventMatch, Expect, Outcome, OutputCheck, Overrides, PlanTest, Reply, Script, Subject, TaskExpect};
+use super::{
+    EventMatch, Expect, Outcome, OutputCheck, Overrides, PlanTest, Reply, Script, Subject, TaskExpect, Vocabulary,
+};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{API_VERSION, STRATEGY};
 use crate::node_path::NodePath;
@@ -15,8 +17,9 @@ use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::tree::{self, Node, Value};
 
-/// The scenario in `text`, and every diagnostic.
-pub(super) fn read(text: &str) -> (Option<PlanTest>, Vec<Diagnostic>) {
+/// The scenario in `text`, its event types and task statuses taken from `vocabulary`, and
+/// every diagnostic.
+pub(super) fn read(text: &str, vocabulary: &Vocabulary) -> (Option<PlanTest>, Vec<Diagnostic>) {
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(error) => {
@@ -25,11 +28,11 @@ pub(super) fn read(text: &str) -> (Option<PlanTest>, Vec<Diagnostic>) {
         }
     };
     let mut reader = Reader::new(Form::Enveloped, text.into());
-    let test = read_document(&mut reader, &root);
+    let test = read_document(&mut reader, &root, vocabulary);
     (test, reader.diagnostics)
 }
 
-fn read_document(reader: &mut Reader, root: &Node) -> Option<PlanTest> {
+fn read_document(reader: &mut Reader, root: &Node, vocabulary: &Vocabulary) -> Option<PlanTest> {
     let top = reader.fields(root, &NodePath::root(), "the plan test", TEST_ENVELOPE.fields, &[])?;
     for (name, expected) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         let Some((entry, path)) = reader.require(&top, name, "the plan test") else { continue };
@@ -50,11 +53,11 @@ fn read_document(reader: &mut Reader, root: &Node) -> Option<PlanTest> {
     }
     let (entry, path) = reader.require(&top, "spec", "the plan test")?;
     let spec = reader.fields(entry.value, path, "spec", TEST_SPEC.fields, &[])?;
-    read_spec(reader, &spec, &mut test);
+    read_spec(reader, &spec, &mut test, vocabulary);
     Some(test)
 }
 
-fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest) {
+fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest, vocabulary: &Vocabulary) {
     let plan = reader.text_of(spec, "plan");
     let request = reader.text_of(spec, "request");
     test.subject = match (plan, request) {
@@ -105,7 +108,7 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest) {
         }
     }
     if let Some((entry, path)) = spec.get("expect") {
-        test.expect = read_expect(reader, entry.value, path).unwrap_or_default();
+        test.expect = read_expect(reader, entry.value, path, vocabulary).unwrap_or_default();
     }
 }
 
@@ -186,12 +189,12 @@ fn read_reply(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Reply
     Some(Reply { outcome, tokens })
 }
 
-fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Expect> {
+fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath, vocabulary: &Vocabulary) -> Option<Expect> {
     let fields = reader.fields(node, path, "expect", EXPECT.fields, &[])?;
     let mut expect = Expect { status: word_of(reader, &fields, "status", &RUN_STATUSES), ..Expect::default() };
     if let Some((entry, path)) = fields.get("tasks") {
         for (task, node, item_path) in reader.named(entry, path, "tasks") {
-            if let Some(task_expect) = read_task_expect(reader, node, &item_path) {
+            if let Some(task_expect) = read_task_expect(reader, node, &item_path, vocabulary) {
                 expect.tasks.push((task, task_expect));
             }
         }
@@ -203,7 +206,7 @@ fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Expe
             continue;
         };
         for (i, item) in items.iter().enumerate() {
-            if let Some(event) = read_event(reader, item, &path.index(i), field == "events") {
+            if let Some(event) = read_event(reader, item, &path.index(i), field == "events", vocabulary) {
                 into.push(event);
             }
         }
@@ -222,10 +225,11 @@ fn read_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<Expe
     Some(expect)
 }
 
-fn read_task_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option<TaskExpect> {
+fn read_task_expect(reader: &mut Reader, node: &Node, path: &NodePath, vocabulary: &Vocabulary) -> Option<TaskExpect> {
     let fields = reader.fields(node, path, "a task expectation", TASK_EXPECT.fields, &[])?;
+    let statuses: Vec<&str> = vocabulary.task_statuses.iter().copied().chain([REPLACED]).collect();
     let mut expect = TaskExpect {
-        status: word_of(reader, &fields, "status", &TASK_STATUSES),
+        status: word_of(reader, &fields, "status", &statuses),
         attempts: at_of(&fields, "attempts", reader.count_of(&fields, "attempts")),
         max_prompt_tokens: at_of(&fields, "max_prompt_tokens", reader.whole_of(&fields, "max_prompt_tokens")),
         min_prompt_tokens: at_of(&fields, "min_prompt_tokens", reader.whole_of(&fields, "min_prompt_tokens")),
@@ -254,10 +258,16 @@ fn read_task_expect(reader: &mut Reader, node: &Node, path: &NodePath) -> Option
     Some(expect)
 }
 
-fn read_event(reader: &mut Reader, node: &Node, path: &NodePath, may_be_absent: bool) -> Option<EventMatch> {
+fn read_event(
+    reader: &mut Reader,
+    node: &Node,
+    path: &NodePath,
+    may_be_absent: bool,
+    vocabulary: &Vocabulary,
+) -> Option<EventMatch> {
     let fields = reader.fields(node, path, "an event", EVENT_MATCH.fields, &[])?;
     reader.require(&fields, "type", "an event")?;
-    let kind = word_of(reader, &fields, "type", &EVENT_TYPES)?;
+    let kind = word_of(reader, &fields, "type", vocabulary.events)?;
     let absent = reader.boolean_of(&fields, "absent").unwrap_or(false);
     if absent && !may_be_absent {
         reader.invalid(node, path, "event", "`absent` applies under `events`, not under `order`");
@@ -273,7 +283,7 @@ fn read_event(reader: &mut Reader, node: &Node, path: &NodePath, may_be_absent: 
 }
 
 /// A field's word from a fixed list, with its location.
-fn word_of(reader: &mut Reader, fields: &Fields<'_>, name: &str, words: &[&'static str]) -> Option<At<String>> {
+fn word_of(reader: &mut Reader, fields: &Fields<'_>, name: &str, words: &[&str]) -> Option<At<String>> {
     let (entry, path) = fields.get(name)?;
     let table: Vec<(&str, &str)> = words.iter().map(|w| (*w, *w)).collect();
     let word = reader.word(entry, path, name, &table, &[])?;

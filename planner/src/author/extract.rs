@@ -62,10 +62,12 @@ pub fn extract(text: &str) -> Result<Answer, ExtractError> {
     }
 }
 
-/// Whether an object looks like a plan, in either form, rather than a list of questions.
+/// Whether an object looks like a plan, in either form, rather than a list of questions: it has
+/// a spec, an envelope, agents or a workflow under any name the loader reads it by.
 fn is_manifest(object: &Map<String, Value>) -> bool {
-    ["spec", "apiVersion", "workflow", "tasks", "steps", "agent_definitions"]
+    ["spec", "apiVersion", "agent_definitions"]
         .iter()
+        .chain(&manifest::WORKFLOW_KEYS)
         .any(|key| object.contains_key(*key))
 }
 
@@ -171,5 +173,13 @@ mod tests {
         );
         assert_eq!(extract("{\"questions\": []}"), Err(ExtractError::BadQuestions));
         assert!(matches!(extract("{\"questions\": [\"x\"], \"spec\": {}}"), Ok(Answer::Manifest(_))));
+    }
+
+    #[test]
+    fn a_bare_plan_with_phases_and_questions_is_a_manifest() {
+        let text =
+            r#"{"questions": ["Which company?"], "phases": [{"id": "look", "tasks": [{"id": "a", "input": "go"}]}]}"#;
+        let object = manifest(text);
+        assert_eq!(object["phases"][0]["tasks"][0]["id"], "a", "{object:?}");
     }
 }

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use engine::context::tokens::{Tokenizer, count};
-use engine::llm::protocol::Message;
+use model::protocol::Message;
+use model::tokens::{Tokenizer, count};
 
 use super::prompt::Parts;
 

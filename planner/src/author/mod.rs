@@ -28,9 +28,9 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use engine::Tokens;
-use engine::llm::client::Endpoint;
-use engine::llm::protocol::{ChatRequest, Message, Sampling, Usage};
+use machine::Tokens;
+use model::Endpoint;
+use model::protocol::{ChatRequest, Message, Sampling, Usage};
 use serde::Serialize;
 use serde_json::json;
 use tracing::Instrument as _;
@@ -247,7 +247,7 @@ fn summary(outcome: Option<Outcome>) -> String {
         Some(Outcome::Failed(error)) => format!("the request failed: {error}"),
         Some(Outcome::Valid { .. } | Outcome::Questions(_)) | None => "no answer".to_owned(),
     };
-    engine::llm::redact::excerpt(&text, 300)
+    model::redact::excerpt(&text, 300)
 }
 
 /// What one candidate chain (an answer and at most one repair) ended with.

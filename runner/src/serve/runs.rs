@@ -135,7 +135,7 @@ impl EventView {
             kind: record.event.name(),
             task: record.event.task().map(str::to_owned),
             attempt,
-            line: crate::live::line(record),
+            line: crate::event_line::line(record),
         }
     }
 }

@@ -3,27 +3,26 @@
 //! being written is sent once its end is. Each message carries the new events and the state
 //! of the tasks they touched, folded by the engine.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::response::sse::{Event as Message, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use engine::{Event, Handler, Record, RunState};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncWriteExt, DuplexStream};
 
 use super::Served;
 use super::error::ApiError;
 use super::runs::{EventView, check_size, existing};
-use crate::logs::Tail;
-use crate::store::Run;
+use crate::store::{Run, Tail};
 
 /// How often the log is looked at.
 const POLL: Duration = Duration::from_millis(250);
-/// How often a quiet stream sends a comment, so proxies and browsers keep it open.
+/// How often a quiet stream sends a comment (`: still here`), so proxies and browsers keep it
+/// open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The most events one message carries; more wait for the next.
 const BATCH: usize = 5_000;
@@ -47,7 +46,8 @@ struct Update {
     replanned: bool,
 }
 
-/// Opens the stream of a run.
+/// Opens the stream of a run: a message of events as they are logged, `failure` (its data a
+/// JSON string) when the log cannot be read, after which the stream ends.
 pub async fn stream(
     State(served): State<Arc<Served>>,
     Path(id): Path<String>,
@@ -59,63 +59,81 @@ pub async fn stream(
         Ok::<_, ApiError>(run)
     })
     .await??;
-    // A duplex pipe, not a simplex one: when the page goes away and the body is dropped, the
-    // next write fails and the task ends.
-    let (reader, writer) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(follow(run, from.after.unwrap_or(0), writer));
-    let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
-    Ok(([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response())
+    let follow = Follow {
+        run,
+        after: from.after.unwrap_or(0),
+        tail: Tail::default(),
+        seq: 0,
+        state: RunState::new(),
+        ready: VecDeque::new(),
+        read: false,
+        failed: false,
+    };
+    // When the page goes away, the body and with it this stream are dropped: the following ends.
+    let messages = futures_util::stream::unfold(follow, |follow| async move {
+        follow.next().await.map(|(message, follow)| (Ok::<_, Infallible>(message), follow))
+    });
+    Ok(Sse::new(messages).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("still here")).into_response())
 }
 
-/// Writes the messages of a run's log to `writer` as it grows, until the page goes away or the
-/// log cannot be read.
-async fn follow(run: Run, after: u64, mut writer: DuplexStream) {
-    let mut tail = Tail::default();
-    let mut seq = 0;
-    let mut state = RunState::new();
-    let mut quiet = Duration::ZERO;
-    loop {
-        let reading = {
-            let run = run.clone();
-            tokio::task::spawn_blocking(move || {
+/// A run's log followed as it grows.
+struct Follow {
+    run: Run,
+    /// The `seq` of the last event the page has.
+    after: u64,
+    tail: Tail,
+    /// The `seq` of the last record read.
+    seq: u64,
+    /// The records read so far, folded.
+    state: RunState,
+    /// Messages read and not yet sent.
+    ready: VecDeque<Message>,
+    /// Whether the log was read before, so the next read waits for [`POLL`].
+    read: bool,
+    /// Whether the log could not be read: the failure is the last message.
+    failed: bool,
+}
+
+impl Follow {
+    /// The next message, looking at the log every [`POLL`] until there is one; `None` once the
+    /// failure was sent.
+    async fn next(mut self) -> Option<(Message, Follow)> {
+        loop {
+            if let Some(message) = self.ready.pop_front() {
+                return Some((message, self));
+            }
+            if self.failed {
+                return None;
+            }
+            if std::mem::replace(&mut self.read, true) {
+                tokio::time::sleep(POLL).await;
+            }
+            let (run, mut tail, seq) = (self.run.clone(), std::mem::take(&mut self.tail), self.seq);
+            let (tail, records) = tokio::task::spawn_blocking(move || {
                 let records = run.records_after(&mut tail, seq);
                 (tail, records)
             })
             .await
-        };
-        let Ok((read, records)) = reading else { return };
-        tail = read;
-        let mut text = match records {
-            Ok(records) => {
-                seq = records.last().map_or(seq, |record| record.seq);
-                messages(&mut state, &records, after)
-            }
-            Err(error) => {
-                let error = serde_json::to_string(&format!("{error:#}")).unwrap_or_default();
-                let _ = writer.write_all(format!("event: failure\ndata: {error}\n\n").as_bytes()).await;
-                return;
-            }
-        };
-        if text.is_empty() {
-            quiet += POLL;
-            if quiet >= KEEP_ALIVE {
-                text = ": still here\n\n".to_owned();
+            .ok()?;
+            self.tail = tail;
+            match records {
+                Ok(records) => {
+                    self.seq = records.last().map_or(self.seq, |record| record.seq);
+                    self.ready.extend(messages(&mut self.state, &records, self.after));
+                }
+                Err(error) => {
+                    let error = serde_json::to_string(&format!("{error:#}")).unwrap_or_default();
+                    self.ready.push_back(Message::default().event("failure").data(error));
+                    self.failed = true;
+                }
             }
         }
-        if !text.is_empty() {
-            quiet = Duration::ZERO;
-            if writer.write_all(text.as_bytes()).await.is_err() || writer.flush().await.is_err() {
-                // The page went away.
-                return;
-            }
-        }
-        tokio::time::sleep(POLL).await;
     }
 }
 
 /// Folds new records into `state` and turns those after `after` into data messages.
-fn messages(state: &mut RunState, records: &[Record], after: u64) -> String {
-    let mut out = String::new();
+fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message> {
+    let mut out = Vec::new();
     for chunk in records.chunks(BATCH) {
         let mut touched = Vec::new();
         let mut events = Vec::new();
@@ -140,7 +158,7 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> String {
             })
             .collect();
         let update = Update { events, status: state.status.as_str(), tokens: state.tokens, tasks, replanned };
-        out.push_str(&format!("data: {}\n\n", serde_json::to_string(&update).unwrap_or_default()));
+        out.push(Message::default().data(serde_json::to_string(&update).unwrap_or_default()));
     }
     out
 }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use engine::context::tokens::{Tokenizer, count};
 use engine::{Event, Record};
 use manifest::plan_test::{EventMatch, OutputCheck, TaskExpect};
+use model::tokens::{Tokenizer, count};
 
 use super::execute::Ran;
 use super::scenario::Scenario;

@@ -53,7 +53,7 @@ pub fn prepare(
     filter: Option<&str>,
 ) -> Result<Option<Scenario>, Invalid> {
     let invalid = |report: String| Invalid { path: path.to_path_buf(), report };
-    let loaded = load_test_file(path);
+    let loaded = load_test_file(path, &engine::script::VOCABULARY);
     let Some(test) = loaded.valid().cloned() else {
         return Err(invalid(render_human(&loaded.diagnostics, &loaded.source, color)));
     };
@@ -116,7 +116,7 @@ fn planned(request: &str, name: &str, planning: &Planning) -> anyhow::Result<Loa
             let id = crate::home::new_run_id(name);
             let dir = if planning.keep { PlanDir::create(&id, Vec::new())? } else { PlanDir::unkept() };
             dir.write("request.txt", request)?;
-            let mut outcome = crate::author::write(args, request, name, None, &bindings, &dir)?;
+            let mut outcome = crate::plan::author::write(args, request, name, None, &bindings, &dir)?;
             outcome.provenance.id = id;
             outcome.provenance.created = engine::clock::now();
             outcome.provenance.request = request.to_owned();
