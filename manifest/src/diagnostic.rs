@@ -132,8 +132,9 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     closest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
-/// Levenshtein distance over characters, with one row of memory.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance over characters, with one row of memory; the measure behind every
+/// "did you mean" suggestion.
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

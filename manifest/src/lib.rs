@@ -35,7 +35,7 @@ mod yaml;
 
 pub use answer::{AnswerError, Found, JsonSyntax, find_json};
 pub use decimal::digits;
-pub use diagnostic::{Diagnostic, Problem, Severity};
+pub use diagnostic::{Diagnostic, Problem, Severity, edit_distance};
 pub use duration::{Duration, DurationError};
 pub use fields::{API_VERSION, TOKENIZERS, WORKFLOW_KEYS};
 pub use graph::{Cycles, TaskGraph, TaskIdx};

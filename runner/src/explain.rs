@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use manifest::edit_distance;
+
 use crate::diagnostics::print;
 use crate::exit::EXIT_USAGE;
 
@@ -139,22 +141,6 @@ fn closest(asked: &str, entries: &[Entry]) -> Option<&'static str> {
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, code)| code)
-}
-
-/// Levenshtein distance over characters, with one row of memory.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// The line that ends every human diagnostic: where to read more about its code.
