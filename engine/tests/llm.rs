@@ -283,7 +283,7 @@ async fn a_model_that_never_stops_calling_tools_fails_at_max_turns() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let setup = Setup::new(&server).tool("lookup", &["cat"], None).max_turns(3);
     let (error, class) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
-    assert_eq!(error, "the agent used all 3 turns without a final answer");
+    assert_eq!(error, "[llm::max_turns] the agent used all 3 turns without a final answer");
     assert_eq!(class, ErrorClass::Permanent);
     assert_eq!(server.requests().len(), 3);
 }
@@ -331,7 +331,7 @@ async fn a_malformed_body_fails_quoting_it() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
     assert_eq!(class, ErrorClass::Agent);
-    assert!(error.starts_with("malformed response from `local`"), "{error}");
+    assert!(error.starts_with("[llm::malformed] malformed response from `local`"), "{error}");
     assert!(error.contains(r#"{"choices": "nope"}"#), "{error}");
 }
 
@@ -517,7 +517,7 @@ async fn an_answer_cut_at_max_tokens_is_its_own_error() {
     assert_eq!(reply.tokens(), Some(Tokens { prompt: 10, completion: 5 }));
     let (error, class) = failure(reply);
     assert_eq!(class, ErrorClass::Permanent);
-    assert_eq!(error, "the answer was cut at 64 tokens (finish_reason `length`), so it is incomplete");
+    assert_eq!(error, "[llm::length] the answer was cut at 64 tokens (finish_reason `length`), so it is incomplete");
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -530,6 +530,7 @@ async fn a_server_that_goes_quiet_is_given_up_after_the_idle_timeout() {
     let (error, class) = failure(run(&setup.runtime(), attempt("x", dir.path())).await);
     assert_eq!(class, ErrorClass::Timeout);
     assert!(error.contains("sent nothing for 200ms (idle_timeout)"), "{error}");
+    assert!(error.starts_with("[llm::idle] "), "the failure names its `runner explain` page: {error}");
     assert_eq!(server.requests().len(), 1, "a hung server is reported after one idle timeout");
 }
 
@@ -556,7 +557,7 @@ async fn a_stream_that_breaks_is_the_servers_failure_and_is_retried() {
         let server = FakeOpenAi::script(vec![broken.clone()]);
         let (error, class) = failure(run(&Setup::new(&server).runtime(), attempt("x", dir.path())).await);
         assert_eq!(class, ErrorClass::Transient);
-        assert!(error.starts_with("provider `local` failed while streaming its answer"), "{error}");
+        assert!(error.starts_with("[llm::retries] provider `local` failed while streaming its answer"), "{error}");
         assert_eq!(server.requests().len(), 3);
     }
 }

@@ -271,9 +271,16 @@ impl AgentRuntime for Misconfigured {
     }
 }
 
-/// The reply for an error, with the tokens the attempt used before it.
+/// The reply for an error, with the tokens the attempt used before it. The message starts with
+/// the error's code in brackets (`[llm::idle] ...`, where compacting a long error keeps it), so
+/// the run's log names the `runner explain` page a reader of the failure wants.
 fn to_reply(error: &LlmError, tokens: Option<Tokens>) -> Reply {
-    Reply::Failure { error: error.to_string(), class: error.class(), tokens }
+    let class = error.class();
+    let error = match miette::Diagnostic::code(error) {
+        Some(code) => format!("[{code}] {error}"),
+        None => error.to_string(),
+    };
+    Reply::Failure { error, class, tokens }
 }
 
 /// A reply with the API key removed from every text.
