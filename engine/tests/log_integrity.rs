@@ -360,39 +360,3 @@ mod damage {
         }
     }
 }
-
-/// The cost of checksums: writes and reads a log of 100,001 records (a run of 50,000 mock tasks)
-/// a few times and prints the best times. A measurement, not a check: run it with
-/// `cargo test --release -p engine --test log_integrity -- --ignored --nocapture`.
-#[tokio::test]
-#[ignore = "a measurement; run it in release"]
-async fn cost_of_writing_and_reading_100k_records() {
-    let ids: Vec<String> = (0..50_000).map(|i| format!("task-{i}")).collect();
-    let plan = plan_of(&ids.iter().map(String::as_str).collect::<Vec<_>>());
-    let output = "an output of about a hundred bytes, as a mock agent's answer or a short command's stdout";
-    let run = records(
-        std::iter::once(created(plan)).chain(ids.iter().flat_map(|id| [dispatched(id), succeeded(id, output)])),
-    );
-    let (mut write_best, mut read_best) = (std::time::Duration::MAX, std::time::Duration::MAX);
-    for _ in 0..7 {
-        let dir = TempDir::new();
-        let started = std::time::Instant::now();
-        write(&dir.log(), run.clone()).await;
-        write_best = write_best.min(started.elapsed());
-        let started = std::time::Instant::now();
-        let loaded = JsonlStore::load(&dir.log()).expect("loads");
-        read_best = read_best.min(started.elapsed());
-        assert_eq!(loaded.records.len(), run.len());
-    }
-    let bytes = {
-        let dir = TempDir::new();
-        write(&dir.log(), run.clone()).await;
-        std::fs::metadata(dir.log()).expect("a log").len()
-    };
-    eprintln!(
-        "{} records, {bytes} bytes: write {:.1} ms, load {:.1} ms (best of 7)",
-        run.len(),
-        write_best.as_secs_f64() * 1e3,
-        read_best.as_secs_f64() * 1e3
-    );
-}
