@@ -15,7 +15,7 @@ pub struct Start {
     /// The normalised plan.
     pub plan: Arc<Plan>,
     /// `--var` values for templates.
-    pub vars: BTreeMap<String, String>,
+    pub vars: manifest::plan::Vars,
     /// A strategy overriding the plan's.
     pub strategy: Option<Strategy>,
     /// The plan file, recorded so a resumed run finds the folder its commands run in.

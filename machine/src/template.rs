@@ -80,7 +80,7 @@ pub struct Values<'a> {
     /// Each task's state, in workflow order.
     pub tasks: &'a [TaskState],
     /// `--var` values.
-    pub vars: &'a BTreeMap<String, String>,
+    pub vars: &'a manifest::plan::Vars,
     /// The rolling context summary.
     pub context_summary: &'a str,
 }
@@ -157,7 +157,7 @@ impl Renderer {
         }
         let context = BTreeMap::from([
             ("mission", Value::from(run.plan.mission.clone().unwrap_or_default())),
-            ("vars", Value::from(run.vars.clone())),
+            ("vars", Value::from(minijinja::value::Serde(run.vars))),
             ("context_summary", Value::from(run.context_summary)),
             ("tasks", Value::from(tasks)),
         ]);

@@ -120,6 +120,16 @@ fn simple_references(text: &str) -> Option<std::collections::BTreeSet<String>> {
     Some(paths)
 }
 
+/// The expression of a `when` or of a `for_each` written as text: the text itself, or what a
+/// `{{ ... }}` around the whole of it holds, since authors write both.
+pub fn expression(text: &str) -> &str {
+    let trimmed = text.trim();
+    match trimmed.strip_prefix("{{").and_then(|rest| rest.strip_suffix("}}")) {
+        Some(inner) if !inner.contains("{{") && !inner.contains("}}") => inner.trim(),
+        _ => trimmed,
+    }
+}
+
 /// The template expression for a task's output: `tasks.ID.output`, or `tasks["ID"].output`
 /// when the id is not an identifier.
 pub fn output_of(id: &str) -> String {

@@ -187,7 +187,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
     let start = Start {
         plan: Arc::new(plan),
-        vars: args.vars.iter().cloned().collect(),
+        vars: args.vars.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
         strategy: args.strategy.map(Strategy::from),
         source: Some(source.display().to_string()),
         graph: Some(Arc::new(graph)),

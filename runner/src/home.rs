@@ -285,7 +285,7 @@ pub struct Created {
     /// The normalised plan.
     pub plan: manifest::Plan,
     /// `--var` values.
-    pub vars: std::collections::BTreeMap<String, String>,
+    pub vars: manifest::plan::Vars,
     /// The strategy in force.
     pub strategy: manifest::plan::Strategy,
     /// The plan file, absolute.

@@ -1,6 +1,5 @@
 //! The events that carry a whole plan: a run's start and a replan's splice.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use manifest::Plan;
@@ -19,7 +18,7 @@ pub struct RunCreated {
     /// The sha256 of the plan's JSON, hex (computed when first read).
     pub plan_sha256: PlanHash,
     /// `--var` values.
-    pub vars: BTreeMap<String, String>,
+    pub vars: manifest::plan::Vars,
     /// The strategy the run uses (the plan's, or `--strategy`).
     pub strategy: manifest::plan::Strategy,
     /// The plan file, absolute; commands run in its folder.

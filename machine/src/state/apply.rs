@@ -78,7 +78,7 @@ impl<C: TokenCounter> RunState<C> {
     fn created(
         &mut self,
         plan: &Arc<Plan>,
-        vars: &std::collections::BTreeMap<String, String>,
+        vars: &manifest::plan::Vars,
         strategy: manifest::plan::Strategy,
     ) {
         let graph = self.prebuilt.take().unwrap_or_else(|| {

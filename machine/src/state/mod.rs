@@ -56,7 +56,7 @@ pub struct RunState<C> {
     /// Each task's state, in workflow order.
     pub tasks: Vec<TaskState>,
     /// `--var` values.
-    pub vars: BTreeMap<String, String>,
+    pub vars: manifest::plan::Vars,
     /// The strategy in force.
     pub strategy: Strategy,
     /// The rolling summary of what the run has found, for `{{ context_summary }}`.

@@ -50,6 +50,11 @@ pub(crate) static SPEC: Section = Section::of(&[
         Shape::Named(&MISSION_ANALYSIS_DEF),
         "The author's own analysis of the mission, which the critic checks.",
     ),
+    Field::new(
+        "vars",
+        Shape::Map(&Shape::Json),
+        "The variables the plan takes, with their defaults (any YAML value); `--var` overrides them.",
+    ),
     Field::new("providers", PROVIDERS, "OpenAI-compatible LLM endpoints, by name."),
     Field::new("tools", TOOLS, "Programs llm agents can call, by name."),
     Field::new("agent_definitions", AGENTS, "The agents that do the tasks, by name.").aliases(&["agents", "workers"]),

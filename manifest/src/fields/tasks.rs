@@ -66,6 +66,13 @@ pub(crate) static ON_FAILURE: Named = Named {
     kind: Kind::AnyOf(&[Shape::Named(&ACTION), Shape::Named(&FAILURE_DEF)]),
 };
 
+/// `for_each`: an expression that yields a list when the task is ready, or a list written out.
+pub(crate) static FOR_EACH_DEF: Named = Named {
+    name: "ForEach",
+    doc: "What a task maps over: an expression over the template context that yields a list (a JSON array in an\nupstream output, a list in `vars`), or a list written in the plan.",
+    kind: Kind::AnyOf(&[Shape::Text, Shape::List(&Shape::Json)]),
+};
+
 /// The words of `on_failure` and its `action`.
 pub(crate) static ACTION: Named = Named {
     name: "Action",

@@ -150,6 +150,13 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, plan: &mut Plan) -> Rest {
     if let Some((entry, path)) = spec.get("mission_analysis") {
         plan.mission_analysis = read_mission_analysis(reader, entry.value, path);
     }
+    if let Some((entry, path)) = spec.get("vars") {
+        let mut vars = std::collections::BTreeMap::new();
+        for (name, node, _) in reader.named(entry, path, "vars") {
+            vars.insert(name.value, reader.json(node));
+        }
+        plan.vars = Some(vars);
+    }
     if let Some((entry, path)) = spec.get("providers") {
         for (name, node, item_path) in reader.named(entry, path, "providers") {
             if let Some(provider) = read_provider(reader, node, &item_path, &name) {

@@ -4,7 +4,7 @@
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{ACTION, ATTACHMENT, FAILURE, PHASE, RETRY_ON, TASK, TASK_KIND, VERIFICATION, VERIFICATION_KIND};
 use crate::node_path::NodePath;
-use crate::plan::{Action, At, Attachment, Extras, FailurePolicy, Form, Task, TaskKind, Verification};
+use crate::plan::{Action, At, Attachment, Extras, FailurePolicy, ForEach, Form, Task, TaskKind, Verification};
 use crate::read::{Entry, Fields, Foreign, Reader, scalar_text, words_of};
 use crate::source::Loc;
 use crate::template;
@@ -198,6 +198,11 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
         extras.attachments = read_attachments(reader, entry.value, path);
     }
     extras.max_output_tokens = reader.count_of(&fields, "max_output_tokens");
+    extras.when = reader.text_of(&fields, "when");
+    if let Some((entry, path)) = fields.get("for_each") {
+        extras.for_each = read_for_each(reader, entry, path);
+    }
+    extras.max_items = reader.count_of(&fields, "max_items");
     if reader.form == Form::Bare {
         rewrite_result_references(reader, [task.input.as_mut(), extras.prompt.as_mut()]);
     }
@@ -212,6 +217,22 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
             "agent",
             &format!("task `{}` is a `human_review`: a person does it, not an agent", task.id.value),
         );
+    }
+}
+
+/// `for_each`: an expression (a string) or a list written out; anything else is the wrong type.
+fn read_for_each(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Option<At<ForEach>> {
+    let loc = Loc::new(entry.value.span(), path);
+    match &entry.value.value {
+        Value::Seq(_) => match reader.json(entry.value) {
+            serde_json::Value::Array(items) => Some(At::new(ForEach::List(items), loc)),
+            _ => None,
+        },
+        Value::Str(_) => reader.string(entry, path, "for_each").map(|expr: At<String>| At::new(ForEach::Expr(expr.value), loc)),
+        _ => {
+            reader.wrong_type(entry.value, path, "`for_each`", "a list, or an expression that yields one");
+            None
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::source::Loc;
 mod agent;
 mod control;
 mod failure;
+mod for_each;
 pub(crate) mod task;
 mod verification;
 
@@ -22,6 +23,7 @@ pub use agent::{
 };
 pub use control::{ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
+pub use for_each::ForEach;
 pub use task::{Attachment, Extras, ExtrasBox, Read, Task, TaskKind};
 pub use verification::Verification;
 
@@ -71,6 +73,10 @@ pub struct Plan {
     pub mission: Option<String>,
     /// The author's own analysis, which the critic checks.
     pub mission_analysis: Option<MissionAnalysis>,
+    /// The variables the plan takes (`spec.vars`), with their defaults; `--var` overrides them.
+    /// `None` when the plan declares none: then any `vars.NAME` may be read, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vars: Option<Vars>,
     /// LLM endpoints by name.
     pub providers: BTreeMap<String, Provider>,
     /// Tools callable by llm agents, by name.
@@ -82,6 +88,9 @@ pub struct Plan {
     /// Scheduling, budgets and replanning.
     pub control: ControlLogic,
 }
+
+/// Variable values by name: a plan's declared defaults, and a run's values for `{{ vars.NAME }}`.
+pub type Vars = BTreeMap<String, serde_json::Value>;
 
 /// The author's analysis of the mission.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

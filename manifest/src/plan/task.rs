@@ -2,11 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{At, FailurePolicy, Verification};
+use super::{At, FailurePolicy, ForEach, Verification};
 use crate::duration::Duration;
 use crate::fields::declare::{is_default, value_is_default};
 use crate::fields::{
-    ATTACHMENT_DEF, DURATION, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF, declare_task,
+    ATTACHMENT_DEF, DURATION, FOR_EACH_DEF, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF, declare_task,
 };
 use crate::source::Loc;
 use crate::text::Text;
@@ -152,6 +152,31 @@ declare_task! {
         extras max_output_tokens: Option<u32> => left out if Option::is_none,
             field Field::new("max_output_tokens", Shape::Count { min: 1 }, "The output cap of a `synthesis_gate`, in tokens."),
             example r#"{"type": "synthesis_gate", "depends_on": ["a"], "max_output_tokens": 100}"#;
+        /// A condition: the task runs only when this expression holds once its dependencies are
+        /// done, and is skipped (for that reason) otherwise.
+        extras when: Option<At<String>> => left out if Option::is_none,
+            field Field::new(
+                "when",
+                Shape::Text,
+                "A condition, such as `tasks.triage.output.kind == \"web\"`: the task runs only when it holds.",
+            ),
+            example r#"{"when": "vars.deep"}"#;
+        /// What it maps over: one item task per element of the list.
+        extras for_each: Option<At<ForEach>> => left out if Option::is_none,
+            field Field::new(
+                "for_each",
+                Shape::Named(&FOR_EACH_DEF),
+                "A list, or an expression yielding one, such as `tasks.search.output.results`: the task runs once per item.",
+            ),
+            example r#"{"for_each": ["a", "b"]}"#;
+        /// The most items a map over run-time data may have.
+        extras max_items: Option<u32> => left out if Option::is_none,
+            field Field::new(
+                "max_items",
+                Shape::Count { min: 1 },
+                "The most items `for_each` may yield; a longer list fails the task.",
+            ),
+            example r#"{"for_each": ["x"], "max_items": 5}"#;
         // A second way to say `on_failure: retry`, read only from plans LLMs wrote.
         bare max_retries => on_failure,
             field Field::bare("max_retries", Shape::Count { min: 0 }, "write `on_failure: {action: retry, max_attempts: N}`")

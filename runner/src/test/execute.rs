@@ -54,7 +54,7 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let started = tokio::time::Instant::now();
     let start = Start {
         plan: Arc::clone(&scenario.plan),
-        vars: scenario.test.vars.clone(),
+        vars: scenario.test.vars.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
         strategy: scenario.test.strategy,
         source: Some(scenario.source.display().to_string()),
         graph: Some(Arc::clone(&scenario.graph)),
