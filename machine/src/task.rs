@@ -89,6 +89,8 @@ pub struct TaskState {
     pub(crate) waiting_timer: bool,
     /// Whether it sits in the ready queue.
     pub(crate) queued: bool,
+    /// Whether its `when` was false: skipped by the plan's choice, not by a failure.
+    pub skipped_by_condition: bool,
 }
 
 /// What few tasks have, boxed in [`TaskState`].
@@ -118,6 +120,7 @@ impl TaskState {
             dispatched_seq: None,
             notes: None,
             in_flight: false,
+            skipped_by_condition: false,
             waiting_timer: false,
             queued: false,
         }

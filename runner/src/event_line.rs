@@ -56,6 +56,7 @@ fn in_conversation(event: &Event) -> bool {
         | Event::RetryScheduled { .. }
         | Event::RetryDue { .. }
         | Event::TaskSkipped { .. }
+        | Event::MapExpanded { .. }
         | Event::ClarificationRequested { .. }
         | Event::ClarificationProvided { .. }
         | Event::ReviewRequested { .. }
@@ -95,6 +96,7 @@ fn details(event: &Event) -> String {
         },
         Event::RetryDue { .. } | Event::RunResumed => String::new(),
         Event::TaskSkipped { reason, .. } => preview(reason, PREVIEW),
+        Event::MapExpanded { items, .. } => format!("{} item(s)", items.len()),
         Event::ClarificationRequested { question, .. } => format!("asks: {}", preview(question, PREVIEW)),
         Event::ClarificationProvided { answer, .. } => format!("answer: {}", preview(answer, PREVIEW)),
         Event::ReviewRequested { prompt, outputs, .. } => {

@@ -292,7 +292,8 @@ fn note(record: &Record) -> Option<String> {
         Event::TaskFailed { task, attempt, error, .. } => {
             Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
         }
-        Event::TaskSkipped { task, reason } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
+        Event::TaskSkipped { task, reason, .. } => Some(format!("- {task} skipped: {}", preview(reason, PREVIEW))),
+        Event::MapExpanded { task, items } => Some(format!("⇉ {task} maps over {} item(s)", items.len())),
         Event::RetryScheduled { task, attempt, delay_ms, .. } => {
             Some(format!("↻ {task} attempt {attempt} after {delay_ms} ms"))
         }

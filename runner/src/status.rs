@@ -34,6 +34,9 @@ struct JsonTask<'a> {
     error: Option<&'a str>,
     /// The open question while the task waits for an answer.
     question: Option<&'a str>,
+    /// Whether its `when` was false (a skip the plan chose, not a failure's).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    skipped_by_condition: bool,
 }
 
 /// Prints a run's status; exit 0 whatever the run's status (the exit code is `apply`'s job).
@@ -58,6 +61,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                         output: t.output.as_deref(),
                         error: t.error(),
                         question: t.question(),
+                        skipped_by_condition: t.skipped_by_condition,
                     };
                     (state.plan.tasks[i].id.value.as_str(), task)
                 })
@@ -125,6 +129,7 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
         let detail = match (task.status, task.question()) {
             (TaskStatus::Paused, Some(question)) => format!("asks: {}", first_line(question)),
             (TaskStatus::Paused, None) => "waits for a review decision".to_owned(),
+            (TaskStatus::Skipped, _) if task.skipped_by_condition => "its condition was false".to_owned(),
             _ => match (task.output.as_deref(), task.error()) {
                 (Some(output), _) if task.status == TaskStatus::Succeeded => first_line(output),
                 (_, Some(error)) => format!("error: {}", first_line(error)),

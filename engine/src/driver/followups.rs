@@ -23,8 +23,9 @@ impl<S: EventStore> Driver<S> {
     }
 
     /// What records of a batch ask the driver to do once the batch is durable; a new plan (the
-    /// run's first, or a replan's) also renews the agents' runtimes here.
+    /// run's first, a replan's, or one a map's items joined) also renews the agents' runtimes here.
     pub(super) fn read_followups(&mut self, records: &[Record], by_id: bool, followups: &mut Followups) {
+        let mut expanded = false;
         for record in records {
             match &record.event {
                 Event::RunCreated(_) | Event::Replanned(_) => {
@@ -46,8 +47,13 @@ impl<S: EventStore> Driver<S> {
                     (task.clone(), i.and_then(|i| self.state.tasks[i].error()).unwrap_or_default().to_owned())
                 })),
                 Event::RunCompleted { .. } | Event::RunCancelled { .. } => followups.ended = true,
+                Event::MapExpanded { .. } => expanded = true,
                 _ => {}
             }
+        }
+        if expanded {
+            // The runtimes are by task index: the state's plan has the items of every map so far.
+            self.agents = Some(self.agents_for(&Arc::clone(&self.state.plan)));
         }
         self.close_task_spans(records);
     }

@@ -316,8 +316,8 @@ impl<S: EventStore> Driver<S> {
     /// wide), and starting that work, in that order. A small batch is left empty with its
     /// room, so the next one does not grow a vector again; a wide one is taken whole.
     async fn commit(&mut self, events: &mut Vec<Event>, work: &mut Work<'_>) -> Result<(), DriverError> {
-        // A replan renumbers the tasks: the attempts dispatched before it are found by id.
-        let by_id = events.iter().any(|e| matches!(e, Event::Replanned(_)));
+        // A replan or a map's items renumber the tasks: the attempts dispatched before are found by id.
+        let by_id = events.iter().any(|e| matches!(e, Event::Replanned(_) | Event::MapExpanded { .. }));
         let mut followups = self.starts(by_id);
         if events.capacity() > BATCH_ROOM_KEPT {
             let mut events = std::mem::take(events).into_iter();

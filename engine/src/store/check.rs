@@ -23,7 +23,8 @@ pub(super) struct Checker {
     /// Where the records come from, as messages name it.
     place: String,
     records: Vec<Record>,
-    /// The ids of the tasks of the run's plan and of every recorded replan's.
+    /// The ids of the tasks of the run's plan, of every recorded replan's and of the items of
+    /// every recorded map.
     tasks: HashSet<Text>,
     /// The record that ended the run, once one has: its `seq` and its type.
     ended: Option<(u64, &'static str)>,
@@ -105,7 +106,7 @@ impl Checker {
         }
         let task = event.task()?;
         (!self.tasks.contains(task.as_bytes()))
-            .then(|| format!("task `{task}` is in neither the run's plan nor a recorded replan"))
+            .then(|| format!("task `{task}` is in neither the run's plan, a recorded replan nor a recorded map"))
     }
 
     /// Takes in what an accepted record tells about the ones after it: the tasks of the plan
@@ -114,6 +115,9 @@ impl Checker {
         if let Some(plan) = record.event.plan() {
             self.tasks.reserve(plan.tasks.len());
             self.tasks.extend(plan.tasks.iter().map(|task| task.id.value.clone()));
+        }
+        if let Event::MapExpanded { task, items } = &record.event {
+            self.tasks.extend((0..items.len()).map(|index| Text::from(machine::item_id(task, index))));
         }
         if let Event::RunCompleted { .. } | Event::RunCancelled { .. } = record.event {
             self.ended = Some((record.seq, record.event.name()));

@@ -17,8 +17,9 @@ pub use plan::{Replanned, RunCreated};
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
 /// `TaskDispatched`, classes failures and records the jittered retry delay; version 3 leaves
 /// a task's fields at their defaults out of the recorded plan; version 4 records an llm
-/// attempt's model turns and tool calls, and the approvals of tool calls.
-pub const SCHEMA_VERSION: u32 = 4;
+/// attempt's model turns and tool calls, and the approvals of tool calls; version 5 records
+/// what a `when` skipped and the items of a map.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +85,24 @@ impl ErrorClass {
             ErrorClass::Agent | ErrorClass::Verification => retry_on == manifest::plan::RetryOn::Any,
             ErrorClass::Permanent | ErrorClass::Cancelled => false,
         }
+    }
+}
+
+/// What skipped a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipCause {
+    /// It failed and its policy is `skip`: the run ends `partial`.
+    #[default]
+    Failure,
+    /// Its `when` was false: the plan chose not to run it, and the run can still succeed.
+    Condition,
+}
+
+impl SkipCause {
+    /// Whether a failure caused it (the default, left out of the log).
+    pub fn is_failure(&self) -> bool {
+        *self == SkipCause::Failure
     }
 }
 
@@ -236,6 +255,17 @@ pub enum Event {
         task: String,
         /// Why.
         reason: String,
+        /// What skipped it: its failure policy (left out of the log), or its `when`.
+        #[serde(default, skip_serializing_if = "SkipCause::is_failure")]
+        cause: SkipCause,
+    },
+    /// A map task's `for_each` was evaluated: one item task, `ID[INDEX]`, per element. The
+    /// list is recorded, so a resumed run never evaluates it again.
+    MapExpanded {
+        /// The map task.
+        task: String,
+        /// The elements, in order.
+        items: Arc<[serde_json::Value]>,
     },
     /// An agent asked a question; the task waits for an answer.
     ClarificationRequested {
@@ -376,6 +406,7 @@ impl Event {
             | Event::RetryScheduled { task, .. }
             | Event::RetryDue { task }
             | Event::TaskSkipped { task, .. }
+            | Event::MapExpanded { task, .. }
             | Event::ClarificationRequested { task, .. }
             | Event::ClarificationProvided { task, .. }
             | Event::ReviewRequested { task, .. }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use manifest::{Plan, TaskGraph};
 
 use super::RunState;
-use crate::event::{Event, Scope, Tokens};
+use crate::event::{Event, Scope, SkipCause, Tokens};
 use crate::run_status::RunStatus;
 use crate::summary_mode::SummaryMode;
 use crate::task::{TaskState, TaskStatus};
@@ -35,7 +35,8 @@ impl<C: TokenCounter> RunState<C> {
             Event::TaskFailed { task, error, tokens, .. } => self.task_failed(task, known, error, *tokens),
             Event::RetryScheduled { task, .. } => self.retry_scheduled(task, known),
             Event::RetryDue { task } => self.retry_due(task, known),
-            Event::TaskSkipped { task, .. } => self.skipped(task, known),
+            Event::TaskSkipped { task, cause, .. } => self.skipped(task, known, *cause),
+            Event::MapExpanded { task, items } => self.expanded(task, known, items),
             Event::ClarificationRequested { task, question, tokens } => self.asked(task, known, question, *tokens),
             Event::ClarificationProvided { task, answer } => self.answered(task, known, answer),
             Event::ReviewRequested { task, .. } => self.review_requested(task, known),
@@ -126,6 +127,8 @@ impl<C: TokenCounter> RunState<C> {
         }
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
+        // A map's collected output succeeds it straight from the ready queue.
+        self.dequeue(i);
         self.set_status(i, TaskStatus::Succeeded);
         self.tasks[i].output = Some(Arc::clone(output));
         self.tasks[i].set_error(None);
@@ -159,9 +162,10 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskSkipped`: final without an output; dependents still go.
-    fn skipped(&mut self, task: &str, known: Option<usize>) {
+    fn skipped(&mut self, task: &str, known: Option<usize>, cause: SkipCause) {
         self.settle_tokens(task, known, None);
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
+        self.tasks[i].skipped_by_condition = cause == SkipCause::Condition;
         self.end_attempt(i);
         self.dequeue(i);
         self.set_waiting(i, false);

@@ -2,7 +2,7 @@
 //! one is spent nothing more is dispatched and the run ends when what runs has finished.
 
 use super::RunState;
-use crate::event::{Event, Outcome};
+use crate::event::{Event, Outcome, SkipCause};
 use crate::tokens::{TokenCounter, Tokenizer};
 
 impl<C: TokenCounter> RunState<C> {
@@ -40,7 +40,7 @@ impl<C: TokenCounter> RunState<C> {
             if !self.tasks[i].status.is_final() {
                 critical |= self.plan.tasks[i].critical;
                 let task = self.id(i).to_owned();
-                self.emit(Event::TaskSkipped { task, reason: format!("not run: {reason}") }, out);
+                self.emit(Event::TaskSkipped { task, reason: format!("not run: {reason}"), cause: SkipCause::Failure }, out);
             }
         }
         let outcome = if critical { Outcome::Failed } else { Outcome::Partial };

@@ -4,7 +4,7 @@
 use manifest::plan::Action;
 
 use super::RunState;
-use crate::event::{ErrorClass, Event, Outcome, Tokens};
+use crate::event::{ErrorClass, Event, Outcome, SkipCause, Tokens};
 use crate::tokens::TokenCounter;
 
 /// A failed attempt, as `fail_attempt` takes it.
@@ -72,7 +72,7 @@ impl<C: TokenCounter> RunState<C> {
     pub(super) fn give_up(&mut self, i: usize, action: Action, error: &str, out: &mut Vec<Event>) {
         let task = self.id(i).to_owned();
         if action == Action::Skip && !self.plan.tasks[i].critical {
-            self.emit(Event::TaskSkipped { task, reason: format!("failed: {error}") }, out);
+            self.emit(Event::TaskSkipped { task, reason: format!("failed: {error}"), cause: SkipCause::Failure }, out);
         } else {
             let critical = if self.plan.tasks[i].critical { "critical " } else { "" };
             self.finish(Outcome::Failed, format!("{critical}task `{task}` failed: {error}"), out);

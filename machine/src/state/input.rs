@@ -19,6 +19,7 @@ impl<C: TokenCounter> RunState<C> {
             tasks: &self.tasks,
             vars: &self.vars,
             context_summary: &self.context_summary,
+            item: None,
         };
         self.renderer.render(template, &values)
     }
@@ -41,7 +42,7 @@ impl<C: TokenCounter> RunState<C> {
         if !appends && !manifest::template::Templates::is_template(&template) {
             return within_cap(&template).map(Arc::from);
         }
-        let mut input = self.render(&template)?;
+        let mut input = self.renderer.render(&template, &self.values(i))?;
         if let Some(cap) = cap {
             input.push_str(&format!("\n\nCondense the above into at most {cap} tokens."));
         }

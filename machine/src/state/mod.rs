@@ -15,6 +15,8 @@
 
 mod apply;
 mod budget;
+mod dynamic;
+pub use dynamic::item_id;
 mod failure;
 mod input;
 mod process;
@@ -77,6 +79,8 @@ pub struct RunState<C> {
     pub conversations: BTreeMap<String, Conversation>,
     /// Tools whose calls need no approval in this run.
     pub approved_tools: Vec<String>,
+    /// The lists of the map tasks expanded so far, by map task id.
+    pub maps: BTreeMap<String, Arc<[serde_json::Value]>>,
     /// How the context summary is kept, if a task reads it.
     summary: SummaryMode,
     /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
@@ -126,6 +130,7 @@ impl<C> PartialEq for RunState<C> {
             && self.seq == other.seq
             && self.conversations == other.conversations
             && self.approved_tools == other.approved_tools
+            && self.maps == other.maps
             && self.summary_pending == other.summary_pending
             && self.tally.running == other.tally.running
             && self.tally.group_running == other.tally.group_running
@@ -153,6 +158,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             seq: 0,
             conversations: BTreeMap::new(),
             approved_tools: Vec::new(),
+            maps: BTreeMap::new(),
             summary: SummaryMode::Unused,
             summary_pending: 0,
             tally: Tally::default(),

@@ -9,7 +9,7 @@
 //!
 //! | step | means |
 //! | --- | --- |
-//! | `start [eager\|phased\|sequential] [reuse ID=OUTPUT ...]` | `Command::Start`, with a strategy and outputs taken over |
+//! | `start [eager\|phased\|sequential] [var:NAME=JSON ...] [reuse ID=OUTPUT ...]` | `Command::Start`, with a strategy, vars and outputs taken over |
 //! | `ok ID#N [tokens=P+C] [OUTPUT]` | `Succeeded` (output `ok` unless given; `""` is empty) |
 //! | `fail ID#N [CLASS] [tokens=P+C] [jitter=J] [ERROR]` | `Failed` (class `agent`, error `boom` unless given) |
 //! | `verify ID#N [jitter=J] REASON` | `VerificationFailed` |
@@ -26,7 +26,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use machine::event::{ErrorClass, Tokens};
+use machine::event::{ErrorClass, SkipCause, Tokens};
 use machine::tokens::{TokenCounter, Tokenizer};
 use machine::{Command, Event, Handler, Start};
 use manifest::Plan;
@@ -158,7 +158,7 @@ fn parse(step: &str, plan: &Arc<Plan>) -> Step {
     Step::Command(Box::new(command))
 }
 
-/// `start [STRATEGY] [reuse ID=OUTPUT ...]`.
+/// `start [STRATEGY] [var:NAME=JSON ...] [reuse ID=OUTPUT ...]`.
 fn start(words: &[&str], plan: &Arc<Plan>) -> Command {
     let mut start = Start::plan(Arc::clone(plan));
     for word in words {
@@ -167,6 +167,11 @@ fn start(words: &[&str], plan: &Arc<Plan>) -> Command {
             "phased" => start.strategy = Some(Strategy::Phased),
             "sequential" => start.strategy = Some(Strategy::Sequential),
             "reuse" => {}
+            var if var.starts_with("var:") => {
+                let (name, json) = var["var:".len()..].split_once('=').unwrap_or_else(|| panic!("`start {var}`: var:NAME=JSON"));
+                let value = serde_json::from_str(json).unwrap_or_else(|_| panic!("`start {var}`: the value is not JSON"));
+                start.vars.insert(name.to_owned(), value);
+            }
             pair => {
                 let (task, output) = pair.split_once('=').unwrap_or_else(|| panic!("`start {pair}`: reuse ID=OUTPUT"));
                 start.reuse.insert(task.to_owned(), output.to_owned());
@@ -249,6 +254,8 @@ pub fn line(event: &Event, plan: &Plan) -> String {
                 _ => format!("TaskDispatched {task}#{attempt} input={input:?}"),
             }
         }
+        // Attempt 0 is a map's collected output, which the machine made: it is shown.
+        Event::TaskSucceeded { task, attempt: 0, output, .. } => format!("TaskSucceeded {task}#0 {output}"),
         Event::TaskSucceeded { task, attempt, tokens, .. } => {
             format!("TaskSucceeded {task}#{attempt}{}", used(*tokens))
         }
@@ -263,7 +270,13 @@ pub fn line(event: &Event, plan: &Plan) -> String {
             _ => format!("RetryScheduled {task}#{attempt} {delay_ms}ms"),
         },
         Event::RetryDue { task } => format!("RetryDue {task}"),
-        Event::TaskSkipped { task, reason } => format!("TaskSkipped {task}: {reason}"),
+        Event::TaskSkipped { task, reason, cause } => match cause {
+            SkipCause::Failure => format!("TaskSkipped {task}: {reason}"),
+            SkipCause::Condition => format!("TaskSkipped {task} (condition): {reason}"),
+        },
+        Event::MapExpanded { task, items } => {
+            format!("MapExpanded {task} {}", serde_json::to_string(items).unwrap_or_default())
+        }
         Event::ClarificationRequested { task, question, tokens } => {
             format!("ClarificationRequested {task}{}: {question}", used(*tokens))
         }

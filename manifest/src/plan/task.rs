@@ -215,6 +215,12 @@ impl Task {
         self.extras.0.get_or_insert_default()
     }
 
+    /// Whether it has a `when` or a `for_each`: something decided when it is ready.
+    pub fn is_dynamic(&self) -> bool {
+        let extras = self.extras();
+        extras.when.is_some() || extras.for_each.is_some()
+    }
+
     /// Whether its input reads `{{ context_summary }}`, the run's rolling summary of every
     /// output recorded before it.
     pub fn reads_context_summary(&self) -> bool {

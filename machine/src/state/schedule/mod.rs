@@ -17,8 +17,7 @@ use std::sync::Arc;
 use manifest::plan::{Strategy, TaskKind};
 
 use super::RunState;
-use super::failure::Failure;
-use crate::event::{ErrorClass, Event, Outcome};
+use crate::event::{Event, Outcome};
 use crate::run_status::RunStatus;
 use crate::task::TaskStatus;
 use crate::tokens::TokenCounter;
@@ -70,11 +69,16 @@ impl<C: TokenCounter> RunState<C> {
         if self.tally.finished < self.tasks.len() {
             return;
         }
+        // A task its condition skipped did what the plan asked: the run can still succeed.
         let skipped: Vec<&str> = (0..self.tasks.len())
-            .filter(|&i| self.tasks[i].status != TaskStatus::Succeeded)
+            .filter(|&i| self.tasks[i].status != TaskStatus::Succeeded && !self.tasks[i].skipped_by_condition)
             .map(|i| self.id(i))
             .collect();
-        let (outcome, summary) = if skipped.is_empty() {
+        let by_condition = self.tasks.iter().filter(|t| t.skipped_by_condition).count();
+        let (outcome, summary) = if skipped.is_empty() && by_condition > 0 {
+            let ran = self.tasks.len() - by_condition;
+            (Outcome::Succeeded, format!("{ran} tasks succeeded and {by_condition} were skipped by their condition"))
+        } else if skipped.is_empty() {
             (Outcome::Succeeded, format!("all {} tasks succeeded", self.tasks.len()))
         } else {
             (
@@ -124,6 +128,9 @@ impl<C: TokenCounter> RunState<C> {
 
     /// Dispatches task `i`, or asks for its review.
     fn start_task(&mut self, i: usize, out: &mut Vec<Event>) {
+        if self.plan.tasks[i].is_dynamic() && self.decide_dynamic(i, out) {
+            return;
+        }
         let task = self.id(i).to_owned();
         if self.plan.tasks[i].kind == TaskKind::HumanReview {
             let graph = Arc::clone(&self.graph);
@@ -150,13 +157,7 @@ impl<C: TokenCounter> RunState<C> {
                     self.dispatched.push((i, attempt));
                 }
             },
-            Err(error) => {
-                // The attempt never reaches an agent, but it is recorded, so it counts.
-                self.emit_for(i, Event::TaskDispatched { task, attempt, input: "".into() }, out);
-                self.dispatched.push((i, attempt));
-                let error = format!("cannot render the input: {error}");
-                self.fail_attempt(i, attempt, Failure::new(error, ErrorClass::Permanent), out);
-            }
+            Err(error) => self.refuse(i, format!("cannot render the input: {error}"), out),
         }
     }
 }

@@ -64,7 +64,13 @@ fn continue_unit<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>) -
         if !review && (run.tally.running >= run.limit() || !run.group_allows(i)) {
             break;
         }
+        let plan = std::sync::Arc::clone(&run.plan);
         run.start_task(i, out);
+        if !std::sync::Arc::ptr_eq(&plan, &run.plan) {
+            // A map expanded: the plan, its phases and their units are new; the next round
+            // starts from them.
+            return true;
+        }
         next += 1;
     }
     let remaining = next < members.len();
