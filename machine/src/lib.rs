@@ -27,5 +27,5 @@ pub use event::{Event, Outcome, Record, Scope, Tokens};
 pub use handler::Handler;
 pub use plan_hash::PlanHash;
 pub use run_status::RunStatus;
-pub use state::{RunState, item_id};
+pub use state::RunState;
 pub use task::{TaskState, TaskStatus};

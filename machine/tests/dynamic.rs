@@ -407,4 +407,26 @@ mod maps {
             ",
         );
     }
+
+    #[test]
+    fn a_retried_run_takes_over_the_items_it_reuses_once_the_map_expands() {
+        check(
+            "
+            workflow:
+              - {id: read, agent: m, input: '{{ item }}', for_each: [a, b, c]}
+            ",
+            "
+            > start reuse read[0]=A read[2]=C
+            RunCreated
+            TaskReused read[0] \"A\"
+            TaskReused read[2] \"C\"
+            MapExpanded read [\"a\",\"b\",\"c\"]
+            TaskDispatched read[1]#1 input=\"b\"
+            > ok read[1]#1 B
+            TaskSucceeded read[1]#1
+            TaskSucceeded read#0 [\"A\",\"B\",\"C\"]
+            RunCompleted succeeded: all 4 tasks succeeded
+            ",
+        );
+    }
 }

@@ -198,6 +198,62 @@ pub enum Problem {
         /// The task it reads.
         read: String,
     },
+    /// A `when`, or a `for_each` written as text, does not parse as an expression.
+    #[error("expression error in {owner}: {detail}")]
+    #[diagnostic(
+        code(plan::expression_syntax),
+        help("write one minijinja (Jinja2) expression, such as `tasks.triage.output.kind == \"web\"`")
+    )]
+    ExpressionSyntax {
+        /// Whose expression.
+        owner: String,
+        /// The template engine's explanation.
+        detail: String,
+    },
+    /// A template or expression reads `item` or `index` outside a map.
+    #[error("{owner} reads `{variable}`, which is only set inside a map (a task with `for_each`)")]
+    #[diagnostic(
+        code(plan::item_outside_map),
+        help(
+            "give the task a `for_each` list, or read something else; `item` and `index` are the element and its position"
+        )
+    )]
+    ItemOutsideMap {
+        /// Whose template or expression.
+        owner: String,
+        /// `item` or `index`, with what follows it.
+        variable: String,
+    },
+    /// A template or expression reads a variable the plan's `spec.vars` does not declare.
+    #[error("{owner} reads `vars.{name}`, which `spec.vars` does not declare")]
+    #[diagnostic(code(plan::undeclared_var), help("declare it with a default under `spec.vars`: `{name}: ...`"))]
+    UndeclaredVar {
+        /// Whose template or expression.
+        owner: String,
+        /// The variable's name.
+        name: String,
+    },
+    /// A `for_each` expression that reads run-time data, on a task with no `max_items`.
+    #[error("task `{task}` maps over a list from run-time data, which needs `max_items`")]
+    #[diagnostic(
+        code(plan::unbounded_map),
+        help("add `max_items: N` to task `{task}`: a list of more than N items fails the task")
+    )]
+    UnboundedMap {
+        /// The map task.
+        task: String,
+    },
+    /// A `for_each` list written in the plan that is longer than the task's `max_items`.
+    #[error("task `{task}` maps over {items} items, more than its `max_items` of {max}")]
+    #[diagnostic(code(plan::too_many_items), help("raise `max_items` to at least {items}, or shorten the list"))]
+    TooManyItems {
+        /// The map task.
+        task: String,
+        /// How many items the list has.
+        items: usize,
+        /// The task's `max_items`.
+        max: u32,
+    },
     /// `skip` would let a critical task be skipped.
     #[error("critical task `{task}` can be skipped")]
     #[diagnostic(
@@ -216,6 +272,17 @@ pub enum Problem {
     )]
     ReplanWithoutPlanner {
         /// The task.
+        task: String,
+    },
+    /// `replan` on a map: a replan replaces a task and its descendants, and a map's items are
+    /// neither.
+    #[error("map task `{task}` replans on failure, which its items cannot do")]
+    #[diagnostic(
+        code(plan::replan_in_map),
+        help("give the map `retry` or `skip` (each item follows it), and replan a task after the map instead")
+    )]
+    ReplanInMap {
+        /// The map task.
         task: String,
     },
     /// A verification or tool schema that is not a valid JSON Schema.
@@ -360,8 +427,14 @@ impl Problem {
             Problem::TemplateSyntax { .. } => "in this template".into(),
             Problem::TemplateUnknownVariable { .. } => "not defined".into(),
             Problem::TemplateNotAncestor { read, .. } => format!("`{read}` may not have run yet"),
+            Problem::ExpressionSyntax { .. } => "in this expression".into(),
+            Problem::ItemOutsideMap { .. } => "only set inside a map".into(),
+            Problem::UndeclaredVar { .. } => "not declared".into(),
+            Problem::UnboundedMap { .. } => "a list from run-time data, of any length".into(),
+            Problem::TooManyItems { items, .. } => format!("{items} items"),
             Problem::SkipOnCritical { .. } => "`skip` here".into(),
             Problem::ReplanWithoutPlanner { .. } => "`replan` here".into(),
+            Problem::ReplanInMap { .. } => "`replan` on a map".into(),
             Problem::InvalidSchema { .. } => "not a valid JSON Schema".into(),
             Problem::MissingAttachment { .. } => "no such file".into(),
             Problem::EmptyWorkflow => "no tasks".into(),

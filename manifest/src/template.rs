@@ -1,9 +1,14 @@
-//! Task input templates: the syntax check and the variables each template reads.
+//! Task input templates and the expressions of `when` and `for_each`: the syntax check and the
+//! variables each reads; and the ids of a map's item tasks.
 
 use minijinja::Environment;
 
 /// The variables a template may read.
 pub const ROOTS: &[&str] = &["mission", "tasks", "vars", "context_summary"];
+
+/// The variables set only inside a map (a task with `for_each`, and its item tasks): the element
+/// and its position in the list.
+pub const ITEM_ROOTS: &[&str] = &["item", "index"];
 
 /// One variable a template reads, split into its parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +64,18 @@ impl Templates {
         self.parsed_references(text)
     }
 
+    /// The variables an expression (a `when`, a `for_each` written as text) reads, or why it
+    /// does not parse; pass it through [`expression`] first. The error has no line: an
+    /// expression is one value.
+    pub fn expression_references(&self, expression: &str) -> Result<Vec<Reference>, TemplateSyntaxError> {
+        let compiled = self.env.compile_expression(expression).map_err(|error| TemplateSyntaxError {
+            detail: error.detail().map_or_else(|| error.kind().to_string(), str::to_owned),
+            line: None,
+        })?;
+        let paths: std::collections::BTreeSet<String> = compiled.undeclared_variables(true).into_iter().collect();
+        Ok(paths.into_iter().map(reference).collect())
+    }
+
     /// The variables a template reads, by parsing it with minijinja.
     fn parsed_references(&self, text: &str) -> Result<Vec<Reference>, TemplateSyntaxError> {
         let template = self.env.template_from_str(text).map_err(|error| TemplateSyntaxError {
@@ -104,7 +121,7 @@ fn simple_references(text: &str) -> Option<std::collections::BTreeSet<String>> {
         let expression = after[..close].trim_matches(|c: char| c == ' ' || c == '\t' || c == '\n' || c == '\r');
         let mut segments = expression.split('.');
         let root = segments.next()?;
-        if !ROOTS.contains(&root) {
+        if !ROOTS.contains(&root) && !ITEM_ROOTS.contains(&root) {
             return None;
         }
         for segment in expression.split('.') {
@@ -128,6 +145,18 @@ pub fn expression(text: &str) -> &str {
         Some(inner) if !inner.contains("{{") && !inner.contains("}}") => inner.trim(),
         _ => trimmed,
     }
+}
+
+/// The id of item `index` of map task `map`: `search[2]`.
+pub fn item_id(map: &str, index: usize) -> String {
+    format!("{map}[{index}]")
+}
+
+/// The id of the map task an item task's id names: `search` for `search[2]`; `None` for an id
+/// that does not end in digits in brackets, which is every id a manifest may write.
+pub fn map_of_item(id: &str) -> Option<&str> {
+    let (map, position) = id.strip_suffix(']')?.rsplit_once('[')?;
+    (!position.is_empty() && position.bytes().all(|b| b.is_ascii_digit())).then_some(map)
 }
 
 /// The template expression for a task's output: `tasks.ID.output`, or `tasks["ID"].output`
@@ -243,7 +272,9 @@ mod tests {
                 proptest::prop_oneof![
                     "[a-z ,.:!?()\\n{}-]{0,12}".prop_map(|t| t.replace("{{", "{").replace("}}", "}")),
                     (
-                        proptest::sample::select(vec!["mission", "tasks", "vars", "context_summary", "range", "true", "x"]),
+                        proptest::sample::select(vec![
+                            "mission", "tasks", "vars", "context_summary", "item", "index", "range", "true", "x",
+                        ]),
                         proptest::collection::vec("[a-z_][a-z0-9_]{0,5}|if|true|1x", 0..4),
                         "[ \t\n]{0,2}",
                         "[ \t\n]{0,2}",
@@ -285,6 +316,29 @@ mod tests {
         }
         let paths = simple_references("A {{ mission }} and {{tasks.a.output.title}} {{ vars.x }}").unwrap();
         assert_eq!(paths.into_iter().collect::<Vec<_>>(), ["mission", "tasks.a.output.title", "vars.x"]);
+    }
+
+    #[test]
+    fn expressions_are_compiled_and_their_reads_listed() {
+        let templates = Templates::default();
+        let refs = templates
+            .expression_references(expression("{{ tasks.triage.output.kind == 'web' and vars.deep }}"))
+            .unwrap();
+        let paths: Vec<&str> = refs.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["tasks.triage.output.kind", "vars.deep"]);
+        assert_eq!(refs[0].task.as_deref(), Some("triage"));
+        let error = templates.expression_references("tasks.a.output ==").unwrap_err();
+        assert_eq!(error.line, None);
+        assert!(templates.expression_references("").is_err());
+    }
+
+    #[test]
+    fn item_ids_name_their_map_and_position() {
+        assert_eq!(map_of_item("search[12]"), Some("search"));
+        assert_eq!(map_of_item("a[0][3]"), Some("a[0]"));
+        for id in ["search", "search[]", "search[x]", "search[1", "search1]", "[-1]"] {
+            assert_eq!(map_of_item(id), None, "{id}");
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Validation: everything that makes a normalised plan unrunnable, reported in one pass.
 
+use std::collections::HashSet;
+
 use crate::diagnostic::{Diagnostic, Problem, Severity, closest, did_you_mean};
 use crate::graph::{Cycles, IdIndex, TaskGraph, TaskIdx};
-use crate::plan::{Attachment, DEFAULT_AGENT, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
+use crate::plan::{Attachment, DEFAULT_AGENT, ForEach, Form, Plan, Read, Runtime, Task, TaskKind, Verification};
 use crate::source::{Loc, Span};
-use crate::template::{ROOTS, Templates};
+use crate::template::{self, ITEM_ROOTS, ROOTS, Reference, Templates};
 
 /// Answers whether a file an attachment names exists; the loader passes the real file
 /// system, tests pass what they like.
@@ -40,6 +42,7 @@ pub(crate) fn validate_each<'s>(
     check_attachments(plan, files, out);
     check_providers(plan, out);
     check_http_agents(plan, out);
+    check_maps(plan, source_of, out);
     let graph = match TaskGraph::with_index(plan, ids) {
         Ok(graph) => graph,
         Err(cycles) => {
@@ -199,7 +202,9 @@ fn check_policies(plan: &Plan, out: &mut Vec<Diagnostic>) {
                 policy.loc.clone(),
             ));
         }
-        if policy.value.can_replan() && plan.control.planner.is_none() {
+        if policy.value.can_replan() && task.extras().for_each.is_some() {
+            out.push(Diagnostic::error(Problem::ReplanInMap { task: task.id.value.to_string() }, policy.loc.clone()));
+        } else if policy.value.can_replan() && plan.control.planner.is_none() {
             out.push(Diagnostic::error(
                 Problem::ReplanWithoutPlanner { task: task.id.value.to_string() },
                 policy.loc.clone(),
@@ -239,6 +244,84 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
             }
         }
     }
+}
+
+/// `for_each` and `max_items` go together, a written list within its bound, and a person's
+/// review is never mapped. What a `for_each` expression reads is checked with the templates.
+fn check_maps<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, out: &mut Vec<Diagnostic>) {
+    for (i, task) in plan.tasks.iter().enumerate() {
+        let extras = task.extras();
+        match (&extras.for_each, extras.max_items) {
+            (None, Some(_)) => out.push(
+                Diagnostic::error(
+                    Problem::InvalidValue {
+                        what: "max_items".into(),
+                        reason: format!("task `{}` has no `for_each`; `max_items` bounds a map's list", task.id.value),
+                    },
+                    task_key_loc(plan, source_of, i, "max_items"),
+                )
+                .help("remove `max_items`, or add the `for_each` list it bounds"),
+            ),
+            (Some(for_each), Some(max)) => {
+                if let ForEach::List(items) = &for_each.value
+                    && items.len() > max as usize
+                {
+                    let bound = task_key_loc(plan, source_of, i, "max_items");
+                    out.push(
+                        Diagnostic::error(
+                            Problem::TooManyItems { task: task.id.value.to_string(), items: items.len(), max },
+                            for_each.loc.clone(),
+                        )
+                        .related(bound.span, format!("at most {max} items")),
+                    );
+                }
+            }
+            _ => {}
+        }
+        if let Some(for_each) = &extras.for_each
+            && task.kind == TaskKind::HumanReview
+        {
+            out.push(Diagnostic::error(
+                Problem::InvalidValue {
+                    what: "for_each".into(),
+                    reason: format!(
+                        "task `{}` is a `human_review`: a person reviews once, not per item",
+                        task.id.value
+                    ),
+                },
+                for_each.loc.clone(),
+            ));
+        }
+    }
+}
+
+/// The location of the key `key` of task `i`, for a field the plan keeps without one: where it
+/// is first written as a key between the start of the task and the start of the next task in
+/// the same text (a collection's location is only where it starts). The task's own location
+/// when it cannot be found, as in a plan read back from a run's log, which keeps none.
+fn task_key_loc<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, i: TaskIdx, key: &str) -> Loc {
+    let task = &plan.tasks[i];
+    let path = task.loc.path.key(key);
+    let not_found = || Loc::new(task.loc.span, path.clone());
+    let source = source_of(i);
+    let start = task.loc.span.offset();
+    if start == 0 {
+        return not_found();
+    }
+    let end = plan
+        .tasks
+        .get(i + 1)
+        .map(|next| next.loc.span.offset())
+        .filter(|&next| next > start && std::ptr::eq(source_of(i + 1), source))
+        .unwrap_or(source.len());
+    let Some(text) = source.get(start..end) else { return not_found() };
+    // A key starts a line or follows `{` or `,`, may be quoted, and is followed by `:`.
+    let found = text.match_indices(key).find(|(at, _)| {
+        let before = text[..*at].trim_end_matches(['"', '\'']).trim_end_matches([' ', '\t']);
+        let after = text[at + key.len()..].trim_start_matches(['"', '\'']).trim_start_matches([' ', '\t']);
+        after.starts_with(':') && (before.is_empty() || before.ends_with(['\n', '{', ',']))
+    });
+    found.map_or_else(not_found, |(at, _)| Loc::new(Span::new(start + at, key.len()), path.clone()))
 }
 
 /// Whether `text` can be the name of an environment variable.
@@ -306,7 +389,48 @@ fn report_cycles(plan: &Plan, cycles: &Cycles, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Checks every template and records on each task the upstream outputs it reads.
+/// How a task's text is read: a template is rendered, an expression evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Template,
+    Expression,
+}
+
+/// One text of a task whose reads are checked: how it is read, the field it is in, the text,
+/// and where it is written.
+struct Checked<'t> {
+    kind: Kind,
+    field: &'static str,
+    text: &'t str,
+    loc: &'t Loc,
+}
+
+/// The texts of a task that read variables: its input and prompt (templates), its `when`, and
+/// a `for_each` written as an expression.
+fn checked_texts(task: &Task) -> impl Iterator<Item = Checked<'_>> {
+    let extras = task.extras();
+    let templates =
+        [("input", task.input.as_ref()), ("prompt", extras.prompt.as_ref())].into_iter().filter_map(|(field, text)| {
+            text.map(|text| Checked { kind: Kind::Template, field, text: &text.value, loc: &text.loc })
+        });
+    let when = extras.when.as_ref().map(|when| Checked {
+        kind: Kind::Expression,
+        field: "when",
+        text: template::expression(&when.value),
+        loc: &when.loc,
+    });
+    let for_each = extras.for_each.as_ref().and_then(|for_each| {
+        for_each.value.expr().map(|expr| Checked {
+            kind: Kind::Expression,
+            field: "for_each",
+            text: template::expression(expr),
+            loc: &for_each.loc,
+        })
+    });
+    templates.chain(when).chain(for_each)
+}
+
+/// Checks every template and expression and records on each task the upstream outputs they read.
 fn check_templates<'s>(
     plan: &mut Plan,
     graph: &TaskGraph,
@@ -314,67 +438,142 @@ fn check_templates<'s>(
     out: &mut Vec<Diagnostic>,
 ) {
     let templates = Templates::default();
+    let maps: HashSet<&str> =
+        plan.tasks.iter().filter(|t| t.extras().for_each.is_some()).map(|t| t.id.value.as_str()).collect();
     let mut all_reads = Vec::with_capacity(plan.tasks.len());
     for (i, task) in plan.tasks.iter().enumerate() {
+        let in_map = task.extras().for_each.is_some()
+            || template::map_of_item(&task.id.value).is_some_and(|map| maps.contains(map));
         let mut reads = Vec::new();
-        for text in [task.input.as_ref(), task.extras().prompt.as_ref()].into_iter().flatten() {
-            let owner = || format!("the input of task `{}`", task.id.value);
-            let references = match templates.references(&text.value) {
+        for checked in checked_texts(task) {
+            let owner = || match checked.field {
+                "input" | "prompt" => format!("the input of task `{}`", task.id.value),
+                field => format!("the `{field}` of task `{}`", task.id.value),
+            };
+            let parsed = match checked.kind {
+                Kind::Template => templates.references(checked.text),
+                Kind::Expression => templates.expression_references(checked.text),
+            };
+            let references = match parsed {
                 Ok(references) => references,
                 Err(error) => {
                     let detail = error.to_string();
-                    out.push(Diagnostic::error(Problem::TemplateSyntax { owner: owner(), detail }, text.loc.clone()));
+                    let problem = match checked.kind {
+                        Kind::Template => Problem::TemplateSyntax { owner: owner(), detail },
+                        Kind::Expression => Problem::ExpressionSyntax { owner: owner(), detail },
+                    };
+                    out.push(Diagnostic::error(problem, checked.loc.clone()));
                     continue;
                 }
             };
+            // The list a map's items come from is known before its items exist.
+            let scope = Scope { kind: checked.kind, items: in_map && checked.field != "for_each" };
+            let check = Reads { plan, graph, index: i, task, owner: &owner, scope };
+            let mut runtime = false;
             for reference in references {
-                let loc = narrow(source_of(i), &text.loc, &reference.path);
-                if !ROOTS.contains(&reference.root.as_str()) {
-                    out.push(
-                        Diagnostic::error(
-                            Problem::TemplateUnknownVariable { owner: owner(), variable: reference.root.clone() },
-                            loc,
-                        )
-                        .maybe_help(
-                            did_you_mean(&reference.root, ROOTS.iter().copied())
-                                .or_else(|| Some(format!("templates can read: {}", ROOTS.join(", ")))),
-                        ),
-                    );
-                    continue;
-                }
-                let Some(read) = reference.task else { continue };
-                reads.push(Read {
-                    task: read.clone(),
-                    attribute: reference.attribute.clone(),
-                    field: reference.field.clone(),
-                    loc: loc.clone(),
-                });
-                match graph.index_of(&read) {
-                    // An unknown dependency is reported already; one error per mistake.
-                    None if task.depends_on.iter().any(|d| d.value == read) => {}
-                    None => out.push(
-                        Diagnostic::error(
-                            Problem::TemplateUnknownVariable { owner: owner(), variable: format!("tasks.{read}") },
-                            loc,
-                        )
-                        .label("no task has this id")
-                        .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
-                    ),
-                    // `depends_on: [serach]` is reported already, with "did you mean `search`?".
-                    Some(j) if !graph.is_ancestor(j, i) && !misspells(task, graph, &read) => {
-                        out.push(Diagnostic::error(
-                            Problem::TemplateNotAncestor { task: task.id.value.to_string(), read: read.clone() },
-                            loc,
-                        ))
-                    }
-                    Some(_) => {}
-                }
+                runtime |= reference.root == "tasks";
+                let loc = narrow(source_of(i), checked.loc, &reference.path);
+                reads.extend(check.check(reference, loc, out));
+            }
+            if checked.field == "for_each" && runtime && task.extras().max_items.is_none() {
+                out.push(Diagnostic::error(
+                    Problem::UnboundedMap { task: task.id.value.to_string() },
+                    checked.loc.clone(),
+                ));
             }
         }
         all_reads.push(reads);
     }
     for (task, reads) in plan.tasks.iter_mut().zip(all_reads) {
         task.reads = reads;
+    }
+}
+
+/// What a text may read: how it is read, and whether `item` and `index` are set.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    kind: Kind,
+    items: bool,
+}
+
+impl Scope {
+    /// The variables it may read.
+    fn roots(self) -> impl Iterator<Item = &'static str> + Clone {
+        let items: &[&str] = if self.items { ITEM_ROOTS } else { &[] };
+        ROOTS.iter().chain(items).copied()
+    }
+}
+
+/// The checks of what one text of a task reads.
+#[derive(Clone, Copy)]
+struct Reads<'a> {
+    plan: &'a Plan,
+    graph: &'a TaskGraph,
+    index: TaskIdx,
+    task: &'a Task,
+    owner: &'a dyn Fn() -> String,
+    scope: Scope,
+}
+
+impl Reads<'_> {
+    /// Checks one variable the text reads, and returns the upstream output it reads, if any.
+    fn check(&self, reference: Reference, loc: Loc, out: &mut Vec<Diagnostic>) -> Option<Read> {
+        let Reads { plan, graph, index, task, owner, scope } = *self;
+        let root = reference.root.as_str();
+        if ITEM_ROOTS.contains(&root) && !scope.items {
+            out.push(Diagnostic::error(Problem::ItemOutsideMap { owner: owner(), variable: reference.path }, loc));
+            return None;
+        }
+        if !scope.roots().any(|known| known == root) {
+            let what = match scope.kind {
+                Kind::Template => "templates",
+                Kind::Expression => "expressions",
+            };
+            let roots: Vec<&str> = scope.roots().collect();
+            let help =
+                did_you_mean(root, scope.roots()).unwrap_or_else(|| format!("{what} can read: {}", roots.join(", ")));
+            out.push(
+                Diagnostic::error(
+                    Problem::TemplateUnknownVariable { owner: owner(), variable: reference.root.clone() },
+                    loc,
+                )
+                .help(help),
+            );
+            return None;
+        }
+        if root == "vars"
+            && let Some(declared) = &plan.vars
+            && let Some(name) = reference.path.split('.').nth(1)
+            && !declared.contains_key(name)
+        {
+            let mut diagnostic =
+                Diagnostic::error(Problem::UndeclaredVar { owner: owner(), name: name.to_owned() }, loc);
+            if let Some(help) = did_you_mean(name, declared.keys().map(String::as_str)) {
+                diagnostic = diagnostic.help(help);
+            }
+            out.push(diagnostic);
+            return None;
+        }
+        let read = reference.task?;
+        match graph.index_of(&read) {
+            // An unknown dependency is reported already; one error per mistake.
+            None if task.depends_on.iter().any(|d| d.value == read) => {}
+            None => out.push(
+                Diagnostic::error(
+                    Problem::TemplateUnknownVariable { owner: owner(), variable: format!("tasks.{read}") },
+                    loc.clone(),
+                )
+                .label("no task has this id")
+                .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
+            ),
+            // `depends_on: [serach]` is reported already, with "did you mean `search`?".
+            Some(j) if !graph.is_ancestor(j, index) && !misspells(task, graph, &read) => out.push(Diagnostic::error(
+                Problem::TemplateNotAncestor { task: task.id.value.to_string(), read: read.clone() },
+                loc.clone(),
+            )),
+            Some(_) => {}
+        }
+        Some(Read { task: read, attribute: reference.attribute, field: reference.field, loc })
     }
 }
 
@@ -397,7 +596,35 @@ fn narrow(source: &str, loc: &Loc, path: &str) -> Loc {
                 .find(|(at, _)| text[..*at].ends_with(prefix))
                 .map(|(at, _)| (at - prefix.len(), prefix.len() + task.len()))
         }),
-        _ => text.find(root).map(|at| (at, root.len())),
+        // `vars.NAME`, `item.FIELD`: the name after its root, so two reads of one root are told apart.
+        (_, Some(name)) => text
+            .match_indices(name)
+            .find(|(at, _)| {
+                !text[at + name.len()..].starts_with(is_name)
+                    && text[..*at].strip_suffix('.').is_some_and(|before| ends_with_word(before, root))
+            })
+            .map(|(at, _)| (at - root.len() - 1, root.len() + 1 + name.len()))
+            .or_else(|| word(text, root)),
+        _ => word(text, root),
     };
     found.map_or_else(|| loc.clone(), |(at, len)| Loc::new(Span::new(loc.span.offset() + at, len), &loc.path))
+}
+
+/// Whether a character can be part of a name in a template.
+fn is_name(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Where `word` first stands in `text` as a whole name, not part of a longer one; else where it
+/// first stands at all.
+fn word(text: &str, word: &str) -> Option<(usize, usize)> {
+    text.match_indices(word)
+        .find(|(at, _)| !text[..*at].ends_with(is_name) && !text[at + word.len()..].starts_with(is_name))
+        .map(|(at, _)| (at, word.len()))
+        .or_else(|| text.find(word).map(|at| (at, word.len())))
+}
+
+/// Whether `text` ends with `word` as a whole name, not the end of a longer name or path.
+fn ends_with_word(text: &str, word: &str) -> bool {
+    text.strip_suffix(word).is_some_and(|before| !before.ends_with(|c: char| is_name(c) || c == '.'))
 }

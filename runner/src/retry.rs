@@ -63,7 +63,8 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
     ));
     let (span, trace) = crate::telemetry::run_span(&new_id, &plan.name, None);
     let start = Start {
-        plan: Arc::clone(plan),
+        // Maps expand again in the new run; the items kept are taken over as they appear.
+        plan: Arc::new(state.written_plan()),
         vars: created.vars.clone(),
         strategy: Some(created.strategy),
         source: created.source.clone(),

@@ -117,7 +117,7 @@ impl Checker {
             self.tasks.extend(plan.tasks.iter().map(|task| task.id.value.clone()));
         }
         if let Event::MapExpanded { task, items } = &record.event {
-            self.tasks.extend((0..items.len()).map(|index| Text::from(machine::item_id(task, index))));
+            self.tasks.extend((0..items.len()).map(|index| Text::from(manifest::template::item_id(task, index))));
         }
         if let Event::RunCompleted { .. } | Event::RunCancelled { .. } = record.event {
             self.ended = Some((record.seq, record.event.name()));

@@ -96,8 +96,14 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `TaskReused`: the task succeeded in the run this one retries.
-    fn reused(&mut self, task: &str, known: Option<usize>, output: &str) {
-        let Some(i) = known.or_else(|| self.index_of(task)) else { return };
+    pub(super) fn reused(&mut self, task: &str, known: Option<usize>, output: &str) {
+        let Some(i) = known.or_else(|| self.index_of(task)) else {
+            // An item of a map: it succeeds when the map expands.
+            if self.is_item_of_map(task) {
+                self.reused_items.insert(task.to_owned(), output.into());
+            }
+            return;
+        };
         self.dequeue(i);
         self.set_status(i, TaskStatus::Succeeded);
         self.tasks[i].output = Some(output.into());

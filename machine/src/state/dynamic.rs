@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use manifest::plan::{At, ForEach, Task};
+use manifest::template::{item_id, map_of_item};
 use manifest::{Plan, Text};
 
 use super::RunState;
@@ -112,6 +113,33 @@ impl<C: TokenCounter> RunState<C> {
                 *j += items.len();
             }
         }
+        // Items a retried run took over succeed as they appear.
+        for index in 0..items.len() {
+            let id = item_id(task, index);
+            if let Some(output) = self.reused_items.remove(&id) {
+                self.reused(&id, None, &output);
+            }
+        }
+    }
+
+    /// The plan as written, without the items of its maps: what a new run of it (a retry)
+    /// starts from, expanding the maps again.
+    pub fn written_plan(&self) -> Plan {
+        let is_item = |id: &str| map_of_item(id).is_some_and(|map| self.maps.contains_key(map));
+        let mut tasks: Vec<Task> = Vec::with_capacity(self.plan.tasks.len());
+        for task in self.plan.tasks.iter().filter(|t| !is_item(&t.id.value)) {
+            let mut task = task.clone();
+            task.depends_on.retain(|d| !is_item(&d.value));
+            tasks.push(task);
+        }
+        Plan { tasks, ..Plan::clone(&self.plan) }
+    }
+
+    /// Whether `id` names an item (`ID[INDEX]`) of a map task of the plan.
+    pub(super) fn is_item_of_map(&self, id: &str) -> bool {
+        map_of_item(id)
+            .and_then(|map| self.index_of(map))
+            .is_some_and(|i| self.plan.tasks[i].extras().for_each.is_some())
     }
 
     /// What task `i`'s templates and conditions read: the run, and its item when it is one.
@@ -128,16 +156,12 @@ impl<C: TokenCounter> RunState<C> {
 
     /// The element and position of item task `i` (`ID[INDEX]` of an expanded map), if it is one.
     fn item_of(&self, i: usize) -> Option<Item<'_>> {
-        let (map, rest) = self.id(i).rsplit_once('[')?;
-        let index = rest.strip_suffix(']')?.parse().ok()?;
+        let id = self.id(i);
+        let map = map_of_item(id)?;
+        let index = id[map.len() + 1..id.len() - 1].parse().ok()?;
         let value = self.maps.get(map)?.get(index)?;
         Some(Item { value, index })
     }
-}
-
-/// The id of item `index` of map `map`.
-pub fn item_id(map: &str, index: usize) -> String {
-    format!("{map}[{index}]")
 }
 
 /// `plan` with `count` item tasks of map task `i` just before it: each a copy of the map

@@ -16,7 +16,6 @@
 mod apply;
 mod budget;
 mod dynamic;
-pub use dynamic::item_id;
 mod failure;
 mod input;
 mod process;
@@ -81,6 +80,8 @@ pub struct RunState<C> {
     pub approved_tools: Vec<String>,
     /// The lists of the map tasks expanded so far, by map task id.
     pub maps: BTreeMap<String, Arc<[serde_json::Value]>>,
+    /// Outputs a retried run took over for items of maps not expanded yet, by item id.
+    reused_items: BTreeMap<String, Arc<str>>,
     /// How the context summary is kept, if a task reads it.
     summary: SummaryMode,
     /// Outputs recorded that the compactor agent has not merged into the summary yet; tasks
@@ -131,6 +132,7 @@ impl<C> PartialEq for RunState<C> {
             && self.conversations == other.conversations
             && self.approved_tools == other.approved_tools
             && self.maps == other.maps
+            && self.reused_items == other.reused_items
             && self.summary_pending == other.summary_pending
             && self.tally.running == other.tally.running
             && self.tally.group_running == other.tally.group_running
@@ -159,6 +161,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             conversations: BTreeMap::new(),
             approved_tools: Vec::new(),
             maps: BTreeMap::new(),
+            reused_items: BTreeMap::new(),
             summary: SummaryMode::Unused,
             summary_pending: 0,
             tally: Tally::default(),

@@ -138,7 +138,7 @@ impl<C: TokenCounter> RunState<C> {
         }));
         self.emit(event, out);
         for (task, output) in start.reuse {
-            if self.index_of(&task).is_some() {
+            if self.index_of(&task).is_some() || self.is_item_of_map(&task) {
                 self.emit(Event::TaskReused { task, output }, out);
             }
         }

@@ -156,8 +156,23 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     tasks.push(Task { loc: Loc::new(node.span(), path), ..Task::default() });
     let position = tasks.len();
     let Some(task) = tasks.last_mut() else { return };
-    task.id = match fields.get("id").and_then(|(entry, path)| reader.string(entry, path, "a task id")) {
-        Some(id) => id,
+    task.id = match fields
+        .get("id")
+        .and_then(|(entry, path)| Some((reader.string::<Text>(entry, path, "a task id")?, entry, path)))
+    {
+        Some((id, entry, path)) => {
+            if let Some(map) = template::map_of_item(&id.value) {
+                reader.invalid(
+                    entry.value,
+                    path,
+                    "task id",
+                    &format!(
+                        "an id ending in `[N]` names an item of the map `{map}` (a task with `for_each`); rename it"
+                    ),
+                );
+            }
+            id
+        }
         None => {
             if !fields.has("id") && reader.form == Form::Enveloped {
                 reader.require(&fields, "id", "a task");
@@ -228,7 +243,9 @@ fn read_for_each(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Opti
             serde_json::Value::Array(items) => Some(At::new(ForEach::List(items), loc)),
             _ => None,
         },
-        Value::Str(_) => reader.string(entry, path, "for_each").map(|expr: At<String>| At::new(ForEach::Expr(expr.value), loc)),
+        Value::Str(_) => {
+            reader.string(entry, path, "for_each").map(|expr: At<String>| At::new(ForEach::Expr(expr.value), loc))
+        }
         _ => {
             reader.wrong_type(entry.value, path, "`for_each`", "a list, or an expression that yields one");
             None
