@@ -364,7 +364,7 @@ pub enum Problem {
     #[error("plan `{plan}` has no {what} `{name}`")]
     #[diagnostic(code(test::unknown_target))]
     UnknownTarget {
-        /// `agent`, `task` or `tool`.
+        /// `agent`, `task`, `tool` or `variable`.
         what: &'static str,
         /// The name as written.
         name: String,

@@ -33,9 +33,14 @@ pub struct ApplyArgs {
     /// Print what would run, in which order and phases; run nothing and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// A value for `{{ vars.NAME }}` in templates, as NAME=VALUE; repeatable.
+    /// A value for `{{ vars.NAME }}`: NAME=VALUE for a text, NAME:=JSON for any JSON value;
+    /// repeatable.
+    ///
+    /// NAME=VALUE gives the text VALUE; NAME:=JSON gives the JSON value, such as a list
+    /// (`--var 'topics:=["a","b"]'`), an object, a number or a boolean. When the plan declares
+    /// `spec.vars`, NAME must be one of them and the value replaces its default.
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
-    vars: Vec<(String, String)>,
+    vars: Vec<(String, serde_json::Value)>,
     /// Schedule with this strategy instead of the plan's.
     #[arg(long, value_enum)]
     strategy: Option<StrategyArg>,
@@ -97,29 +102,48 @@ impl From<StrategyArg> for Strategy {
     }
 }
 
-/// Reads a `--var` value, `NAME=VALUE`.
-fn parse_var(text: &str) -> Result<(String, String), VarError> {
-    match text.split_once('=') {
-        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.to_owned())),
-        _ => Err(VarError { text: text.to_owned() }),
+/// Reads a `--var` value: `NAME=VALUE` gives the text VALUE, `NAME:=JSON` the JSON value.
+fn parse_var(text: &str) -> Result<(String, serde_json::Value), VarError> {
+    let no_name = || VarError::NoName { text: text.to_owned() };
+    let (left, value) = text.split_once('=').ok_or_else(no_name)?;
+    let (name, json) = match left.strip_suffix(':') {
+        Some(name) => (name.trim(), true),
+        None => (left.trim(), false),
+    };
+    if name.is_empty() {
+        return Err(no_name());
+    }
+    if !json {
+        return Ok((name.to_owned(), serde_json::Value::String(value.to_owned())));
+    }
+    match serde_json::from_str(value) {
+        Ok(value) => Ok((name.to_owned(), value)),
+        Err(error) => Err(VarError::Json { name: name.to_owned(), value: value.to_owned(), reason: error.to_string() }),
     }
 }
 
-/// A `--var` value without a name before `=`.
-#[derive(Debug, Clone, PartialEq, Eq, miette::Diagnostic)]
-#[diagnostic(code(cli::var))]
-struct VarError {
-    /// The value given.
-    text: String,
+/// A `--var` value that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+enum VarError {
+    /// No name before `=`.
+    #[error("`{text}` is not NAME=VALUE")]
+    #[diagnostic(code(cli::var))]
+    NoName {
+        /// The value given.
+        text: String,
+    },
+    /// `NAME:=` followed by something that is not JSON.
+    #[error("the value of `{name}` after `:=` is not JSON (`{value}`: {reason}); write `{name}=VALUE` for a text")]
+    #[diagnostic(code(cli::var_json))]
+    Json {
+        /// The variable's name.
+        name: String,
+        /// The text after `:=`.
+        value: String,
+        /// What the JSON parser found.
+        reason: String,
+    },
 }
-
-impl std::fmt::Display for VarError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "`{}` is not NAME=VALUE", self.text)
-    }
-}
-
-impl std::error::Error for VarError {}
 
 /// Loads, reviews, confirms and runs a plan; returns the run's exit code.
 pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
@@ -138,6 +162,16 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
         return Ok(crate::validate::exit_code(&loaded, &args.plan));
+    };
+    let vars = match plan.run_vars(args.vars.iter().cloned()) {
+        Ok(vars) => vars,
+        Err(error) => {
+            eprintln!("error: --var {}: {error}; nothing ran\n  help: {}", error.name, error.help());
+            if let Some(code) = miette::Diagnostic::code(&error) {
+                eprint!("{}", crate::explain::hint(&code.to_string()));
+            }
+            return Ok(EXIT_USAGE);
+        }
     };
     let unset = unset_keys(plan, key_is_set);
     if !unset.is_empty() && !args.dry_run {
@@ -187,7 +221,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
     let start = Start {
         plan: Arc::new(plan),
-        vars: args.vars.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
+        vars,
         strategy: args.strategy.map(Strategy::from),
         source: Some(source.display().to_string()),
         graph: Some(Arc::new(graph)),

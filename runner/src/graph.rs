@@ -1,11 +1,13 @@
 //! `runner graph`: the task graph as Mermaid or Graphviz DOT, with phases as subgraphs,
-//! parallel groups as subgraphs inside them, and gates and reviews in their own shapes.
+//! parallel groups as subgraphs inside them, and gates and reviews in their own shapes. A map
+//! task (`for_each`) is one node in a stacked shape whose label says how many items it runs;
+//! a conditional task (`when`) has a dashed border and its condition in its label.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use manifest::plan::TaskKind;
+use manifest::plan::{ForEach, Task, TaskKind};
 use manifest::{Plan, TaskGraph};
 
 use crate::diagnostics::{color_stderr, print, render_human};
@@ -77,6 +79,12 @@ pub fn mermaid(plan: &Plan, graph: &TaskGraph) -> String {
         }
     }
     out.push_str("  classDef gate fill:#fff4d6,stroke:#b8860b\n  classDef review fill:#e3f0ff,stroke:#1f5fa8\n");
+    let conditional: Vec<String> =
+        (0..plan.tasks.len()).filter(|&i| plan.tasks[i].extras().when.is_some()).map(|i| format!("t{i}")).collect();
+    if !conditional.is_empty() {
+        let _ =
+            writeln!(out, "  classDef conditional stroke-dasharray:5 5\n  class {} conditional", conditional.join(","));
+    }
     out
 }
 
@@ -85,13 +93,15 @@ fn mermaid_node(plan: &Plan, index: usize) -> String {
     let label = node_label(plan, index);
     let label = mermaid_text(&label);
     match task.kind {
+        TaskKind::Task if task.extras().for_each.is_some() => format!("t{index}[[\"{label}\"]]"),
         TaskKind::Task => format!("t{index}[\"{label}\"]"),
         TaskKind::SynthesisGate => format!("t{index}{{{{\"{label}\"}}}}:::gate"),
         TaskKind::HumanReview => format!("t{index}[/\"{label}\"/]:::review"),
     }
 }
 
-/// The id, then the agent or the kind of step, on a second line.
+/// The id, then the agent or the kind of step, on a second line; then what a map task runs
+/// over and a conditional task's condition, a line each.
 fn node_label(plan: &Plan, index: usize) -> String {
     let task = &plan.tasks[index];
     let detail = match (task.kind, plan.agent_of(task)) {
@@ -100,7 +110,45 @@ fn node_label(plan: &Plan, index: usize) -> String {
         (TaskKind::SynthesisGate, None) => "gate".to_owned(),
         (TaskKind::Task, agent) => agent.unwrap_or_default().to_owned(),
     };
-    format!("{}\n{detail}", task.id.value)
+    let mut label = format!("{}\n{detail}", task.id.value);
+    if let Some(items) = map_line(task) {
+        label.push('\n');
+        label.push_str(&items);
+    }
+    if let Some(when) = &task.extras().when {
+        label.push_str("\nwhen: ");
+        label.push_str(&shortened(manifest::template::expression(&when.value)));
+    }
+    label
+}
+
+/// What a map task runs over: `map: 3 items` for a list written in the plan, `map: up to 10
+/// items of EXPR` for an expression with `max_items`, `map: items of EXPR` without.
+fn map_line(task: &Task) -> Option<String> {
+    let extras = task.extras();
+    let items = |n: usize| if n == 1 { "1 item".to_owned() } else { format!("{n} items") };
+    Some(match &extras.for_each.as_ref()?.value {
+        ForEach::List(list) => format!("map: {}", items(list.len())),
+        ForEach::Expr(expr) => {
+            let expr = shortened(manifest::template::expression(expr));
+            match extras.max_items {
+                Some(max) => format!("map: up to {} of {expr}", items(max as usize)),
+                None => format!("map: items of {expr}"),
+            }
+        }
+    })
+}
+
+/// The most characters of an expression a label shows; a longer one ends in `…`.
+const EXPRESSION_CHARS: usize = 60;
+
+/// An expression on one line, cut to [`EXPRESSION_CHARS`].
+fn shortened(expr: &str) -> String {
+    let line = expr.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(EXPRESSION_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
 }
 
 /// Mermaid labels are quoted; quotes and markup characters become entity codes.
@@ -142,12 +190,12 @@ pub fn dot(plan: &Plan, graph: &TaskGraph) -> String {
                 "    "
             };
             for task in tasks {
-                let shape = match plan.tasks[task].kind {
-                    TaskKind::Task => "shape=box, style=rounded",
-                    TaskKind::SynthesisGate => "shape=hexagon, style=filled, fillcolor=\"#fff4d6\"",
-                    TaskKind::HumanReview => "shape=house, style=filled, fillcolor=\"#e3f0ff\"",
-                };
-                let _ = writeln!(out, "{indent}t{task} [label=\"{}\", {shape}];", dot_text(&node_label(plan, task)));
+                let _ = writeln!(
+                    out,
+                    "{indent}t{task} [label=\"{}\", {}];",
+                    dot_text(&node_label(plan, task)),
+                    dot_shape(&plan.tasks[task])
+                );
             }
             if group.is_some() {
                 out.push_str("    }\n");
@@ -162,6 +210,19 @@ pub fn dot(plan: &Plan, graph: &TaskGraph) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// A node's shape and style: a box, a gate's hexagon or a review's house; a map task's box is
+/// stacked (`box3d`), and a conditional task's border dashed.
+fn dot_shape(task: &Task) -> String {
+    let dashed = if task.extras().when.is_some() { ",dashed" } else { "" };
+    let style = |base: &str| if dashed.is_empty() { base.to_owned() } else { format!("\"{base}{dashed}\"") };
+    match task.kind {
+        TaskKind::Task if task.extras().for_each.is_some() => format!("shape=box3d, style={}", style("rounded")),
+        TaskKind::Task => format!("shape=box, style={}", style("rounded")),
+        TaskKind::SynthesisGate => format!("shape=hexagon, style={}, fillcolor=\"#fff4d6\"", style("filled")),
+        TaskKind::HumanReview => format!("shape=house, style={}, fillcolor=\"#e3f0ff\"", style("filled")),
+    }
 }
 
 /// DOT strings escape backslashes and quotes; newlines become `\n`.

@@ -15,6 +15,7 @@ mod control;
 mod failure;
 mod for_each;
 pub(crate) mod task;
+mod vars;
 mod verification;
 
 pub use agent::{
@@ -25,6 +26,7 @@ pub use control::{ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
 pub use for_each::ForEach;
 pub use task::{Attachment, Extras, ExtrasBox, Read, Task, TaskKind};
+pub use vars::UndeclaredVar;
 pub use verification::Verification;
 
 /// A value and where it was written. Serialises as the bare value; the location is only

@@ -6,12 +6,13 @@ use std::collections::BTreeSet;
 use super::{Outcome, PlanTest};
 use crate::critic::Lint;
 use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
-use crate::plan::{At, Plan};
+use crate::plan::{At, Plan, UndeclaredVar, Vars};
 
 impl PlanTest {
     /// Located errors for every override, answer, review and expectation that names an agent,
-    /// task or tool `plan` lacks, for tool calls to tools with no scripted result, and for
-    /// critic expectations that name no finding code.
+    /// task or tool `plan` lacks, for vars the plan does not declare (when it declares any), for
+    /// tool calls to tools with no scripted result, and for critic expectations that name no
+    /// finding code.
     pub fn check_against(&self, plan: &Plan) -> Vec<Diagnostic> {
         let mut found = Vec::new();
         let agents: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
@@ -19,8 +20,14 @@ impl PlanTest {
         let mut tasks: BTreeSet<String> = plan.tasks.iter().map(|t| t.id.value.to_string()).collect();
         tasks.extend(self.planned_tasks());
         let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+        // An item of a map (`read[2]`) is a task once the map expands.
+        let maps: Vec<&str> =
+            plan.tasks.iter().filter(|t| t.extras().for_each.is_some()).map(|t| t.id.value.as_str()).collect();
+        let is_item = |what: &str, name: &str| {
+            what == "task" && crate::template::map_of_item(name).is_some_and(|map| maps.contains(&map))
+        };
         let mut check = |what: &'static str, name: &At<String>, known: &[&str]| {
-            if !known.contains(&name.value.as_str()) {
+            if !known.contains(&name.value.as_str()) && !is_item(what, &name.value) {
                 let problem = Problem::UnknownTarget { what, name: name.value.clone(), plan: plan.name.clone() };
                 let help = did_you_mean(&name.value, known.iter().copied());
                 found.push(Diagnostic::error(problem, name.loc.clone()).maybe_help(help));
@@ -58,6 +65,13 @@ impl PlanTest {
                 check("tool", tool, &tools);
             }
         }
+        if let Some(declared) = &plan.vars {
+            for (name, _) in &self.vars {
+                if !declared.contains_key(&name.value) {
+                    found.push(undeclared_var(plan, declared, name));
+                }
+            }
+        }
         for code in self.expect.reported.iter().chain(&self.expect.not_reported) {
             if !Lint::CODES.contains(&code.value.as_str()) {
                 let problem = Problem::UnknownFinding { code: code.value.clone() };
@@ -81,6 +95,15 @@ impl PlanTest {
         }
         ids
     }
+}
+
+/// A scenario's value for a variable its plan does not declare: the error at the name, with
+/// the help `--var` gets on the command line.
+fn undeclared_var(plan: &Plan, declared: &Vars, name: &At<String>) -> Diagnostic {
+    let declared = declared.keys().cloned().collect();
+    let help = UndeclaredVar { plan: plan.name.clone(), name: name.value.clone(), declared }.help();
+    let problem = Problem::UnknownTarget { what: "variable", name: name.value.clone(), plan: plan.name.clone() };
+    Diagnostic::error(problem, name.loc.clone()).help(help)
 }
 
 /// Every string under an `id` key in a JSON value.

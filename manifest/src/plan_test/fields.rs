@@ -42,7 +42,11 @@ pub(crate) static TEST_SPEC: Section = Section::of(&[
         Shape::Text,
         "A request that `runner plan`'s deterministic planner turns into the plan under test.",
     ),
-    Field::new("vars", TEXT_MAP, "Values for `{{ vars.NAME }}`, as `--var` gives them."),
+    Field::new(
+        "vars",
+        Shape::Map(&Shape::Json),
+        "Values for `{{ vars.NAME }}` (any YAML value), as `--var` gives them: they override the plan's `spec.vars`.",
+    ),
     Field::new(
         "strategy",
         Shape::Named(&crate::fields::STRATEGY),

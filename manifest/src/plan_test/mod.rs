@@ -9,7 +9,6 @@ mod check;
 mod fields;
 mod read;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use fields::{KIND, REPLACED, RUN_STATUSES};
@@ -30,8 +29,9 @@ pub struct PlanTest {
     pub description: Option<String>,
     /// The plan under test.
     pub subject: Option<Subject>,
-    /// Values for `{{ vars.NAME }}`.
-    pub vars: BTreeMap<String, String>,
+    /// Values for `{{ vars.NAME }}`, any YAML value each, in the order written; they override
+    /// the plan's declared defaults as `--var` does.
+    pub vars: Vec<(At<String>, serde_json::Value)>,
     /// The strategy the run schedules with instead of the plan's, as `apply --strategy` gives it.
     pub strategy: Option<Strategy>,
     /// Scripted behaviour.

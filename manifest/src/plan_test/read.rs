@@ -77,10 +77,9 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest, vocabu
         }
     };
     if let Some((entry, path)) = spec.get("vars") {
-        for (name, node, item_path) in reader.named(entry, path, "vars") {
-            if let Some(value) = reader.string(Entry { key: entry.key, value: node }, &item_path, "a variable") {
-                test.vars.insert(name.value, value.value);
-            }
+        for (name, node, _) in reader.named(entry, path, "vars") {
+            let value = reader.json(node);
+            test.vars.push((name, value));
         }
     }
     if let Some((entry, path)) = spec.get("strategy") {

@@ -52,9 +52,12 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let scripts = Scripts::new(&scenario.plan, &scenario.test.overrides);
     let clock = Clock::virtual_from(EPOCH_MS);
     let started = tokio::time::Instant::now();
+    // `check_against` has refused a var the plan does not declare, with its location.
+    let given = scenario.test.vars.iter().map(|(name, value)| (name.value.clone(), value.clone()));
+    let vars = scenario.plan.run_vars(given)?;
     let start = Start {
         plan: Arc::clone(&scenario.plan),
-        vars: scenario.test.vars.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
+        vars,
         strategy: scenario.test.strategy,
         source: Some(scenario.source.display().to_string()),
         graph: Some(Arc::clone(&scenario.graph)),
