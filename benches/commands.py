@@ -6,7 +6,9 @@ run as a process, as a user would type them.
 
 Plans are generated with the shapes of `benches/engine.rs` (a chain; a fan-out 1 -> N -> 1
 whose sink lists every middle task on one line; layers of 100 tasks with 2 or 3 parents from
-the layer before) on a mock agent that answers at once, written as YAML in flow style.
+the layer before) on a mock agent that answers at once, written as YAML in flow style, and
+`map`: the fan-out written as a map (`for_each` over the source's output, N - 2 items made at
+run time), to compare with `fan_out` side by side.
 
     cargo build --release -p runner
     python3 benches/commands.py                      # 1k, 10k and 100k tasks, every shape
@@ -27,7 +29,7 @@ import tempfile
 import time
 
 LAYER = 100
-SHAPES = ("chain", "fan_out", "layered")
+SHAPES = ("chain", "fan_out", "layered", "map")
 COMMANDS = {
     "validate": ["validate"],
     "critic": ["critic"],
@@ -56,6 +58,8 @@ def parents(shape, tasks):
 
 def plan_text(shape, tasks):
     """An enveloped plan of `tasks` tasks of `shape` on a mock agent that answers `ok`."""
+    if shape == "map":
+        return map_text(tasks)
     lines = [
         "apiVersion: runner/v1",
         "kind: Plan",
@@ -69,6 +73,25 @@ def plan_text(shape, tasks):
         after = f", depends_on: [{', '.join(f't{d}' for d in deps)}]" if deps else ""
         lines.append(f"    - {{id: t{i}, agent: noop, input: x{after}}}")
     return "\n".join(lines) + "\n"
+
+
+def map_text(tasks):
+    """`fan_out` as a map: a source whose output lists `tasks - 2` items, one map task over it
+    (its items are the middle tasks, made at run time) and a sink that reads the map."""
+    items = tasks - 2
+    return "\n".join([
+        "apiVersion: runner/v1",
+        "kind: Plan",
+        f"metadata: {{name: map-{tasks}}}",
+        "spec:",
+        "  agent_definitions:",
+        "    noop: {runtime: mock, default: ok}",
+        f"    source: {{runtime: mock, responses: {{t0: '{list(range(items))}'}}}}",
+        "  workflow:",
+        "    - {id: t0, agent: source, input: x}",
+        f"    - {{id: middle, agent: noop, input: x, depends_on: [t0], for_each: tasks.t0.output, max_items: {items}}}",
+        "    - {id: sink, agent: noop, input: x, depends_on: [middle]}",
+    ]) + "\n"
 
 
 def scenario_text(plan_file):

@@ -8,8 +8,15 @@ use std::path::Path;
 
 use shipped::{repo_root, runner};
 
-const CHALLENGES: [&str; 6] =
-    ["blind-alley", "data-flood", "unreliable-witness", "deep-chain", "partial-failure", "careful-janitor"];
+const CHALLENGES: [&str; 7] = [
+    "blind-alley",
+    "data-flood",
+    "unreliable-witness",
+    "deep-chain",
+    "partial-failure",
+    "careful-janitor",
+    "unknown-width",
+];
 
 /// Runs `runner test ARGS` from `dir` with RUNNER_HOME in `home`; exit code and stdout.
 fn test_in(dir: &Path, home: &Path, args: &[&str]) -> (i32, String) {
@@ -25,7 +32,7 @@ fn the_challenge_folder_passes_as_a_whole_and_leaves_no_run() {
     let home = tempfile::tempdir().expect("a temp dir");
     let (code, stdout) = test_in(&repo_root(), home.path(), &["examples/challenges"]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.ends_with("12 passed, 0 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("14 passed, 0 failed\n"), "{stdout}");
     for name in CHALLENGES {
         assert!(stdout.contains(&format!("ok   {name} (")), "{name} did not pass:\n{stdout}");
         assert!(stdout.contains(&format!("ok   {name}-naive (")), "{name}-naive did not pass:\n{stdout}");

@@ -26,6 +26,8 @@ pub(super) struct Checker {
     /// The ids of the tasks of the run's plan, of every recorded replan's and of the items of
     /// every recorded map.
     tasks: HashSet<Text>,
+    /// The ids of the map tasks among them.
+    maps: HashSet<Text>,
     /// The record that ended the run, once one has: its `seq` and its type.
     ended: Option<(u64, &'static str)>,
 }
@@ -33,7 +35,7 @@ pub(super) struct Checker {
 impl Checker {
     /// A checker of the records read from `place` (a file, or a run's rows in a table).
     pub(super) fn new(place: String) -> Self {
-        Checker { place, records: Vec::new(), tasks: HashSet::new(), ended: None }
+        Checker { place, records: Vec::new(), tasks: HashSet::new(), maps: HashSet::new(), ended: None }
     }
 
     /// Whether no record was accepted.
@@ -105,7 +107,10 @@ impl Checker {
             });
         }
         let task = event.task()?;
-        (!self.tasks.contains(task.as_bytes()))
+        // A retried run takes items over before their map expands again.
+        let reused_item = matches!(event, Event::TaskReused { .. })
+            && manifest::template::map_of_item(task).is_some_and(|map| self.maps.contains(map.as_bytes()));
+        (!self.tasks.contains(task.as_bytes()) && !reused_item)
             .then(|| format!("task `{task}` is in neither the run's plan, a recorded replan nor a recorded map"))
     }
 
@@ -115,6 +120,8 @@ impl Checker {
         if let Some(plan) = record.event.plan() {
             self.tasks.reserve(plan.tasks.len());
             self.tasks.extend(plan.tasks.iter().map(|task| task.id.value.clone()));
+            let maps = plan.tasks.iter().filter(|task| task.extras().for_each.is_some());
+            self.maps.extend(maps.map(|task| task.id.value.clone()));
         }
         if let Event::MapExpanded { task, items } = &record.event {
             self.tasks.extend((0..items.len()).map(|index| Text::from(manifest::template::item_id(task, index))));
