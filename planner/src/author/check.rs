@@ -183,6 +183,30 @@ mod tests {
     }
 
     #[test]
+    fn dynamic_examples_load_with_their_fields() {
+        use super::super::prompt::{MAP_EXAMPLE, VARS_EXAMPLE, WHEN_EXAMPLE};
+        let upstream = r#"{"id": "triage", "agent": "researcher", "input": "Web page or document?"},
+            {"id": "search", "agent": "researcher", "input": "Search; answer {\"results\": [{\"url\": \"...\"}]}"}"#;
+        let workflow: Value = serde_json::from_str(&format!("[{upstream}, {WHEN_EXAMPLE}, {MAP_EXAMPLE}]")).unwrap();
+        let manifest = serde_json::json!({
+            "apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "example"},
+            "spec": {
+                "mission": "Brief tea buyers.",
+                "vars": serde_json::from_str::<Value>(VARS_EXAMPLE).unwrap(),
+                "agent_definitions": {"researcher": {"runtime": "mock"}, "editor": {"runtime": "mock"}},
+                "workflow": workflow,
+            }
+        });
+        let accepted = check(manifest.as_object().unwrap(), "example", 1, None).unwrap();
+        let plan = manifest::load_str("example.json", "example", &accepted.manifest, &|_| false).plan.unwrap();
+        let extras = |id: &str| plan.tasks.iter().find(|t| t.id.value.as_str() == id).unwrap().extras();
+        assert!(extras("fetch_page").when.is_some());
+        assert!(extras("read_source").for_each.as_ref().is_some_and(|f| f.value.expr().is_some()));
+        assert_eq!(extras("read_source").max_items, Some(10));
+        assert!(plan.vars.as_ref().is_some_and(|vars| vars.contains_key("audience")));
+    }
+
+    #[test]
     fn invented_command_is_refused() {
         let text = r#"{"apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "x"}, "spec": {
             "agent_definitions": {"shell": {"runtime": "command", "command": ["rm", "-rf", "/"]}},

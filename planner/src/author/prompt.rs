@@ -1,6 +1,7 @@
-//! The author's prompt, versioned by [`PROMPT_VERSION`]: the instructions, what the template
-//! makes available, the manifest's JSON Schema and two examples (the optional [`Parts`], left
-//! out of a prompt too large for the model's context window); and the repair message.
+//! The author's prompt, versioned by [`PROMPT_VERSION`]: the instructions (with the rules for
+//! variables, conditions and maps), what the template makes available, the manifest's JSON
+//! Schema and two examples (the optional [`Parts`], left out of a prompt too large for the
+//! model's context window); and the repair message.
 
 use manifest::Plan;
 use manifest::plan::{DEFAULT_MAX_OUTPUT_BYTES, Runtime};
@@ -8,15 +9,23 @@ use serde_json::{Map, Value, json};
 
 /// The version of the prompt below; change it whenever the prompt's text changes, so that
 /// provenance and per-model reliability can be compared across versions.
-pub const PROMPT_VERSION: &str = "author-2";
+pub const PROMPT_VERSION: &str = "author-3";
 
 /// A small research plan: a parallel group, a synthesis gate and a writer.
 pub(crate) const RESEARCH_EXAMPLE: &str = include_str!("examples/research.json");
 /// A sequential plan: a plain ordered list run as a chain.
 pub(crate) const SEQUENTIAL_EXAMPLE: &str = include_str!("examples/sequential.json");
+/// A map over a search's results, at most `max_items` of them, and the synthesis gate that
+/// combines the item outputs: two tasks of a workflow.
+pub(crate) const MAP_EXAMPLE: &str = r#"{"id": "read_source", "agent": "researcher", "depends_on": ["search"], "for_each": "tasks.search.output.results", "max_items": 10, "input": "Summarise {{ item.url }} for {{ vars.audience }}."}, {"id": "combine", "type": "synthesis_gate", "inputs": ["read_source"], "agent": "editor"}"#;
+/// A task that runs only when a triage task's output says so.
+pub(crate) const WHEN_EXAMPLE: &str = r#"{"id": "fetch_page", "agent": "researcher", "depends_on": ["triage"], "when": "tasks.triage.output.kind == \"web\"", "input": "Fetch the page."}"#;
+/// The `spec.vars` the examples read.
+pub(crate) const VARS_EXAMPLE: &str = r#"{"audience": "tea buyers"}"#;
 
 /// The optional parts of the system message, from all of them to none, in the order they are
-/// left out: the research example, the other example, then the JSON Schema.
+/// left out: the research example, the other example, the schema's descriptions, then the JSON
+/// Schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Parts {
     /// The JSON Schema and both examples.
@@ -25,13 +34,16 @@ pub(crate) enum Parts {
     OneExample,
     /// The JSON Schema alone.
     Schema,
+    /// The JSON Schema without its descriptions: the fields, their types and their words.
+    BareSchema,
     /// None: the rules, the template and a skeleton of the manifest.
     Essentials,
 }
 
 impl Parts {
     /// Every choice, largest first.
-    pub(crate) const LARGEST_FIRST: [Parts; 4] = [Parts::All, Parts::OneExample, Parts::Schema, Parts::Essentials];
+    pub(crate) const LARGEST_FIRST: [Parts; 5] =
+        [Parts::All, Parts::OneExample, Parts::Schema, Parts::BareSchema, Parts::Essentials];
 
     /// What is left out, for messages; empty for [`Parts::All`].
     pub(crate) fn left_out(self) -> &'static str {
@@ -39,6 +51,7 @@ impl Parts {
             Parts::All => "",
             Parts::OneExample => "the research example",
             Parts::Schema => "both examples",
+            Parts::BareSchema => "both examples and the JSON Schema's descriptions",
             Parts::Essentials => "both examples and the JSON Schema",
         }
     }
@@ -57,7 +70,11 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
     };
     let mut optional = String::new();
     if with_schema {
-        let schema = serde_json::to_string(&manifest::schema::manifest_schema()).unwrap_or_default();
+        let mut schema = manifest::schema::manifest_schema();
+        if parts == Parts::BareSchema {
+            schema = without_descriptions(&schema);
+        }
+        let schema = serde_json::to_string(&schema).unwrap_or_default();
         optional.push_str(&format!("\n\n## JSON Schema of the manifest\n{schema}"));
     }
     if parts == Parts::All {
@@ -84,6 +101,7 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
                  bound to them later. Define no providers, tools, llm agents or command agents."
             .to_owned(),
     };
+    let dynamic = dynamic();
     format!(
         "You are the plan author of `runner`, a DAG workflow engine for multi-agent work (prompt {PROMPT_VERSION}).\n\
          Turn the user's request into a runner plan manifest.\n\n\
@@ -106,8 +124,50 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
          do without the result. Mark the task that produces the final result `critical: true` with a retry.\n\
          - Task ids are unique snake_case; the dependencies form no cycle; attach no files.\n\
          - Prefer few tasks: as many as the request needs, no more.\n\n\
+         {dynamic}\n\n\
          {available}{optional}"
     )
+}
+
+/// The rules for the fields that shape a plan at run time (`vars`, `when`, `for_each`,
+/// `max_items`), each with a short example. Always sent, so it is kept short: the schema is
+/// close to filling the default context window on its own.
+fn dynamic() -> String {
+    format!(
+        "## Variables, conditions and maps (only when the request needs them)\n\
+         - `vars` in `spec` declares variables with defaults (any JSON value), read as `{{{{ vars.NAME }}}}`; \
+         declare every one you read: \"vars\": {VARS_EXAMPLE}\n\
+         - `when`: a condition over what templates read, without braces; when false the task is skipped and its \
+         dependents still run. Depend on the tasks it reads: {WHEN_EXAMPLE}\n\
+         - `for_each` runs the task once per item of a list, written out or an expression such as \
+         `tasks.ID.output.FIELD` of a task it depends on that answers in JSON; then `max_items` (more items fail \
+         the task) is required. The input reads `{{{{ item }}}}`, `{{{{ item.FIELD }}}}`, `{{{{ index }}}}` (from \
+         0); the output is a JSON array of the item outputs, combined by a `synthesis_gate`: {MAP_EXAMPLE}"
+    )
+}
+
+/// A JSON Schema without its `description`s, which are more than half of the manifest's; a
+/// field of that name under `properties` stays.
+fn without_descriptions(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| *key != "description")
+                .map(|(key, value)| {
+                    let value = match (key.as_str(), value) {
+                        ("properties" | "definitions", Value::Object(named)) => Value::Object(
+                            named.iter().map(|(name, schema)| (name.clone(), without_descriptions(schema))).collect(),
+                        ),
+                        ("enum" | "const" | "default" | "examples" | "required", value) => value.clone(),
+                        (_, value) => without_descriptions(value),
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
+        other => other.clone(),
+    }
 }
 
 /// The user message: the request.
@@ -259,6 +319,38 @@ mod tests {
         assert!(prompt.contains("tea-market-brief") && prompt.contains("changelog-draft"));
         assert!(prompt.contains("placeholder agent"));
         assert!(prompt.contains("{{ tasks.ID.output }}"));
+    }
+
+    #[test]
+    fn every_prompt_teaches_the_dynamic_fields_the_manifest_declares() {
+        let schema = manifest::schema::manifest_schema();
+        let task = &schema["definitions"]["Task"]["properties"];
+        let spec = &schema["definitions"]["Spec"]["properties"];
+        for (field, declared) in [("when", task), ("for_each", task), ("max_items", task), ("vars", spec)] {
+            assert!(declared.get(field).is_some(), "the manifest declares no `{field}`");
+            for parts in Parts::LARGEST_FIRST {
+                let prompt = system("brief", None, parts);
+                assert!(prompt.contains(&format!("`{field}`")), "{parts:?} does not explain `{field}`");
+                assert!(prompt.contains(&format!("\"{field}\": ")), "{parts:?} has no example of `{field}`");
+            }
+        }
+    }
+
+    #[test]
+    fn the_bare_schema_keeps_every_field_and_word_but_no_description() {
+        let schema = manifest::schema::manifest_schema();
+        let bare = without_descriptions(&schema);
+        let text = serde_json::to_string(&bare).unwrap();
+        assert!(!text.contains("\"description\":\""), "a description is left: {text}");
+        assert!(text.len() * 2 < serde_json::to_string(&schema).unwrap().len(), "descriptions are most of it");
+        let metadata = &bare["definitions"]["Metadata"]["properties"];
+        assert_eq!(metadata["description"], json!({"type": "string"}), "a field named `description` stays");
+        assert_eq!(
+            bare["definitions"]["Task"]["properties"].as_object().map(Map::len),
+            schema["definitions"]["Task"]["properties"].as_object().map(Map::len)
+        );
+        assert_eq!(bare["definitions"]["Action"]["enum"], schema["definitions"]["Action"]["enum"]);
+        assert!(system("brief", None, Parts::BareSchema).contains(&text));
     }
 
     #[test]
