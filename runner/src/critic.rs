@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use manifest::critic::{Dimension, Finding, Review, Scores};
+use manifest::plan::Vars;
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
@@ -54,6 +55,60 @@ fn plan_name(loaded: &Loaded) -> String {
     loaded.plan.as_ref().map_or_else(|| loaded.source.name.clone(), |p| p.name.clone())
 }
 
+/// The variables the plan declares it takes (`spec.vars`), with their defaults; `None` when it
+/// declares none, or could not be read.
+fn declared_vars(loaded: &Loaded) -> Option<&Vars> {
+    loaded.plan.as_ref().and_then(|plan| plan.vars.as_ref())
+}
+
+/// The longest a default is shown in the human and markdown reports, in characters.
+const SHOWN_DEFAULT: usize = 80;
+
+/// A variable's default as compact JSON, cut to [`SHOWN_DEFAULT`] characters with `…`.
+fn shown_default(value: &serde_json::Value) -> String {
+    let json = value.to_string();
+    if json.chars().count() <= SHOWN_DEFAULT {
+        return json;
+    }
+    let mut cut: String = json.chars().take(SHOWN_DEFAULT - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The human report's list of the variables a plan takes.
+fn vars_list(vars: &Vars) -> String {
+    if vars.is_empty() {
+        return "variables: none\n".to_owned();
+    }
+    let width = vars.keys().map(|name| name.chars().count()).max().unwrap_or(0);
+    let mut out = String::from("variables:\n");
+    for (name, value) in vars {
+        let _ = writeln!(out, "  {name:<width$}  {}", shown_default(value));
+    }
+    out
+}
+
+/// The markdown report's table of the variables a plan takes.
+fn vars_table(vars: &Vars) -> String {
+    if vars.is_empty() {
+        return "\nThe plan takes no variables.\n".to_owned();
+    }
+    let mut out = String::from("\n### Variables\n\n| Variable | Default |\n| --- | --- |\n");
+    for (name, value) in vars {
+        let _ = writeln!(out, "| {} | {} |", code_span(name), code_span(&shown_default(value)));
+    }
+    out
+}
+
+/// Text as a markdown code span inside a table cell: fenced with more backticks than it holds in
+/// a row, its pipes escaped.
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!("{fence}{pad}{}{pad}{fence}", text.replace('|', "\\|"))
+}
+
 /// The dimensions' scores as the JSON report writes them: an object keyed by each dimension's
 /// name, in [`Dimension::ALL`] order.
 struct JsonDimensions<'a>(&'a Scores);
@@ -92,6 +147,10 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>, piece:
     let errors: Vec<JsonDiagnostic> = loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect();
     out.write_all(b"{\n  \"plan\": ")?;
     serde_json::to_writer(&mut *out, &plan_name(loaded))?;
+    if let Some(vars) = declared_vars(loaded) {
+        out.write_all(b",\n  \"vars\": ")?;
+        nested(out, vars)?;
+    }
     out.write_all(b",\n  \"score\": ")?;
     serde_json::to_writer(&mut *out, &review.scores.overall)?;
     out.write_all(b",\n  \"dimensions\": ")?;
@@ -308,6 +367,9 @@ fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     let _ = writeln!(out, "  phases              {}", m.phases);
     let _ = writeln!(out, "  critical_path       {}", m.critical_path.join(" -> "));
     let _ = writeln!(out, "  estimated_tokens    {}", m.estimated_tokens);
+    if let Some(vars) = declared_vars(loaded) {
+        out.push_str(&vars_list(vars));
+    }
     out
 }
 
@@ -331,6 +393,9 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
     let (counts, _) = counts(review);
     for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
         let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), review.scores.of_dimension(dimension));
+    }
+    if let Some(vars) = declared_vars(loaded) {
+        out.push_str(&vars_table(vars));
     }
     let mut sections: Vec<(Option<Dimension>, &str)> = Dimension::ALL.iter().map(|d| (Some(*d), d.title())).collect();
     sections.push((None, "Other checks"));
@@ -391,6 +456,8 @@ mod tests {
     #[derive(Serialize)]
     struct Document<'a> {
         plan: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vars: Option<&'a Vars>,
         score: f64,
         dimensions: JsonDimensions<'a>,
         errors: Vec<JsonDiagnostic>,
@@ -433,6 +500,7 @@ mod tests {
             .collect();
         let document = Document {
             plan: plan_name(loaded),
+            vars: declared_vars(loaded),
             score: review.scores.overall,
             dimensions: JsonDimensions(&review.scores),
             errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
@@ -461,9 +529,12 @@ spec:
 
     const CLEAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: one}\nspec:\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n    - {id: only, agent: noop, input: x, on_failure: {action: retry, max_attempts: 3}}\n";
 
+    const VARS: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: vars}\nspec:\n  vars: {audience: buyers, regions: [EU, \"U|K\"], depth: {max: 2}}\n  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n    - {id: only, agent: noop, input: \"{{ vars.audience }}\", on_failure: {action: retry, max_attempts: 3}}\n";
+
     #[test]
     fn the_json_report_is_laid_out_as_serde_json_lays_out_the_document() {
-        for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN)] {
+        for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN), ("vars.yaml", VARS)]
+        {
             let loaded = manifest::load_str(name, "plan", text, &|_| true);
             let review = review(&loaded);
             // One piece, and as many pieces as findings or half as many: the threaded path
@@ -478,6 +549,19 @@ spec:
         assert!(review(&odd).len() >= 5, "the odd plan has findings of several codes");
         assert!(manifest::load_str("c.yaml", "c", CYCLE, &|_| true).errors().next().is_some(), "the cycle is an error");
         assert!(review(&manifest::load_str("c.yaml", "c", CLEAN, &|_| true)).is_empty(), "the clean plan has none");
+        let vars = manifest::load_str("v.yaml", "v", VARS, &|_| true);
+        assert!(vars.is_valid() && declared_vars(&vars).is_some_and(|v| v.len() == 3), "the vars plan declares three");
+    }
+
+    #[test]
+    fn defaults_are_shown_as_json_and_long_ones_cut() {
+        assert_eq!(shown_default(&serde_json::json!("buyers")), "\"buyers\"");
+        assert_eq!(shown_default(&serde_json::json!(["EU", "UK"])), "[\"EU\",\"UK\"]");
+        let long = shown_default(&serde_json::json!("é".repeat(200)));
+        assert_eq!(long.chars().count(), SHOWN_DEFAULT);
+        assert!(long.ends_with('…'), "{long}");
+        assert_eq!(code_span("a|b"), "`a\\|b`");
+        assert_eq!(code_span("x`y"), "`` x`y ``");
     }
 
     /// A writer that takes `room` bytes and then fails, as a closed pipe does.

@@ -61,6 +61,7 @@ fn every_critic_example_produces_the_finding_it_is_named_after() {
 /// Every finding of every example, checked by hand against the file: (file stem, code, task,
 /// line, column). Each example has exactly these findings and no others.
 const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
+    ("condition_never_holds", "condition_never_holds", Some("explain"), 19, 13),
     ("context_budget", "context_budget", Some("condense"), 19, 14),
     ("critical_path_mismatch", "critical_path_mismatch", None, 10, 21),
     ("critical_without_fallback", "critical_without_fallback", Some("publish"), 17, 19),
@@ -68,6 +69,7 @@ const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("fail_aborts_run", "fail_aborts_run", Some("extras"), 17, 11),
     ("forced_chain", "forced_chain", Some("weather"), 17, 11),
     ("long_unverified_chain", "long_unverified_chain", Some("polish"), 27, 11),
+    ("map_without_synthesis", "map_without_synthesis", Some("summary"), 18, 29),
     ("missing_max_turns", "missing_max_turns", None, 14, 5),
     ("optimism_bias", "critical_without_fallback", Some("lookup"), 14, 11),
     ("optimism_bias", "optimism_bias", Some("lookup"), 14, 11),

@@ -6,6 +6,7 @@
 //!
 //! The files of this module: `process.rs` (one function per command), `apply.rs` (one per
 //! event), `schedule/` (one scheduler per strategy), `failure.rs` (retries, replans, skips),
+//! `dynamic.rs` (a task's `when` and the items of its `for_each`),
 //! `budget.rs`, `input.rs` (rendering a task's input), `rebuild.rs` (installing a plan),
 //! `tools.rs` (an llm task's conversation: turns, tool calls and their approval),
 //! `transitions.rs` (where the task flags and the tally change), `tally.rs` and

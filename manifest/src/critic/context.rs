@@ -2,13 +2,15 @@
 //!
 //! A task's input estimate is its template text and its agent's system prompt (4 bytes per
 //! token, the usual rule of thumb for English) plus, for each upstream task it reads, that
-//! task's output budget: a gate's `max_output_tokens`, else [`DEFAULT_OUTPUT_TOKENS`]. The
-//! budget is the smaller of `control_logic.context_budget` and the agent's provider's
-//! `context_window`. Linear in tasks plus reads.
+//! task's output budget: a gate's `max_output_tokens`, else [`DEFAULT_OUTPUT_TOKENS`]; a map
+//! read whole counts its output budget once per item. A map's own input is each item's: its
+//! items run as tasks of their own. The budget is the smaller of `control_logic.context_budget`
+//! and the agent's provider's `context_window`. Linear in tasks plus reads.
 
 use crate::plan::{Plan, Runtime, Task, TaskKind};
 
 use super::found::{Found, index, push_whole};
+use super::maps::outputs_taken;
 use super::{Facts, Finding, Lint};
 
 /// The output budget assumed for a task with no `max_output_tokens`.
@@ -41,7 +43,11 @@ pub(crate) fn estimate_input(facts: &Facts<'_>, i: usize) -> u64 {
         .and_then(|name| facts.plan.agents.get(name))
         .and_then(|agent| agent.system_prompt.as_deref())
         .map_or(0, estimate_tokens);
-    let upstream: u64 = facts.reads_from[i].iter().map(|&j| output_budget(&facts.plan.tasks[j])).sum();
+    let upstream: u64 = facts
+        .prompt_reads(i)
+        .iter()
+        .map(|&j| output_budget(&facts.plan.tasks[j]).saturating_mul(outputs_taken(facts, i, j)))
+        .fold(0, u64::saturating_add);
     own + system + upstream
 }
 
@@ -68,27 +74,45 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
             if estimate > budget {
                 let loc = task.input.as_ref().map_or(&task.id.loc, |input| &input.loc);
                 let finding = Finding::warning(Lint::ContextBudget { task: id.into(), estimate, budget }, Some(id), loc)
-                    .label(format!("about {estimate} tokens with the outputs it reads"))
+                    .label(estimate_label(facts, i, estimate))
                     .help("read a synthesis gate's condensed output instead of raw outputs, or cap upstream outputs with `max_output_tokens`");
                 push_whole(found, finding);
             }
         }
-        if task.kind != TaskKind::SynthesisGate && raw_reads(facts, i).count() >= WIDE_FAN_IN {
+        if task.kind != TaskKind::SynthesisGate && raw_count(facts, i) >= WIDE_FAN_IN {
             found.push(Found::WideFanIn { task: index(i) });
         }
     }
 }
 
-/// The tasks whose output task `i` reads that are not synthesis gates.
-fn raw_reads<'a>(facts: &'a Facts<'_>, i: usize) -> impl Iterator<Item = usize> + 'a {
-    facts.reads_from[i].iter().copied().filter(|&j| facts.plan.tasks[j].kind != TaskKind::SynthesisGate)
+/// The label of a context-budget warning: the estimate, and the maps whose every item it counts.
+fn estimate_label(facts: &Facts<'_>, i: usize, estimate: u64) -> String {
+    let label = format!("about {estimate} tokens with the outputs it reads");
+    let maps: Vec<String> = facts
+        .prompt_reads(i)
+        .iter()
+        .filter(|&&j| facts.plan.tasks[j].extras().for_each.is_some() && outputs_taken(facts, i, j) > 1)
+        .map(|&j| format!("{} items of `{}`", outputs_taken(facts, i, j), facts.plan.tasks[j].id.value))
+        .collect();
+    if maps.is_empty() { label } else { format!("{label} ({})", maps.join(", ")) }
+}
+
+/// How many of [`raw_reads`] there are, without gathering them.
+fn raw_count(facts: &Facts<'_>, i: usize) -> usize {
+    facts.prompt_reads(i).iter().filter(|&&j| facts.plan.tasks[j].kind != TaskKind::SynthesisGate).count()
+}
+
+/// The tasks whose output task `i`'s input reads that are not synthesis gates.
+fn raw_reads(facts: &Facts<'_>, i: usize) -> Vec<usize> {
+    let from = facts.prompt_reads(i);
+    from.iter().copied().filter(|&j| facts.plan.tasks[j].kind != TaskKind::SynthesisGate).collect()
 }
 
 /// The wide fan-in finding on task `i`.
 pub(super) fn wide_fan_in(facts: &Facts<'_>, i: usize) -> Finding {
     let task = &facts.plan.tasks[i];
     let id = task.id.value.as_str();
-    let raw: Vec<usize> = raw_reads(facts, i).collect();
+    let raw = raw_reads(facts, i);
     let inputs = facts.ids(&raw).join(", ");
     Finding::warning(Lint::WideFanIn { task: id.into(), count: raw.len() }, Some(id), &task.id.loc)
         .label(format!("reads {inputs}"))

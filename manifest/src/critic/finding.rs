@@ -223,6 +223,47 @@ pub enum Lint {
         /// What the graph says.
         computed: String,
     },
+    /// A task other than a synthesis gate reads the whole output of a map: every item's output.
+    #[error(
+        "task `{task}` reads the whole output of map `{map}` ({}) with no synthesis gate in between",
+        items_text(*.items)
+    )]
+    MapWithoutSynthesis {
+        /// The reading task.
+        task: String,
+        /// The map task (the one with `for_each`).
+        map: String,
+        /// The most items it can have: the length of a list written out, or `max_items`; `None`
+        /// when nothing caps an expression's list.
+        items: Option<u64>,
+    },
+    /// A task's `when` holds in no run, so the task is always skipped.
+    #[error("`{condition}` in the `when` of task `{task}` can never hold{}", status_text(.status.as_deref()))]
+    ConditionNeverHolds {
+        /// The task.
+        task: String,
+        /// The part of the `when` that never holds: the whole expression, or one comparison in it.
+        condition: String,
+        /// For a comparison of a task's status, the word compared with, which no dependent sees.
+        status: Option<String>,
+    },
+}
+
+/// How many items a map has, for [`Lint::MapWithoutSynthesis`]'s message.
+fn items_text(items: Option<u64>) -> String {
+    match items {
+        Some(1) => "1 item".to_owned(),
+        Some(n) => format!("up to {n} items"),
+        None => "items not capped by `max_items`".to_owned(),
+    }
+}
+
+/// Why a condition never holds, for [`Lint::ConditionNeverHolds`]'s message.
+fn status_text(status: Option<&str>) -> String {
+    match status {
+        Some(word) => format!(": a dependent only ever sees `succeeded` or `skipped`, never `{word}`"),
+        None => ": it is false whatever the run does".to_owned(),
+    }
 }
 
 /// A kind of finding apart from what it found. Its stable code and the dimension it is scored in
@@ -272,11 +313,15 @@ pub(crate) enum LintKind {
     PlainHttpSecret,
     /// [`Lint::CriticalPathMismatch`].
     CriticalPathMismatch,
+    /// [`Lint::MapWithoutSynthesis`].
+    MapWithoutSynthesis,
+    /// [`Lint::ConditionNeverHolds`].
+    ConditionNeverHolds,
 }
 
 impl LintKind {
     /// Every kind, in the order of [`Lint`]'s variants.
-    pub(crate) const ALL: [LintKind; 21] = [
+    pub(crate) const ALL: [LintKind; 23] = [
         LintKind::SinglePointOfFailure,
         LintKind::OutputFormatCoupling,
         LintKind::ContextBudget,
@@ -298,6 +343,8 @@ impl LintKind {
         LintKind::MissingMaxTurns,
         LintKind::PlainHttpSecret,
         LintKind::CriticalPathMismatch,
+        LintKind::MapWithoutSynthesis,
+        LintKind::ConditionNeverHolds,
     ];
 
     /// The stable code and the dimension (`None` for the general checks) of each kind: the one
@@ -329,6 +376,8 @@ impl LintKind {
             LintKind::MissingMaxTurns => ("critic::missing_max_turns", None),
             LintKind::PlainHttpSecret => ("critic::plain_http_secret", None),
             LintKind::CriticalPathMismatch => ("critic::critical_path_mismatch", None),
+            LintKind::MapWithoutSynthesis => ("critic::map_without_synthesis", Some(Dimension::ContextBudget)),
+            LintKind::ConditionNeverHolds => ("critic::condition_never_holds", None),
         }
     }
 
@@ -346,8 +395,8 @@ impl LintKind {
 impl Lint {
     /// Every code [`Lint::code_str`] gives, in the order of the variants, for what names codes
     /// without a finding: a plan test's critic expectations.
-    pub const CODES: [&'static str; 21] = {
-        let mut codes = [""; 21];
+    pub const CODES: [&'static str; 23] = {
+        let mut codes = [""; 23];
         let mut i = 0;
         while i < codes.len() {
             codes[i] = LintKind::ALL[i].code();
@@ -380,6 +429,8 @@ impl Lint {
             Lint::MissingMaxTurns { .. } => LintKind::MissingMaxTurns,
             Lint::PlainHttpSecret { .. } => LintKind::PlainHttpSecret,
             Lint::CriticalPathMismatch { .. } => LintKind::CriticalPathMismatch,
+            Lint::MapWithoutSynthesis { .. } => LintKind::MapWithoutSynthesis,
+            Lint::ConditionNeverHolds { .. } => LintKind::ConditionNeverHolds,
         }
     }
 
@@ -506,6 +557,8 @@ mod tests {
             Lint::MissingMaxTurns { name: s() },
             Lint::PlainHttpSecret { sender: s(), variable: s(), host: s() },
             Lint::CriticalPathMismatch { declared: s(), computed: s() },
+            Lint::MapWithoutSynthesis { task: s(), map: s(), items: None },
+            Lint::ConditionNeverHolds { task: s(), condition: s(), status: None },
         ];
         for lint in &lints {
             let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
@@ -548,6 +601,7 @@ mod tests {
                 "critic::missing_max_turns",
                 "critic::plain_http_secret",
                 "critic::critical_path_mismatch",
+                "critic::condition_never_holds",
             ],
             "the general checks, scored in no dimension"
         );

@@ -7,7 +7,7 @@ use crate::diagnostic::Severity;
 use crate::source::Loc;
 
 use super::finding::{Dimension, Finding, LintKind};
-use super::{Facts, context, coupling, fallbacks, hygiene, parallel, spof};
+use super::{Facts, context, coupling, fallbacks, hygiene, maps, parallel, spof};
 
 /// A finding as recorded. `task` is a position in `Plan::tasks`; `dependency` one in the task's
 /// `depends_on`; `read` one in the task's reads of outputs ([`Facts::reads`]).
@@ -31,6 +31,8 @@ pub(super) enum Found {
     ForcedChain { task: u32 },
     /// [`Lint::LongUnverifiedChain`](super::Lint::LongUnverifiedChain).
     LongUnverifiedChain { task: u32 },
+    /// [`Lint::MapWithoutSynthesis`](super::Lint::MapWithoutSynthesis): `read` takes the map's output.
+    MapWithoutSynthesis { task: u32, read: u32 },
     /// Any other finding, made whole by its pass: these concern definitions, groups, phases or
     /// the few tasks that are critical, so a plan has few of them.
     Whole(Box<Finding>),
@@ -65,6 +67,7 @@ impl Found {
             }
             Found::ForcedChain { task } => parallel::forced_chain(facts, at(*task)),
             Found::LongUnverifiedChain { task } => hygiene::long_unverified_chain(facts, at(*task)),
+            Found::MapWithoutSynthesis { task, read } => maps::map_without_synthesis(facts, at(*task), at(*read)),
             Found::Whole(finding) => (**finding).clone(),
         }
     }
@@ -81,6 +84,7 @@ impl Found {
             Found::RedundantEdge { .. } => LintKind::RedundantEdge,
             Found::ForcedChain { .. } => LintKind::ForcedChain,
             Found::LongUnverifiedChain { .. } => LintKind::LongUnverifiedChain,
+            Found::MapWithoutSynthesis { .. } => LintKind::MapWithoutSynthesis,
             Found::Whole(finding) => finding.lint.kind(),
         }
     }
@@ -126,7 +130,9 @@ impl Found {
             Found::UnreadDependency { task, dependency } | Found::RedundantEdge { task, dependency, .. } => {
                 &tasks[*task as usize].depends_on[*dependency as usize].loc
             }
-            Found::OutputFormatCoupling { task, read } => &facts.reads[*task as usize][*read as usize].1.loc,
+            Found::OutputFormatCoupling { task, read } | Found::MapWithoutSynthesis { task, read } => {
+                &facts.reads[*task as usize][*read as usize].1.loc
+            }
             Found::Whole(finding) => &finding.loc,
         }
     }
@@ -141,7 +147,8 @@ impl Found {
             | Found::UnreadDependency { task, .. }
             | Found::RedundantEdge { task, .. }
             | Found::ForcedChain { task }
-            | Found::LongUnverifiedChain { task } => Some(*task as usize),
+            | Found::LongUnverifiedChain { task }
+            | Found::MapWithoutSynthesis { task, .. } => Some(*task as usize),
             Found::Whole(_) => None,
         }
     }

@@ -6,6 +6,7 @@ use crate::plan::{Runtime, TaskKind};
 
 use super::Facts;
 use super::context::{estimate_input, output_budget};
+use super::maps::{outputs_taken, runs};
 
 /// The seed's evaluation metrics of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -21,14 +22,15 @@ pub struct Metrics {
     /// Tasks that are single points of failure (on every path and without a fallback; human
     /// reviews are exempt, as in the finding).
     pub spof_count: usize,
-    /// Share of tasks reading three or more upstream outputs that are synthesis gates; 1.0 when
-    /// no task reads that many.
+    /// Share of tasks reading three or more upstream outputs that are synthesis gates (a map read
+    /// whole counts once per item); 1.0 when no task reads that many.
     pub synthesis_coverage: f64,
     /// The number of topological phases.
     pub phases: usize,
     /// The longest chain of tasks, by count.
     pub critical_path: Vec<String>,
-    /// Estimated tokens of the whole run: every task's input estimate and output budget.
+    /// Estimated tokens of the whole run: every task's input estimate and output budget, once
+    /// per item for a map.
     pub estimated_tokens: u64,
 }
 
@@ -38,8 +40,9 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
     let marked: Vec<usize> = (0..plan.tasks.len()).filter(|&i| plan.tasks[i].critical).collect();
     let critical = if marked.is_empty() { facts.critical_path.clone() } else { marked };
     let resilient = critical.iter().filter(|&&i| plan.tasks[i].on_failure.value.has_fallback()).count();
-    let wide: Vec<usize> =
-        (0..plan.tasks.len()).filter(|&i| facts.reads_from[i].len() >= super::context::WIDE_FAN_IN).collect();
+    let fan_in =
+        |i: usize| facts.prompt_reads(i).iter().map(|&j| outputs_taken(facts, i, j)).fold(0, u64::saturating_add);
+    let wide: Vec<usize> = (0..plan.tasks.len()).filter(|&i| fan_in(i) >= super::context::WIDE_FAN_IN as u64).collect();
     let gated = wide.iter().filter(|&&i| plan.tasks[i].kind == TaskKind::SynthesisGate).count();
     let used = &facts.used_agents;
     let prompts: Vec<f64> = plan
@@ -65,7 +68,13 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
         synthesis_coverage: ratio(gated, wide.len()),
         phases: facts.graph.phases().len(),
         critical_path: facts.ids(&facts.critical_path).into_iter().map(str::to_owned).collect(),
-        estimated_tokens: (0..plan.tasks.len()).map(|i| estimate_input(facts, i) + output_budget(&plan.tasks[i])).sum(),
+        estimated_tokens: (0..plan.tasks.len())
+            .map(|i| {
+                estimate_input(facts, i)
+                    .saturating_add(output_budget(&plan.tasks[i]))
+                    .saturating_mul(runs(&plan.tasks[i]))
+            })
+            .fold(0, u64::saturating_add),
     }
 }
 

@@ -4,13 +4,16 @@
 //! [`review`] and [`critique`] are pure and never fail. Each pass lives in its own file and is near-linear
 //! in the size of the plan; `ARCHITECTURE.md` lists the complexity of each.
 
+mod conditions;
 mod context;
 mod coupling;
+mod expressions;
 mod fallbacks;
 mod finding;
 mod found;
 mod hygiene;
 mod lists;
+mod maps;
 mod metrics;
 mod parallel;
 mod review;
@@ -23,6 +26,7 @@ pub use metrics::Metrics;
 pub use review::{Review, review};
 pub use score::Scores;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::graph::{TaskGraph, TaskIdx};
@@ -101,6 +105,21 @@ impl<'p> Facts<'p> {
             critical_path,
             used_agents: hygiene::used_agents(plan),
         }
+    }
+
+    /// The distinct tasks whose output task `i`'s input (or a review's prompt) reads, sorted:
+    /// [`Facts::reads_from`] less what only its `when` or `for_each` reads, which its agent is
+    /// not given.
+    pub fn prompt_reads(&self, i: usize) -> Cow<'_, [TaskIdx]> {
+        let task = &self.plan.tasks[i];
+        if task.extras().when.is_none() && task.extras().for_each.is_none() {
+            return Cow::Borrowed(&self.reads_from[i]);
+        }
+        let mut from: Vec<TaskIdx> =
+            self.reads[i].iter().filter(|(_, read)| !expressions::in_expression(task, read)).map(|(p, _)| *p).collect();
+        from.sort_unstable();
+        from.dedup();
+        Cow::Owned(from)
     }
 
     /// The ids of a list of tasks, for messages.

@@ -1,6 +1,7 @@
 //! Parallel misses: work serialised without need.
 //!
-//! - a dependency whose output the task never reads (it only delays the task);
+//! - a dependency whose output the task never reads (it only delays the task); a dependency its
+//!   `when` or `for_each` reads is read;
 //! - a dependency implied by another one (redundant edge): one search upwards from all of a
 //!   task's parents finds the implied ones ([`crate::TaskGraph::implied_parents`]); only for
 //!   those is the parent that implies it looked for, pair by pair;
@@ -11,6 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::plan::TaskKind;
 
+use super::expressions::{ExpressionReads, Expressions};
 use super::found::{Found, index, push_whole};
 use super::{Facts, Finding, Lint};
 
@@ -26,6 +28,7 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
 
 fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let graph = facts.graph;
+    let expressions = Expressions::default();
     for (i, task) in facts.plan.tasks.iter().enumerate() {
         // A parent is implied only through a parent in a later phase: parents all in one phase
         // (one parent, a fan-in, a layer) imply none, and their search is skipped.
@@ -37,6 +40,12 @@ fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
         let implied = if spread { graph.implied_parents(i) } else { HashSet::new() };
         // `{{ context_summary }}` carries every output recorded before the task.
         let reads_summary = task.reads_context_summary();
+        let extras = task.extras();
+        let in_expressions = if extras.when.is_some() || extras.for_each.is_some() {
+            expressions.reads(task)
+        } else {
+            ExpressionReads::Named(Vec::new())
+        };
         for (k, dep) in task.depends_on.iter().enumerate() {
             let Some(d) = graph.index_of(&dep.value) else { continue };
             if task.chained_after.as_deref() == Some(dep.value.as_str()) {
@@ -47,7 +56,8 @@ fn unread_and_redundant(facts: &Facts<'_>, found: &mut Vec<Found>) {
                 found.push(Found::RedundantEdge { task: index(i), dependency: index(k), via: index(via) });
                 continue;
             }
-            let reads_it = reads_summary || facts.reads_from[i].binary_search(&d).is_ok();
+            let reads_it =
+                reads_summary || facts.reads_from[i].binary_search(&d).is_ok() || in_expressions.includes(&dep.value);
             let upstream = &facts.plan.tasks[d];
             if task.kind == TaskKind::Task && !reads_it && upstream.kind != TaskKind::HumanReview {
                 found.push(Found::UnreadDependency { task: index(i), dependency: index(k) });

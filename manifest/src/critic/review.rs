@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use super::finding::{Dimension, Finding};
 use super::found::Found;
 use super::{Critique, Facts, Metrics, Scores};
-use super::{context, coupling, fallbacks, hygiene, metrics, parallel, secrets, spof};
+use super::{conditions, context, coupling, fallbacks, hygiene, maps, metrics, parallel, secrets, spof};
 
 /// The critic's review of a plan: its scores, its metrics and its findings in source order,
 /// each made on demand by [`Review::finding`].
@@ -32,9 +32,11 @@ pub fn review<'p>(plan: &'p Plan, graph: &'p TaskGraph) -> Review<'p> {
     spof::check(&facts, &mut found);
     coupling::check(&facts, &mut found);
     context::check(&facts, &mut found);
+    maps::check(&facts, &mut found);
     fallbacks::check(&facts, &mut found);
     parallel::check(&facts, &mut found);
     hygiene::check(&facts, &mut found);
+    conditions::check(&facts, &mut found);
     secrets::check(plan, &mut found);
     // Held while every report is made from it, and the sort's keys come on top: the room
     // pushing left over would be a fifth more.
