@@ -19,6 +19,9 @@ use server::Server;
 use support::{Env, plan};
 
 const WAIT: Duration = Duration::from_secs(30);
+/// Held by each test that drives a browser: two Chromiums at once on a small machine load a
+/// page slower than the runs they watch take to move on.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// What the draft writes: markup that must show as text.
 const MARKUP: &str = "<b>Big</b> news <script>window.pwned = 1</script>";
 
@@ -166,8 +169,9 @@ fn base64_decodes_what_webdriver_sends() {
     assert_eq!(base64("YWJj"), b"abc");
 }
 
-#[test]
-fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
+/// Chromium and chromedriver, or `None` (with a message) when either is missing and
+/// `RUNNER_REQUIRE_BROWSER` is not set.
+fn installed() -> Option<(PathBuf, PathBuf)> {
     let (Some(chromium), Some(driver)) =
         (find(&["chromium", "chromium-browser", "google-chrome"]), find(&["chromedriver"]))
     else {
@@ -176,8 +180,24 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
             "RUNNER_REQUIRE_BROWSER is set but chromium or chromedriver is missing"
         );
         eprintln!("skipped: no chromium and chromedriver on the PATH (apt-get install -y chromium chromium-driver)");
-        return;
+        return None;
     };
+    Some((chromium, driver))
+}
+
+/// Waits until run `run` has its first event.
+fn started(env: &Env, run: &str) {
+    let started = Instant::now();
+    while env.records(run).is_empty() {
+        assert!(started.elapsed() < WAIT, "the run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
+    let Some((chromium, driver)) = installed() else { return };
+    let _alone = ONE_BROWSER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let env = Env::new();
     let agents = format!(
         "    slow: {{runtime: mock, latency: 2500ms, default: {MARKUP:?}}}\n    quick: {{runtime: mock, latency: 300ms}}"
@@ -193,11 +213,7 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     let mut apply = env.runner_process();
     apply.args(["apply", "plan.yaml", "--yes", "--run-id", "br"]).stdout(Stdio::null()).stderr(Stdio::null());
     let mut apply = apply.spawn().expect("apply starts");
-    let started = Instant::now();
-    while env.records("br").is_empty() {
-        assert!(started.elapsed() < WAIT, "the run never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    started(&env, "br");
     browser.go(&format!("{}/#/run/br", server.url));
     browser.wait("the graph", "return !!document.querySelector('#graph [data-task=\"publish\"]')");
     assert_ne!(browser.status_of("draft"), json!("succeeded"), "the page opened before the draft was written");
@@ -248,4 +264,126 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     assert_eq!(position, json!(format!("after event {dispatched} of {}", types.len())));
     browser.screenshot(&target.join("serve-replay.png"));
     eprintln!("screenshots in {}", target.display());
+}
+
+/// The map node of task `map`: whether it is expanded, its counts line and its status.
+fn map_node(browser: &Browser, map: &str) -> Value {
+    browser.run(&format!(
+        "const n = document.querySelector('#graph [data-map=\"{map}\"]'); \
+         return n && [n.getAttribute('data-expanded'), n.getAttribute('data-counts'), n.getAttribute('data-status')];"
+    ))
+}
+
+/// The item nodes drawn in the graph, each as `[id, map, status]`.
+fn item_nodes(browser: &Browser) -> Value {
+    browser.run(
+        "return [...document.querySelectorAll('#graph [data-item-of]')].map(n => \
+         [n.getAttribute('data-task'), n.getAttribute('data-item-of'), n.getAttribute('data-status')]);",
+    )
+}
+
+#[test]
+fn a_map_is_one_node_with_its_counts_that_expands_into_its_items() {
+    let Some((chromium, driver)) = installed() else { return };
+    let _alone = ONE_BROWSER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let env = Env::new();
+    let agents = r#"    finder: {runtime: mock, latency: 4000ms, responses: {search: '["alpha", "beta", "gamma"]'}}
+    reader: {runtime: mock, latency: 2500ms, default: echo, responses: {"read[1]": [{fail: "the page is gone"}]}}"#;
+    let workflow = r#"    - {id: search, agent: finder, input: "search"}
+    - {id: wide, agent: reader, input: "x", depends_on: [search], when: "tasks.search.output | length > 5"}
+    - {id: read, agent: reader, depends_on: [search], for_each: tasks.search.output, max_items: 10, on_failure: skip, input: "notes on {{ item }}"}
+    - {id: digest, type: synthesis_gate, inputs: [read]}"#;
+    env.write("plan.yaml", &plan("mapped", agents, workflow));
+    let server = Server::start(&env, &[]);
+    let profile = tempfile::tempdir().expect("a profile folder");
+    let browser = Browser::start(&chromium, &driver, profile.path());
+
+    let mut apply = env.runner_process();
+    apply.args(["apply", "plan.yaml", "--yes", "--run-id", "mp"]).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut apply = apply.spawn().expect("apply starts");
+    started(&env, "mp");
+    browser.go(&format!("{}/#/run/mp", server.url));
+    browser.wait("the map node", "return !!document.querySelector('#graph [data-map=\"read\"]')");
+    assert_eq!(
+        map_node(&browser, "read"),
+        json!(["false", "read: map over tasks.search.output (≤ 10), not expanded yet", "pending"]),
+        "before MapExpanded the map is one node marked as a map"
+    );
+
+    browser.wait(
+        "the map expand live with its items running",
+        "return document.querySelector('#graph [data-map=\"read\"]').getAttribute('data-counts') === 'read ×3: 3 running'",
+    );
+    assert_eq!(map_node(&browser, "read")[2], "running", "a map whose items run is drawn running");
+    let drawn = browser.run("return [...document.querySelectorAll('#graph [data-task^=\"read\"]')].length");
+    assert_eq!(drawn, json!(1), "collapsed, the map and its items are one node");
+
+    browser.click("#graph [data-map=\"read\"] .map-head");
+    browser.wait("the map open", "return document.querySelectorAll('#graph [data-item-of=\"read\"]').length === 3");
+    assert_eq!(map_node(&browser, "read")[0], "true");
+    assert_eq!(apply.wait().expect("apply ends").code(), Some(5), "a failed item skipped leaves the run partial");
+    browser.wait("the run finish", "return document.querySelector('#run-status').textContent.startsWith('partial')");
+    browser.wait(
+        "the items' last statuses",
+        "return document.querySelector('#graph [data-item-of][data-task=\"read[2]\"]').getAttribute('data-status') === 'succeeded'",
+    );
+    assert_eq!(
+        item_nodes(&browser),
+        json!([["read[0]", "read", "succeeded"], ["read[1]", "read", "skipped"], ["read[2]", "read", "succeeded"]]),
+        "still open, each item its own node"
+    );
+    assert_eq!(map_node(&browser, "read"), json!(["true", "read ×3: 2 succeeded, 1 skipped", "succeeded"]));
+    let panel = browser.run(
+        "return [document.querySelector('#task-panel .map-summary').textContent, \
+         [...document.querySelectorAll('#task-panel .task-list a')].map(a => a.textContent)]",
+    );
+    assert_eq!(
+        panel,
+        json!(["read ×3: 2 succeeded, 1 skipped", ["read[0]", "read[1]", "read[2]"]]),
+        "the map's panel lists its items"
+    );
+
+    let skips = browser.run(
+        "return ['wide', 'read[1]'].map(t => { const n = document.querySelector('#graph [data-task=\"' + t + '\"]'); \
+         return [n.getAttribute('data-status'), n.getAttribute('data-skip'), n.textContent.includes('skipped: condition false')]; })",
+    );
+    assert_eq!(
+        skips,
+        json!([["skipped", "condition", true], ["skipped", null, false]]),
+        "a condition's skip is told apart"
+    );
+
+    browser.click("#graph [data-item-of=\"read\"][data-task=\"read[1]\"]");
+    browser.wait(
+        "the item's panel",
+        "return [...document.querySelectorAll('#task-panel pre')].some(p => p.textContent.includes('the page is gone'))",
+    );
+    let item = browser.run("return document.querySelector('#task-panel').textContent.includes('an item of map read')");
+    assert_eq!(item, json!(true));
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    browser.screenshot(&target.join("serve-map-expanded.png"));
+
+    browser.click("#graph [data-map=\"read\"] .map-head");
+    browser.wait(
+        "the map closed",
+        "return document.querySelector('#graph [data-map=\"read\"]').getAttribute('data-expanded') === 'false'",
+    );
+    assert_eq!(item_nodes(&browser), json!([]), "closed again, no item nodes");
+    browser.screenshot(&target.join("serve-map-collapsed.png"));
+
+    // Back to just after the expansion: the items are there, none started; and just before.
+    let expanded = env.types("mp").iter().position(|t| t == "MapExpanded").expect("a MapExpanded") + 1;
+    let replay = |at: usize, counts: &str| {
+        browser.run(&format!(
+            "const s = document.getElementById('replay'); s.value = {at}; s.dispatchEvent(new Event('input')); return true;"
+        ));
+        browser.wait(
+            &format!("the map replayed as {counts:?}"),
+            &format!(
+                "return document.querySelector('#graph [data-map=\"read\"]').getAttribute('data-counts') === {counts:?}"
+            ),
+        );
+    };
+    replay(expanded, "read ×3: 3 pending");
+    replay(expanded - 1, "read: map over tasks.search.output (≤ 10), not expanded yet");
 }

@@ -10,6 +10,7 @@ mod graph_view;
 mod host;
 mod limits;
 mod listen;
+mod map_view;
 mod plan_view;
 mod routes;
 mod runs;

@@ -15,6 +15,7 @@ use super::Served;
 use super::actions::Allowed;
 use super::error::ApiError;
 use super::graph_view::{GraphView, kind_name};
+use super::map_view::{self, MapView};
 use crate::home::{Created, RunDir, fold, runs_dir};
 use crate::store::{Run, Runs};
 
@@ -148,6 +149,10 @@ pub struct StateView {
     tokens: Tokens,
     /// The status of each task that has left `pending`.
     tasks: BTreeMap<String, &'static str>,
+    /// The maps expanded so far, by map task: their items and how many have each status.
+    maps: BTreeMap<String, MapView>,
+    /// The tasks skipped because their condition (`when`) was false, not by a failure.
+    skipped_by_condition: Vec<String>,
     /// The tasks that wait for a person: a question, a tool call's approval, or else a review
     /// decision.
     waiting: Vec<Waiting>,
@@ -189,7 +194,18 @@ impl StateView {
                 tool: state.conversations.get(&id(i)).and_then(|c| c.waiting.clone()),
             })
             .collect();
-        StateView { seq: state.seq, status, tokens: state.tokens, tasks, waiting, actions: None }
+        let skipped_by_condition =
+            state.tasks.iter().enumerate().filter(|(_, t)| t.skipped_by_condition).map(|(i, _)| id(i)).collect();
+        StateView {
+            seq: state.seq,
+            status,
+            tokens: state.tokens,
+            tasks,
+            maps: map_view::all(state),
+            skipped_by_condition,
+            waiting,
+            actions: None,
+        }
     }
 
     /// The view of a run's state now: its status as shown and the actions it takes, asking at
@@ -223,7 +239,7 @@ pub async fn run(State(served): State<Arc<Served>>, Path(id): Path<String>) -> R
         Ok::<_, ApiError>(RunView {
             id,
             source: created.source,
-            graph: GraphView::new(&state.plan, &state.graph),
+            graph: GraphView::of_run(&state)?,
             events: records.iter().map(EventView::new).collect(),
             state: StateView::live(&state, &run),
         })
@@ -276,6 +292,12 @@ pub struct TaskView {
     agent: Option<String>,
     depends_on: Vec<String>,
     status: &'static str,
+    /// Whether it was skipped because its condition was false (not by a failure).
+    skipped_by_condition: bool,
+    /// Its condition (`when`), as an expression.
+    when: Option<String>,
+    /// The map task it is an item of, if it is one.
+    map: Option<String>,
     attempts: u32,
     failures: u32,
     input: Option<String>,
@@ -304,6 +326,7 @@ pub async fn task(
             .index_of(&task)
             .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no task `{task}` at this point")))?;
         let spec = &state.plan.tasks[index];
+        let map = manifest::template::map_of_item(&task).filter(|map| state.maps.contains_key(*map)).map(str::to_owned);
         let current = &state.tasks[index];
         let events: Vec<Record> = records.into_iter().filter(|r| r.event.task() == Some(task.as_str())).collect();
         let mut tokens = Tokens::default();
@@ -328,6 +351,9 @@ pub async fn task(
             agent: state.plan.agent_of(spec).map(str::to_owned),
             depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.to_string()).collect(),
             status: current.status.as_str(),
+            skipped_by_condition: current.skipped_by_condition,
+            when: spec.extras().when.as_ref().map(|w| manifest::template::expression(&w.value).to_owned()),
+            map,
             attempts: current.attempts,
             failures: current.failures,
             input: current.input.as_deref().map(str::to_owned),

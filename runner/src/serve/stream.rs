@@ -1,9 +1,9 @@
 //! `GET /api/runs/{id}/stream`: server-sent events that follow a run's log as it grows,
 //! whichever process writes it. The log is polled; only complete lines are read, so a line
 //! being written is sent once its end is. Each message carries the new events and the state
-//! of the tasks they touched, folded by the engine.
+//! of the tasks and maps they touched, folded by the engine.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Served;
 use super::error::ApiError;
+use super::map_view::{self, MapView};
 use super::runs::{EventView, check_size, existing};
 use crate::store::{Run, Tail};
 
@@ -42,6 +43,10 @@ struct Update {
     tokens: engine::Tokens,
     /// The status of every task the events are about.
     tasks: BTreeMap<String, &'static str>,
+    /// The expanded maps the events are about (a map's own events or its items'), whole.
+    maps: BTreeMap<String, MapView>,
+    /// The tasks among `tasks` skipped because their condition was false.
+    skipped_by_condition: Vec<String>,
     /// Whether the plan changed (a replan): the page reloads the graph.
     replanned: bool,
 }
@@ -135,7 +140,7 @@ impl Follow {
 fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message> {
     let mut out = Vec::new();
     for chunk in records.chunks(BATCH) {
-        let mut touched = Vec::new();
+        let mut touched = BTreeSet::new();
         let mut events = Vec::new();
         let mut replanned = false;
         for record in chunk {
@@ -150,14 +155,28 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message
         if events.is_empty() {
             continue;
         }
-        let tasks = touched
+        let maps = map_view::touched(state, touched.iter().map(String::as_str));
+        let skipped_by_condition = touched
+            .iter()
+            .filter(|task| state.index_of(task).is_some_and(|i| state.tasks[i].skipped_by_condition))
+            .cloned()
+            .collect();
+        let tasks: BTreeMap<String, &'static str> = touched
             .into_iter()
             .filter_map(|task| {
                 let index = state.index_of(&task)?;
                 Some((task, state.tasks[index].status.as_str()))
             })
             .collect();
-        let update = Update { events, status: state.status.as_str(), tokens: state.tokens, tasks, replanned };
+        let update = Update {
+            events,
+            status: state.status.as_str(),
+            tokens: state.tokens,
+            tasks,
+            maps,
+            skipped_by_condition,
+            replanned,
+        };
         out.push(Message::default().data(serde_json::to_string(&update).unwrap_or_default()));
     }
     out

@@ -10,6 +10,8 @@ const DETAIL_LIMIT = 400;
 const TIMELINE_ROWS = 300;
 // At most this many events listed.
 const EVENT_ROWS = 300;
+// At most this many items drawn inside an expanded map; the task panel lists them all.
+const MAP_ROWS = 40;
 
 // An element with attributes (`on*` functions become listeners) and children (strings
 // become text nodes).
@@ -125,7 +127,55 @@ async function runsPage() {
 
 // ---- graphs ---------------------------------------------------------------------------
 
-// Draws a graph into `box`; returns { paint(statusOf), select(id) }. `onPick(id)` is called
+// What the page knows of a run at one point, from a state the server sent: each task's
+// status, the maps expanded so far (their items in order and how many have each status), and
+// the tasks skipped because their condition was false.
+function snapshot(state) {
+  return {
+    tasks: new Map(Object.entries(state ? state.tasks : {})),
+    maps: new Map(Object.entries(state && state.maps ? state.maps : {})),
+    byCondition: new Set(state && state.skipped_by_condition ? state.skipped_by_condition : []),
+  };
+}
+
+// Adds what a stream message says to a snapshot.
+function absorb(snap, update) {
+  for (const [task, status] of Object.entries(update.tasks)) snap.tasks.set(task, status);
+  for (const [map, items] of Object.entries(update.maps || {})) snap.maps.set(map, items);
+  for (const task of update.skipped_by_condition || []) snap.byCondition.add(task);
+}
+
+function statusIn(snap, id) {
+  return snap.tasks.get(id) || "pending";
+}
+
+// A map's status: its own once it has one; while it waits for its items, that of the items
+// furthest along.
+function mapStatus(snap, id) {
+  const own = statusIn(snap, id);
+  const map = snap.maps.get(id);
+  if (own !== "pending" || !map) return own;
+  return ["running", "paused", "failed"].find((s) => map.counts[s]) || own;
+}
+
+// How many items have each status: `9 succeeded, 2 running, 1 failed`.
+function countsText(map) {
+  if (!map.items.length) return "no items";
+  return STATUSES.filter((s) => map.counts[s]).map((s) => map.counts[s] + " " + s).join(", ");
+}
+
+// A map in one line: `read ×12: 9 succeeded, 2 running, 1 failed`.
+function mapSummary(id, map) {
+  return id + " ×" + map.items.length + ": " + countsText(map);
+}
+
+// What a map runs over before it has expanded, as the manifest says.
+function mapSource(source) {
+  if (source.items !== undefined) return "map of " + source.items + (source.items === 1 ? " item" : " items");
+  return "map over " + source.expr + (source.max_items ? " (≤ " + source.max_items + ")" : "");
+}
+
+// Draws a graph into `box`; returns { paint(snapshot), select(id) }. `onPick(id)` is called
 // with a task id when a task is clicked, and with a list of ids when a block is.
 function drawGraph(box, graph, onPick) {
   return graph.tasks.length > DETAIL_LIMIT ? drawBlocks(box, graph, onPick) : drawTasks(box, graph, onPick);
@@ -143,81 +193,208 @@ function columns(graph) {
   return phases.map((groups) => [...groups.entries()].sort((a, b) => (a[0] === "" ? -1 : b[0] === "" ? 1 : 0)));
 }
 
+// Every task a node; a map (`for_each`) one stacked node with its item counts, which a click
+// expands to show its first MAP_ROWS items as their own nodes inside it (and collapses again).
 function drawTasks(box, graph, onPick) {
-  const W = 140, H = 34, GAP_X = 40, GAP_Y = 10, PAD = 16, TOP = 28;
+  const hasMaps = graph.tasks.some((t) => t.map);
+  const W = hasMaps ? 220 : 140, H = 34, MAP_H = 50, ITEM_H = 20, GAP_X = 40, GAP_Y = 10, PAD = 16, TOP = 28;
   const critical = new Set(graph.critical);
   const criticalEdges = new Set(graph.critical.slice(1).map((t, k) => graph.critical[k] + ">" + t));
-  const place = [];
-  let height = 0;
-  const groupsLayer = svg("g"), edgesLayer = svg("g"), nodesLayer = svg("g"), labels = svg("g");
-  columns(graph).forEach((groups, p) => {
-    const x = PAD + p * (W + GAP_X);
-    labels.append(svg("text", { x, y: 16, class: "phaselabel" }, "phase " + (p + 1)));
-    let y = TOP;
-    for (const [group, tasks] of groups) {
-      const grouped = group !== "";
-      if (grouped) y += 14;
-      const top = y;
-      for (const i of tasks) {
-        place[i] = { x, y };
-        y += H + GAP_Y;
+  const expanded = new Set();
+  let snap = snapshot(null);
+  let nodes = new Map();
+  let layout = null;
+  let selected = null;
+
+  // The items drawn inside an expanded map, and how many more it has.
+  const itemsOf = (id) => {
+    const map = snap.maps.get(id);
+    const items = map ? map.items : [];
+    return { shown: items.slice(0, MAP_ROWS), more: Math.max(items.length - MAP_ROWS, 0), known: !!map };
+  };
+  const heightOf = (task) => {
+    if (!task.map) return H;
+    if (!expanded.has(task.id)) return MAP_H;
+    const { shown, more } = itemsOf(task.id);
+    return MAP_H + 4 + Math.max(shown.length, 1) * (ITEM_H + 4) + (more ? ITEM_H : 0);
+  };
+  // What decides the layout: which maps are open and how many items each draws.
+  const layoutKey = () => [...expanded].sort().map((id) => id + ":" + itemsOf(id).shown.length).join(",");
+
+  const build = () => {
+    layout = layoutKey();
+    nodes = new Map();
+    const place = [];
+    let height = 0;
+    const groupsLayer = svg("g"), edgesLayer = svg("g"), nodesLayer = svg("g"), labels = svg("g");
+    columns(graph).forEach((groups, p) => {
+      const x = PAD + p * (W + GAP_X);
+      labels.append(svg("text", { x, y: 16, class: "phaselabel" }, "phase " + (p + 1)));
+      let y = TOP;
+      for (const [group, tasks] of groups) {
+        const grouped = group !== "";
+        if (grouped) y += 14;
+        const top = y;
+        for (const i of tasks) {
+          place[i] = { x, y };
+          y += heightOf(graph.tasks[i]) + GAP_Y;
+        }
+        if (grouped) {
+          groupsLayer.append(svg("rect", { class: "group", x: x - 6, y: top - 16, width: W + 12, height: y - top + 10, rx: 6 }));
+          groupsLayer.append(svg("text", { class: "grouplabel", x: x - 2, y: top - 4 }, "parallel: " + group));
+          y += 10;
+        }
       }
-      if (grouped) {
-        groupsLayer.append(svg("rect", { class: "group", x: x - 6, y: top - 16, width: W + 12, height: y - top + 10, rx: 6 }));
-        groupsLayer.append(svg("text", { class: "grouplabel", x: x - 2, y: top - 4 }, "parallel: " + group));
-        y += 10;
+      height = Math.max(height, y);
+    });
+    graph.tasks.forEach((task, i) => {
+      const { x, y } = place[i];
+      const h = task.map ? MAP_H : H;
+      for (const d of task.deps) {
+        const from = place[d], fromH = graph.tasks[d].map ? MAP_H : H;
+        const x1 = from.x + W, y1 = from.y + fromH / 2, x2 = x, y2 = y + h / 2, mid = (x1 + x2) / 2;
+        edgesLayer.append(svg("path", {
+          class: "edge" + (criticalEdges.has(d + ">" + i) ? " critical" : ""),
+          d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+        }));
       }
-    }
-    height = Math.max(height, y);
-  });
-  const nodes = new Map();
-  graph.tasks.forEach((task, i) => {
-    const { x, y } = place[i];
-    for (const d of task.deps) {
-      const from = place[d];
-      const x1 = from.x + W, y1 = from.y + H / 2, x2 = x, y2 = y + H / 2, mid = (x1 + x2) / 2;
-      edgesLayer.append(svg("path", {
-        class: "edge" + (criticalEdges.has(d + ">" + i) ? " critical" : ""),
-        d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
-      }));
-    }
+      nodesLayer.append(task.map ? mapNode(task, i, x, y) : taskNode(task, i, x, y));
+    });
+    const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
+    box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, groupsLayer, edgesLayer, nodesLayer));
+    if (selected !== null) select(selected);
+  };
+
+  const nodeClass = (task, i) => "node " + task.kind + (critical.has(i) ? " critical" : "") + (task.when ? " conditional" : "");
+  const taskNode = (task, i, x, y) => {
     const shape = task.kind === "gate"
       ? svg("polygon", { points: `${x + 10},${y} ${x + W - 10},${y} ${x + W},${y + H / 2} ${x + W - 10},${y + H} ${x + 10},${y + H} ${x},${y + H / 2}`, class: "s-pending" })
       : svg("rect", { x, y, width: W, height: H, rx: task.kind === "review" ? 0 : 6, class: "s-pending" });
-    const title = svg("title", {}, task.id + (task.agent ? " (" + task.agent + ")" : "") + " — " + task.kind);
-    const detail = task.kind === "review" ? "human review" : task.kind === "gate" ? "gate" + (task.agent ? ": " + task.agent : "") : (task.agent || "");
+    const about = task.id + (task.agent ? " (" + task.agent + ")" : "") + " — " + task.kind + (task.when ? ", when " + task.when : "");
+    const title = svg("title", {}, about);
+    const plain = task.kind === "review" ? "human review" : task.kind === "gate" ? "gate" + (task.agent ? ": " + task.agent : "") : (task.agent || "");
+    const detail = svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(plain, W / 6.5));
     const node = svg("g", {
-      class: "node " + task.kind + (critical.has(i) ? " critical" : ""),
-      "data-task": task.id, "data-status": "pending",
+      class: nodeClass(task, i), "data-task": task.id, "data-status": "pending",
       onclick: () => onPick(task.id),
-    }, shape, title,
-      svg("text", { x: x + 8, y: y + 14 }, clip(task.id, 19)),
-      svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(detail, 21)));
-    nodes.set(task.id, { node, shape });
-    nodesLayer.append(node);
-  });
-  const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
-  box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, groupsLayer, edgesLayer, nodesLayer));
-  let selected = null;
-  return {
-    paint(statusOf) {
-      for (const [id, { node, shape }] of nodes) {
-        const status = statusOf.get(id) || "pending";
-        if (node.getAttribute("data-status") !== status) {
-          node.setAttribute("data-status", status);
-          shape.setAttribute("class", "s-" + status);
-        }
+    }, shape, title, svg("text", { x: x + 8, y: y + 14 }, clip(task.id, W / 7.3)), detail);
+    nodes.set(task.id, { node, shape, kind: "task", title, about, detail, plain });
+    return node;
+  };
+  const itemNode = (map, id, x, y) => {
+    const shape = svg("rect", { x, y, width: W - 16, height: ITEM_H, rx: 4, class: "s-pending" });
+    const title = svg("title", {}, id);
+    const node = svg("g", {
+      class: "node item", "data-task": id, "data-item-of": map, "data-status": "pending",
+      onclick: (e) => { e.stopPropagation(); onPick(id); },
+    }, shape, title, svg("text", { x: x + 6, y: y + 14 }, clip(id, (W - 16) / 7.3)));
+    nodes.set(id, { node, shape, kind: "item", title, about: id, detail: null, plain: "" });
+    return node;
+  };
+  const mapNode = (task, i, x, y) => {
+    const open = expanded.has(task.id);
+    const toggle = () => {
+      if (open) expanded.delete(task.id);
+      else expanded.add(task.id);
+      build();
+      paintNodes();
+      onPick(task.id);
+    };
+    const parts = [];
+    if (open) {
+      parts.push(svg("rect", { class: "map-frame", x: x - 4, y: y - 4, width: W + 8, height: heightOf(task) + 8, rx: 8 }));
+    } else {
+      parts.push(svg("rect", { class: "map-stack", x: x + 5, y: y - 5, width: W, height: MAP_H, rx: 6 }));
+    }
+    const shape = svg("rect", { x, y, width: W, height: MAP_H, rx: 6, class: "s-pending" });
+    const head = svg("text", { x: x + 8, y: y + 14 });
+    const detail = svg("text", { x: x + 8, y: y + 29, class: "grouplabel" });
+    const bars = svg("g");
+    const title = svg("title");
+    const header = svg("g", { class: "map-head", onclick: toggle }, shape, title, head, detail, bars);
+    parts.push(header);
+    if (open) {
+      const { shown, more, known } = itemsOf(task.id);
+      let iy = y + MAP_H + 4;
+      if (!known) parts.push(svg("text", { x: x + 12, y: iy + 14, class: "grouplabel" }, "no items until it runs"));
+      for (const id of shown) {
+        parts.push(itemNode(task.id, id, x + 8, iy));
+        iy += ITEM_H + 4;
       }
+      if (more) parts.push(svg("text", { x: x + 12, y: iy + 12, class: "grouplabel" }, "… and " + more + " more: see the task panel"));
+    }
+    const node = svg("g", {
+      class: nodeClass(task, i) + " map", "data-task": task.id, "data-map": task.id, "data-status": "pending",
+      "data-expanded": String(open),
+    }, parts);
+    nodes.set(task.id, { node, shape, kind: "map", task, head, detail, bars, title, painted: null });
+    return node;
+  };
+
+  const paintMap = (id, n, byCondition) => {
+    const map = snap.maps.get(id);
+    const summary = map ? mapSummary(id, map)
+      : id + ": " + (byCondition ? "skipped: condition false" : mapSource(n.task.map) + ", not expanded yet");
+    if (n.painted === summary) return;
+    n.painted = summary;
+    n.node.setAttribute("data-counts", summary);
+    n.head.textContent = clip(id + (map ? " ×" + map.items.length : " · map"), W / 7.3 - 2) + (expanded.has(id) ? " ▾" : " ▸");
+    n.detail.textContent = clip(map ? countsText(map) : byCondition ? "skipped: condition false" : mapSource(n.task.map), W / 6.5);
+    n.title.textContent = summary + " — click to " + (expanded.has(id) ? "collapse" : "expand");
+    const parts = [];
+    if (map && map.items.length) {
+      const x = Number(n.shape.getAttribute("x")), y = Number(n.shape.getAttribute("y"));
+      parts.push(svg("rect", { x: x + 7.5, y: y + 35.5, width: W - 15, height: 9, class: "bar-track" }));
+      let bx = x + 8;
+      for (const s of STATUSES) {
+        const count = map.counts[s] || 0;
+        if (!count) continue;
+        const w = (W - 16) * count / map.items.length;
+        parts.push(svg("rect", { x: bx, y: y + 36, width: Math.max(w, 0.5), height: 8, class: "bar s-" + s }));
+        bx += w;
+      }
+    }
+    n.bars.replaceChildren(...parts);
+  };
+
+  const paintNodes = () => {
+    for (const [id, n] of nodes) {
+      const status = n.kind === "map" ? mapStatus(snap, id) : statusIn(snap, id);
+      if (n.node.getAttribute("data-status") !== status) {
+        n.node.setAttribute("data-status", status);
+        n.shape.setAttribute("class", "s-" + status);
+      }
+      const byCondition = snap.byCondition.has(id);
+      if (n.kind === "map") paintMap(id, n, byCondition);
+      if ((n.node.getAttribute("data-skip") === "condition") !== byCondition) {
+        if (byCondition) n.node.setAttribute("data-skip", "condition");
+        else n.node.removeAttribute("data-skip");
+        if (n.kind === "map") continue;
+        n.title.textContent = n.about + (byCondition ? " — skipped: condition false" : "");
+        if (n.detail) n.detail.textContent = byCondition ? "skipped: condition false" : clip(n.plain, W / 6.5);
+      }
+    }
+  };
+
+  const select = (id) => {
+    if (selected !== null && nodes.has(selected)) nodes.get(selected).node.classList.remove("selected");
+    selected = id;
+    if (nodes.has(id)) nodes.get(id).node.classList.add("selected");
+  };
+
+  build();
+  return {
+    paint(next) {
+      snap = next;
+      if (layoutKey() !== layout) build();
+      paintNodes();
     },
-    select(id) {
-      if (selected) selected.classList.remove("selected");
-      selected = nodes.has(id) ? nodes.get(id).node : null;
-      if (selected) selected.classList.add("selected");
-    },
+    select,
   };
 }
 
 function clip(text, n) {
+  n = Math.floor(n);
   return text.length > n ? text.slice(0, n - 1) + "…" : text;
 }
 
@@ -268,11 +445,12 @@ function drawBlocks(box, graph, onPick) {
   const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
   box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, edgesLayer, nodesLayer));
   return {
-    paint(statusOf) {
+    paint(snap) {
       for (const block of blocks) {
         const counts = new Map();
         for (const i of block.tasks) {
-          const s = statusOf.get(graph.tasks[i].id) || "pending";
+          const task = graph.tasks[i];
+          const s = task.map ? mapStatus(snap, task.id) : statusIn(snap, task.id);
           counts.set(s, (counts.get(s) || 0) + 1);
         }
         let x = block.x + 8;
@@ -356,7 +534,8 @@ async function runPage(id) {
     return;
   }
   const events = view.events;
-  const live = new Map(Object.entries(view.state.tasks));
+  const live = snapshot(view.state);
+  const graphTask = new Map(view.graph.tasks.map((t) => [t.id, t]));
   let liveState = view.state;
   let position = events.length;
   let picked = null;
@@ -415,22 +594,11 @@ async function runPage(id) {
     graph.select(what);
     showTask();
   };
-  const showBlock = (ids) => {
-    const filter = el("input", { placeholder: "filter tasks" });
-    const list = el("div");
-    const draw = () => {
-      const wanted = filter.value.toLowerCase();
-      const statusOf = currentStatuses();
-      list.replaceChildren(...ids.filter((t) => t.toLowerCase().includes(wanted)).slice(0, 200).map((t) =>
-        el("div", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); pick(t); } }, t), " ", badge(statusOf.get(t) || "pending"))));
-    };
-    filter.addEventListener("input", draw);
-    side.replaceChildren(el("h2", {}, ids.length + " tasks"), filter, list);
-    draw();
-  };
+  const showBlock = (ids) => side.replaceChildren(el("h2", {}, ids.length + " tasks"), taskList(ids, currentStatuses(), pick));
   let graph = drawGraph(graphBox, view.graph, pick);
   let replayed = null;
 
+  // The snapshot shown: the live one, or the replayed one while the slider is back.
   const currentStatuses = () => (position === events.length || !replayed ? live : replayed);
 
   const showTask = async () => {
@@ -440,7 +608,7 @@ async function runPage(id) {
     try {
       const t = await api("/api/runs/" + encodeURIComponent(id) + "/tasks/" + encodeURIComponent(task) + at);
       if (picked !== task) return;
-      side.replaceChildren(taskPanel(t));
+      side.replaceChildren(taskPanel(t, { snap: currentStatuses(), pick, node: graphTask.get(t.id) }));
     } catch (error) {
       side.replaceChildren(el("h2", {}, task), el("p", { class: "muted" }, error.message));
     }
@@ -496,7 +664,7 @@ async function runPage(id) {
       try {
         const state = await api("/api/runs/" + encodeURIComponent(id) + "/state?at=" + at);
         if (at !== position) return;
-        replayed = new Map(Object.entries(state.tasks));
+        replayed = snapshot(state);
         paint();
         statusBadge.replaceChildren(badge(state.status), el("span", { class: "muted" }, " (replay)"));
         showTask();
@@ -509,7 +677,7 @@ async function runPage(id) {
   const refreshState = async () => {
     try {
       liveState = await api("/api/runs/" + encodeURIComponent(id) + "/state");
-      for (const [task, status] of Object.entries(liveState.tasks)) live.set(task, status);
+      absorb(live, liveState);
       offer(liveState.actions);
       if (position === events.length) paint();
       recheckLater();
@@ -559,8 +727,8 @@ async function runPage(id) {
     }
     const following = position === events.length;
     for (const e of update.events) events.push(e);
-    for (const [task, status] of Object.entries(update.tasks)) live.set(task, status);
-    taskChanged = taskChanged || (picked !== null && picked in update.tasks);
+    absorb(live, update);
+    taskChanged = taskChanged || (picked !== null && (picked in update.tasks || picked in (update.maps || {})));
     const changed = liveState.status !== update.status;
     liveState = Object.assign({}, liveState, { status: update.status, tokens: update.tokens });
     slider.max = events.length;
@@ -581,7 +749,9 @@ async function runPage(id) {
 }
 
 function legendBar() {
-  return el("div", { class: "legend" }, STATUSES.map((s) => el("span", {}, svgSwatch(s), s)));
+  return el("div", { class: "legend" }, STATUSES.map((s) => el("span", {}, svgSwatch(s), s)),
+    el("span", {}, svg("svg", { width: 12, height: 12, class: "condition-swatch" }, svg("rect", { x: 1, y: 1, width: 10, height: 10, rx: 2 })), "skipped: condition false"),
+    el("span", { class: "muted" }, "a stacked node is a map: click it for its items"));
 }
 
 function svgSwatch(status) {
@@ -593,10 +763,41 @@ function field(title, text) {
   return [el("h2", {}, title), el("pre", {}, text)];
 }
 
-function taskPanel(t) {
+// A filterable list of tasks, each with its status, that opens a task when clicked.
+function taskList(ids, snap, pick) {
+  const filter = el("input", { placeholder: "filter tasks" });
+  const list = el("div", { class: "task-list" });
+  const draw = () => {
+    const wanted = filter.value.toLowerCase();
+    list.replaceChildren(...ids.filter((t) => t.toLowerCase().includes(wanted)).slice(0, 200).map((t) =>
+      el("div", {}, el("a", { href: "#", "data-task": t, onclick: (e) => { e.preventDefault(); pick(t); } }, t), " ", badge(statusIn(snap, t)))));
+  };
+  filter.addEventListener("input", draw);
+  draw();
+  return el("div", {}, filter, list);
+}
+
+// What a task panel says of a map, an item or a condition.
+function dynamicPart(t, { snap, pick, node }) {
+  const parts = [];
+  if (t.skipped_by_condition) parts.push(el("div", { class: "condition" }, "skipped: condition false" + (t.when ? " (when: " + t.when + ")" : "")));
+  else if (t.when) parts.push(el("div", { class: "muted" }, "runs only when " + t.when));
+  if (t.map) parts.push(el("div", {}, "an item of map ", el("a", { href: "#", onclick: (e) => { e.preventDefault(); pick(t.map); } }, t.map)));
+  const map = snap.maps.get(t.id);
+  if (map) parts.push(el("h2", {}, "Items"), el("div", { class: "map-summary" }, mapSummary(t.id, map)), taskList(map.items, snap, pick));
+  else if (node && node.map) parts.push(el("div", { class: "map-summary" }, mapSource(node.map) + ", not expanded yet"));
+  return parts;
+}
+
+function taskPanel(t, context) {
+  // A map waits for its items too: they are listed under Items, not as what it runs after.
+  const map = context.snap.maps.get(t.id);
+  const items = new Set(map ? map.items : []);
+  const after = t.depends_on.filter((d) => !items.has(d));
   return el("div", {},
     el("h2", {}, t.id, " ", badge(t.status)),
-    el("div", { class: "muted" }, t.kind + (t.agent ? " · " + t.agent : "") + (t.depends_on.length ? " · after " + t.depends_on.join(", ") : "")),
+    el("div", { class: "muted" }, t.kind + (t.agent ? " · " + t.agent : "") + (after.length ? " · after " + after.join(", ") : "")),
+    dynamicPart(t, context),
     el("div", {}, "attempts: " + t.attempts + " · failures: " + t.failures + " · tokens: " + t.tokens.prompt + " prompt, " + t.tokens.completion + " completion"),
     field("Input", t.input),
     field("Output", t.output),
@@ -659,7 +860,7 @@ function planReport(report) {
     el("h2", {}, "Manifest"),
     el("ol", { class: "source panel" }, items),
   ];
-  if (report.graph) drawGraph(graphBox, report.graph, () => {}).paint(new Map());
+  if (report.graph) drawGraph(graphBox, report.graph, () => {}).paint(snapshot(null));
   else graphBox.append(el("p", { class: "muted" }, "no graph: the plan has errors"));
   return el("div", {}, parts);
 }
