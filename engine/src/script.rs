@@ -80,7 +80,8 @@ impl Scripts {
     fn script(&self, agent: &str, attempt: &Attempt) -> (Option<&Scripted>, Option<Duration>) {
         // An item of a map (`read[2]`) takes its own script, else its map's.
         let task = attempt.task.as_str();
-        let by_task = self.tasks.get(task).or_else(|| manifest::template::map_of_item(task).and_then(|map| self.tasks.get(map)));
+        let by_task =
+            self.tasks.get(task).or_else(|| manifest::template::map_of_item(task).and_then(|map| self.tasks.get(map)));
         let by_agent = self.agents.get(agent);
         let latency = by_task.and_then(|s| s.latency).or_else(|| by_agent.and_then(|s| s.latency)).map(|l| l.to_std());
         let script = by_task.filter(|s| !s.replies.is_empty()).or(by_agent.filter(|s| !s.replies.is_empty()));

@@ -68,7 +68,7 @@ async fn records_round_trip() {
                 schema: engine::event::SCHEMA_VERSION,
                 plan: Arc::new(plan),
                 plan_sha256: "ab".repeat(32).into(),
-                vars: BTreeMap::from([("k".to_owned(), "v".to_owned())]),
+                vars: BTreeMap::from([("k".to_owned(), serde_json::json!("v"))]),
                 strategy: manifest::plan::Strategy::Phased,
                 source: Some("/plans/t.yaml".into()),
                 retry_of: None,

@@ -180,7 +180,9 @@ impl Renderer {
             detail: format!("`for_each: {expr}` yielded {what}, which is not a list"),
         };
         let parsed = match value.kind() {
-            ValueKind::Seq => serde_json::to_value(&value).map_err(|e| not_a_list(format!("a list it cannot read ({e})")))?,
+            ValueKind::Seq => {
+                serde_json::to_value(&value).map_err(|e| not_a_list(format!("a list it cannot read ({e})")))?
+            }
             ValueKind::String | ValueKind::Plain => {
                 let text = value.to_string();
                 serde_json::from_str(&text).map_err(|_| not_a_list(format!("the text `{}`", excerpt(&text))))?
@@ -240,9 +242,8 @@ fn context(
     for i in ids {
         let state = &run.tasks[i];
         let text = state.output.clone().unwrap_or_else(|| "".into());
-        let json = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .filter(|json| json.is_object() || json.is_array());
+        let json =
+            serde_json::from_str::<serde_json::Value>(&text).ok().filter(|json| json.is_object() || json.is_array());
         let output = if state.status == TaskStatus::Succeeded || state.status == TaskStatus::Skipped {
             Value::from_object(Output { text, json })
         } else {

@@ -117,7 +117,8 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     assert!(logs.contains("TaskSkipped never"), "{logs}");
 
     // Retrying from one item runs that item again, and what reads the map; the others are reused.
-    let retried = env.runner().args(["retry", "map", "--from", "read[2]", "--run-id", "again"]).output().expect("runner runs");
+    let retried =
+        env.runner().args(["retry", "map", "--from", "read[2]", "--run-id", "again"]).output().expect("runner runs");
     assert_eq!(retried.status.code(), Some(0), "{}", String::from_utf8_lossy(&retried.stderr));
     let again = side_effects(&env);
     for (index, item) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
@@ -127,7 +128,10 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     }
     let json = env.status("again");
     assert_eq!(json["status"], "succeeded", "{json}");
-    assert_eq!(json["tasks"]["read"]["output"], serde_json::json!(serde_json::to_string(&expected).unwrap_or_default()));
+    assert_eq!(
+        json["tasks"]["read"]["output"],
+        serde_json::json!(serde_json::to_string(&expected).unwrap_or_default())
+    );
 }
 
 #[test]
@@ -154,7 +158,10 @@ fn a_plan_test_scripts_and_expects_items_but_not_items_of_a_task_that_does_not_m
     let passed = env.runner().args(["test", "items.test.yaml"]).output().expect("runner runs");
     assert_eq!(passed.status.code(), Some(0), "{}", String::from_utf8_lossy(&passed.stdout));
 
-    env.write("wrong.test.yaml", &scenario("      \"search[1]\": {replies: [x]}\n", "      search: {status: succeeded}\n"));
+    env.write(
+        "wrong.test.yaml",
+        &scenario("      \"search[1]\": {replies: [x]}\n", "      search: {status: succeeded}\n"),
+    );
     let refused = env.runner().args(["test", "wrong.test.yaml"]).output().expect("runner runs");
     let stdout = String::from_utf8_lossy(&refused.stdout);
     assert_eq!(refused.status.code(), Some(2), "{stdout}");

@@ -49,7 +49,10 @@ impl MockRuntime {
     /// The reply to attempt `attempt` of `task` on `input`, without the latency. An item of a
     /// map (`ID[INDEX]`) without a script of its own follows its map's.
     fn reply_to(&self, task: &str, attempt: u32, input: &str) -> Reply {
-        let script = [Some(task), manifest::template::map_of_item(task)].into_iter().flatten().find_map(|id| self.responses.get(id).filter(|s| !s.is_empty()));
+        let script = [Some(task), manifest::template::map_of_item(task)]
+            .into_iter()
+            .flatten()
+            .find_map(|id| self.responses.get(id).filter(|s| !s.is_empty()));
         let response = script.map(|s| &s[(attempt as usize).saturating_sub(1).min(s.len() - 1)]);
         let Some(MockResponse { outcome, tokens }) = response else {
             let text = if self.default == "echo" { input.to_owned() } else { self.default.clone() };

@@ -76,12 +76,7 @@ impl<C: TokenCounter> RunState<C> {
     }
 
     /// `RunCreated`: installs the plan, every task pending.
-    fn created(
-        &mut self,
-        plan: &Arc<Plan>,
-        vars: &manifest::plan::Vars,
-        strategy: manifest::plan::Strategy,
-    ) {
+    fn created(&mut self, plan: &Arc<Plan>, vars: &manifest::plan::Vars, strategy: manifest::plan::Strategy) {
         let graph = self.prebuilt.take().unwrap_or_else(|| {
             Arc::new(TaskGraph::build(plan).unwrap_or_else(|_| {
                 TaskGraph::build(&Plan::default()).unwrap_or_else(|_| unreachable!("an empty plan has no cycle"))

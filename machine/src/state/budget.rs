@@ -40,7 +40,10 @@ impl<C: TokenCounter> RunState<C> {
             if !self.tasks[i].status.is_final() {
                 critical |= self.plan.tasks[i].critical;
                 let task = self.id(i).to_owned();
-                self.emit(Event::TaskSkipped { task, reason: format!("not run: {reason}"), cause: SkipCause::Failure }, out);
+                self.emit(
+                    Event::TaskSkipped { task, reason: format!("not run: {reason}"), cause: SkipCause::Failure },
+                    out,
+                );
             }
         }
         let outcome = if critical { Outcome::Failed } else { Outcome::Partial };

@@ -28,7 +28,8 @@ impl<C: TokenCounter> RunState<C> {
         let extras = task.extras();
         let map = extras.for_each.as_ref().map(|f| f.value.clone());
         // A map's `when` that reads `item` is each item's, not the map's.
-        let when = extras.when.as_ref().map(|w| w.value.clone()).filter(|w| map.is_none() || !self.renderer.reads_item(w));
+        let when =
+            extras.when.as_ref().map(|w| w.value.clone()).filter(|w| map.is_none() || !self.renderer.reads_item(w));
         if let Some(when) = when {
             match self.renderer.condition(&when, &self.values(i)) {
                 Ok(true) => {}

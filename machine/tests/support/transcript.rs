@@ -168,8 +168,10 @@ fn start(words: &[&str], plan: &Arc<Plan>) -> Command {
             "sequential" => start.strategy = Some(Strategy::Sequential),
             "reuse" => {}
             var if var.starts_with("var:") => {
-                let (name, json) = var["var:".len()..].split_once('=').unwrap_or_else(|| panic!("`start {var}`: var:NAME=JSON"));
-                let value = serde_json::from_str(json).unwrap_or_else(|_| panic!("`start {var}`: the value is not JSON"));
+                let (name, json) =
+                    var["var:".len()..].split_once('=').unwrap_or_else(|| panic!("`start {var}`: var:NAME=JSON"));
+                let value =
+                    serde_json::from_str(json).unwrap_or_else(|_| panic!("`start {var}`: the value is not JSON"));
                 start.vars.insert(name.to_owned(), value);
             }
             pair => {
