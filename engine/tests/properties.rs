@@ -1,6 +1,7 @@
 //! Scheduling invariants over random plans: random DAGs, parallel groups and limits,
 //! strategies, failure policies and mock scripts (a failure being an agent's error or an
-//! output its verification rejected), run both through the pure state machine
+//! output its verification rejected), conditions that hold or not and maps over short lists
+//! (whose items follow the map's policy and script), run both through the pure state machine
 //! (with a fake executor that delivers results and timers in a random order) and through the
 //! real driver with mock agents.
 
@@ -73,6 +74,10 @@ struct TaskSpec {
     critical: bool,
     /// One response per attempt, the last repeating: `true` succeeds, `false` fails.
     script: Vec<bool>,
+    /// Its `when`, written as the literal `true` or `false`.
+    when: Option<bool>,
+    /// A map over a list of this many items, each following the script and the policy.
+    items: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -92,11 +97,19 @@ enum Fate {
     Succeeds,
     Skipped,
     FailsRun,
+    /// Its condition was false: skipped, and the run may still succeed.
+    NotRun,
 }
 
 impl TaskSpec {
-    /// The fate and the attempts it takes.
+    /// The fate and the attempts it takes (each item's, for a map).
     fn fate(&self) -> (Fate, u32) {
+        if self.when == Some(false) {
+            return (Fate::NotRun, 0);
+        }
+        if self.items == Some(0) {
+            return (Fate::Succeeds, 0);
+        }
         let max = self.policy.attempts_to_give_up();
         for attempt in 1..=max {
             let ok = self.script[(attempt as usize - 1).min(self.script.len() - 1)];
@@ -123,13 +136,15 @@ fn task_spec(i: usize) -> impl proptest::strategy::Strategy<Value = TaskSpec> {
         policy,
         any::<bool>(),
         prop::collection::vec(response, 1..=3),
+        prop::option::weighted(0.2, prop::bool::weighted(0.7)),
+        prop::option::weighted(0.25, 0..=3usize),
     )
-        .prop_map(move |(picks, group, policy, critical, script)| {
+        .prop_map(move |(picks, group, policy, critical, script, when, items)| {
             let mut deps: Vec<usize> = if i == 0 { Vec::new() } else { picks.iter().map(|p| p % i).collect() };
             deps.sort_unstable();
             deps.dedup();
             // A critical task that may be skipped is a manifest error.
-            TaskSpec { deps, group, policy, critical: critical && !policy.can_skip(), script }
+            TaskSpec { deps, group, policy, critical: critical && !policy.can_skip(), script, when, items }
         })
 }
 
@@ -171,7 +186,14 @@ impl Spec {
                 Some(d) => format!("\"t{i} {{{{ tasks.t{d}.status }}}}\""),
                 None => format!("t{i}"),
             };
-            let group = task.group.map_or_else(String::new, |g| format!(", parallel_group: g{g}"));
+            let mut group = task.group.map_or_else(String::new, |g| format!(", parallel_group: g{g}"));
+            if let Some(when) = task.when {
+                group.push_str(&format!(", when: '{when}'"));
+            }
+            if let Some(items) = task.items {
+                let list: Vec<String> = (0..items).map(|k| k.to_string()).collect();
+                group.push_str(&format!(", for_each: [{}]", list.join(", ")));
+            }
             workflow.push_str(&format!(
                 "    - {{id: t{i}, agent: m, input: {input}, depends_on: [{}]{group}, on_failure: {}, critical: {}}}\n",
                 deps.join(", "),
@@ -214,7 +236,7 @@ impl Spec {
     /// The result of an attempt; a failure is an agent's error or, when `by_check`, an output
     /// its verification rejected (the same to the policy).
     fn reply(&self, task: &str, attempt: u32, by_check: bool, jitter: f64) -> Command {
-        let i: usize = task[1..].parse().expect("task ids are t<N>");
+        let i = spec_index(task);
         let script = &self.tasks[i].script;
         let ok = script[(attempt as usize - 1).min(script.len() - 1)];
         match (ok, by_check) {
@@ -231,6 +253,12 @@ impl Spec {
             }
         }
     }
+}
+
+/// The task of the spec an id names: `t3`, or an item `t3[1]` of map `t3`.
+fn spec_index(task: &str) -> usize {
+    let id = manifest::template::map_of_item(task).unwrap_or(task);
+    id[1..].parse().expect("task ids are t<N>")
 }
 
 /// Checks every invariant on the log of a run that ended, and its final state.
@@ -271,11 +299,12 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
         }
         match event {
             Event::TaskDispatched { task, attempt, input } => {
-                let i = index(task);
+                let i = spec_index(task);
                 // (a) Dependencies are done before a task starts.
-                for p in graph.parents(i) {
+                for p in graph.parents(index(task)) {
                     prop_assert!(done.contains(&id(p)), "{task} dispatched at {at} before {} was done", id(p));
                 }
+                prop_assert!(spec.tasks[i].items.is_none() || task.contains('['), "map {task} dispatched itself");
                 let count = dispatches.entry(task.clone()).or_default();
                 *count += 1;
                 prop_assert_eq!(*count, *attempt);
@@ -284,7 +313,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 // Dependents read their dependency's status, skipped ones included; a retry
                 // after a rejected output is told why.
                 let mut expected = match spec.tasks[i].deps.first() {
-                    Some(&d) => format!("t{i} {}", finals.get(&id(d)).map_or("?", |s| s.as_str())),
+                    Some(&d) => format!("t{i} {}", finals.get(&format!("t{d}")).map_or("?", |s| s.as_str())),
                     None => format!("t{i}"),
                 };
                 if rejected.remove(task) {
@@ -296,14 +325,28 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
                 prop_assert!(in_flight.insert(task.clone()), "{task} dispatched twice at once");
                 dispatched_at.insert(task.clone(), at as u64 + 1);
             }
+            // A map succeeds, with no attempt, once every item is final.
+            Event::TaskSucceeded { task, attempt: 0, .. } => {
+                let items = spec.tasks[spec_index(task)].items;
+                prop_assert!(items.is_some(), "{task} succeeded without an attempt");
+                for k in 0..items.unwrap_or_default() {
+                    prop_assert!(done.contains(&format!("{task}[{k}]")), "{task} collected before item {k}");
+                }
+                done.insert(task.clone());
+                finals.insert(task.clone(), TaskStatus::Succeeded);
+            }
             Event::TaskSucceeded { task, .. } => {
                 prop_assert!(in_flight.remove(task));
                 done.insert(task.clone());
                 finals.insert(task.clone(), TaskStatus::Succeeded);
             }
+            Event::MapExpanded { task, items } => {
+                prop_assert_eq!(Some(items.len()), spec.tasks[spec_index(task)].items);
+            }
             Event::TaskFailed { task, class, retryable, .. } => {
                 prop_assert!(in_flight.remove(task));
-                let transient_only = matches!(spec.tasks[index(task)].policy, Policy::Retry { transient: true, .. });
+                let transient_only =
+                    matches!(spec.tasks[spec_index(task)].policy, Policy::Retry { transient: true, .. });
                 // A run that fails stops the attempts still in flight: those are cancelled.
                 let expected = *class != ErrorClass::Cancelled && !transient_only;
                 prop_assert_eq!(*retryable, expected, "{} failed as {:?}", task, class);
@@ -332,7 +375,7 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
         }
         for (g, group_limit) in spec.group_limits.iter().enumerate() {
             let Some(group_limit) = group_limit else { continue };
-            let running = in_flight.iter().filter(|t| spec.tasks[index(t)].group == Some(g)).count();
+            let running = in_flight.iter().filter(|t| spec.tasks[spec_index(t)].group == Some(g)).count();
             prop_assert!(running <= *group_limit as usize, "group g{g}: {running} > {group_limit}");
         }
     }
@@ -352,16 +395,37 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
     prop_assert_eq!(outcome, expected, "{}", summary);
     prop_assert_eq!(state.status, RunStatus::Finished(outcome));
     if outcome == Outcome::Failed {
-        let culprit = (0..spec.tasks.len()).find(|&i| summary.contains(&format!("task `t{i}` failed")));
+        let culprit = summary.split_once("task `").and_then(|(_, rest)| rest.split_once("` failed")).map(|(id, _)| id);
         let Some(culprit) = culprit else { return Err(TestCaseError::fail(format!("no task in `{summary}`"))) };
-        prop_assert_eq!(fates[culprit].0, Fate::FailsRun);
-        prop_assert_eq!(state.tasks[culprit].status, TaskStatus::Failed);
-        prop_assert_eq!(state.tasks[culprit].attempts, fates[culprit].1);
+        let i = spec_index(culprit);
+        prop_assert_eq!(fates[i].0, Fate::FailsRun);
+        prop_assert_eq!(
+            spec.tasks[i].items.is_some(),
+            culprit.contains('['),
+            "{}: a map fails through an item",
+            culprit
+        );
+        let state_of = &state.tasks[index(culprit)];
+        prop_assert_eq!(state_of.status, TaskStatus::Failed);
+        prop_assert_eq!(state_of.attempts, fates[i].1);
     } else {
         for (i, (fate, attempts)) in fates.iter().enumerate() {
-            let want = if *fate == Fate::Succeeds { TaskStatus::Succeeded } else { TaskStatus::Skipped };
-            prop_assert_eq!(state.tasks[i].status, want, "t{}", i);
-            prop_assert_eq!(state.tasks[i].attempts, *attempts, "t{}", i);
+            let task = &state.tasks[index(&format!("t{i}"))];
+            let items = spec.tasks[i].items.filter(|_| *fate != Fate::NotRun);
+            // What ran: the task itself, or each item of a map (which itself succeeds).
+            let ran: Vec<&engine::TaskState> = match items {
+                Some(items) => {
+                    prop_assert_eq!((task.status, task.attempts), (TaskStatus::Succeeded, 0), "t{}", i);
+                    (0..items).map(|k| &state.tasks[index(&format!("t{i}[{k}]"))]).collect()
+                }
+                None => vec![task],
+            };
+            for state_of in ran {
+                let want = if *fate == Fate::Succeeds { TaskStatus::Succeeded } else { TaskStatus::Skipped };
+                prop_assert_eq!(state_of.status, want, "t{}", i);
+                prop_assert_eq!(state_of.attempts, *attempts, "t{}", i);
+                prop_assert_eq!(state_of.skipped_by_condition, *fate == Fate::NotRun, "t{}", i);
+            }
         }
         prop_assert_eq!(state.running(), 0);
     }
@@ -468,6 +532,8 @@ fn fates_follow_the_scripts() {
         policy,
         critical: false,
         script: script.to_vec(),
+        when: None,
+        items: None,
     };
     let retry = |max_attempts, then_skip| Policy::Retry { max_attempts, then_skip, transient: false };
     assert_eq!(task(Policy::Fail, &[false, true]).fate(), (Fate::FailsRun, 1));
@@ -477,4 +543,7 @@ fn fates_follow_the_scripts() {
     assert_eq!(task(retry(3, false), &[true, false]).fate(), (Fate::Succeeds, 1));
     let transient = Policy::Retry { max_attempts: 3, then_skip: true, transient: true };
     assert_eq!(task(transient, &[false, true]).fate(), (Fate::Skipped, 1));
+    assert_eq!(TaskSpec { when: Some(false), ..task(Policy::Fail, &[false]) }.fate(), (Fate::NotRun, 0));
+    assert_eq!(TaskSpec { items: Some(0), ..task(Policy::Fail, &[false]) }.fate(), (Fate::Succeeds, 0));
+    assert_eq!(TaskSpec { items: Some(2), ..task(Policy::Skip, &[false]) }.fate(), (Fate::Skipped, 1));
 }

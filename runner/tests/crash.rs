@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use engine::{Event, Handler, Outcome, Record, RunState, RunStatus};
@@ -39,23 +38,6 @@ fn slow_plan(script: &str) -> String {
 
 const TASKS: [&str; 8] = ["t1", "t2", "f1", "f2", "t3", "t4", "t5", "t6"];
 
-fn succeeded(env: &Env, run: &str) -> BTreeSet<String> {
-    env.records(run)
-        .iter()
-        .filter(|r| r["type"] == "TaskSucceeded")
-        .map(|r| r["task"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn side_effects(env: &Env) -> BTreeMap<String, usize> {
-    let text = std::fs::read_to_string(env.dir().join("side.txt")).unwrap_or_default();
-    let mut counts = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        *counts.entry(line.to_owned()).or_insert(0) += 1;
-    }
-    counts
-}
-
 fn typed_records(env: &Env, run: &str) -> Vec<Record> {
     let text = std::fs::read_to_string(env.log(run)).expect("the log is readable");
     text.lines().map(|line| serde_json::from_str(line).expect("every line is a record")).collect()
@@ -75,14 +57,14 @@ fn a_killed_run_resumes_without_running_a_finished_task_twice() {
         .spawn()
         .expect("runner starts");
     let started = Instant::now();
-    while succeeded(&env, "crash").len() < 2 {
+    while env.succeeded("crash").len() < 2 {
         assert!(started.elapsed() < Duration::from_secs(60), "two tasks did not succeed within 60 s");
         assert!(child.try_wait().expect("the child can be polled").is_none(), "runner exited before the kill");
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().expect("SIGKILL is sent");
     child.wait().expect("the child is reaped");
-    let before = succeeded(&env, "crash");
+    let before = env.succeeded("crash");
     assert!(before.len() >= 2 && before.len() < TASKS.len(), "killed mid-run: {before:?}");
 
     let status = env.runner().args(["status", "crash"]).output().expect("runner runs");
@@ -97,7 +79,7 @@ fn a_killed_run_resumes_without_running_a_finished_task_twice() {
     for task in TASKS {
         assert_eq!(json["tasks"][task]["status"], "succeeded", "{task}");
     }
-    let effects = side_effects(&env);
+    let effects = env.side_effects();
     for task in TASKS {
         assert!(effects.get(task).copied().unwrap_or(0) >= 1, "{task} never ran: {effects:?}");
     }
@@ -161,7 +143,7 @@ fn start_slow(env: &Env, run: &str) -> std::process::Child {
         .spawn()
         .expect("runner starts");
     let started = Instant::now();
-    while succeeded(env, run).is_empty() {
+    while env.succeeded(run).is_empty() {
         assert!(started.elapsed() < Duration::from_secs(60), "no task succeeded within 60 s");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod shipped;
 
 use serde_json::Value;
-use shipped::{plans_in, repo_root, runner, stem};
+use shipped::{Located, located, plans_in, repo_root, runner, stem};
 
 fn critic_examples() -> Vec<String> {
     plans_in("examples/critic")
@@ -87,9 +87,6 @@ const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("wide_fan_in", "wide_fan_in", Some("merge"), 16, 11),
 ];
 
-/// A finding as the table names it: code, task, line, column.
-type Located = (String, Option<String>, u64, u64);
-
 #[test]
 fn every_finding_of_every_example_is_where_the_table_says() {
     let mut expected: BTreeMap<String, Vec<Located>> = BTreeMap::new();
@@ -105,18 +102,7 @@ fn every_finding_of_every_example_is_where_the_table_says() {
     assert_eq!(plans, expected.keys().cloned().collect::<Vec<_>>(), "the table covers every example");
     for plan in plans {
         let (_, report) = critic_json(&plan);
-        let actual: Vec<Located> = findings(&report)
-            .iter()
-            .map(|f| {
-                (
-                    f["code"].as_str().expect("code").to_owned(),
-                    f["task"].as_str().map(str::to_owned),
-                    f["line"].as_u64().expect("line"),
-                    f["column"].as_u64().expect("column"),
-                )
-            })
-            .collect();
-        assert_eq!(actual, expected[&plan], "{plan}");
+        assert_eq!(located(&report), expected[&plan], "{plan}");
         for finding in findings(&report) {
             assert_eq!(finding["file"], plan.as_str(), "{plan}: the finding names its file");
         }

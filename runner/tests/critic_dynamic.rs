@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 mod shipped;
 
 use serde_json::Value;
-use shipped::{repo_root, runner};
+use shipped::{Located, located, repo_root, runner};
 
 const PLAN: &str = "runner/tests/fixtures/critic_dynamic_plan.yaml";
 const MAP: &str = "examples/critic/map_without_synthesis.yaml";
@@ -26,24 +26,7 @@ fn critic_json(plan: &str) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{plan}: not JSON ({error}): {stdout}"))
 }
 
-/// Each finding as (code, task, line, column).
-fn located(report: &Value) -> Vec<(String, Option<String>, u64, u64)> {
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| {
-            (
-                f["code"].as_str().expect("code").to_owned(),
-                f["task"].as_str().map(str::to_owned),
-                f["line"].as_u64().expect("line"),
-                f["column"].as_u64().expect("column"),
-            )
-        })
-        .collect()
-}
-
-fn finding(code: &str, task: &str, line: u64, column: u64) -> (String, Option<String>, u64, u64) {
+fn finding(code: &str, task: &str, line: u64, column: u64) -> Located {
     (format!("critic::{code}"), Some(task.to_owned()), line, column)
 }
 

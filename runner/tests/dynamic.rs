@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use support::{Env, plan};
@@ -36,23 +35,6 @@ fn map_plan(script: &str) -> String {
     plan("map", &agents, workflow) + "  control_logic: {max_concurrency: 2}\n"
 }
 
-fn succeeded(env: &Env, run: &str) -> Vec<String> {
-    env.records(run)
-        .iter()
-        .filter(|r| r["type"] == "TaskSucceeded")
-        .map(|r| r["task"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn side_effects(env: &Env) -> BTreeMap<String, usize> {
-    let text = std::fs::read_to_string(env.dir().join("side.txt")).unwrap_or_default();
-    let mut counts = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        *counts.entry(line.to_owned()).or_insert(0) += 1;
-    }
-    counts
-}
-
 #[test]
 fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     let env = Env::new();
@@ -67,14 +49,14 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
         .spawn()
         .expect("runner starts");
     let started = Instant::now();
-    while succeeded(&env, "map").iter().filter(|t| t.starts_with("read[")).count() < 2 {
+    while env.succeeded("map").iter().filter(|t| t.starts_with("read[")).count() < 2 {
         assert!(started.elapsed() < Duration::from_secs(60), "two items did not succeed within 60 s");
         assert!(child.try_wait().expect("the child can be polled").is_none(), "runner exited before the kill");
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().expect("SIGKILL is sent");
     child.wait().expect("the child is reaped");
-    let before: Vec<String> = succeeded(&env, "map").into_iter().filter(|t| t.starts_with("read[")).collect();
+    let before: Vec<String> = env.succeeded("map").into_iter().filter(|t| t.starts_with("read[")).collect();
     assert!(before.len() >= 2 && before.len() < 6, "killed mid-map: {before:?}");
 
     let resumed = env.runner().args(["resume", "map"]).output().expect("runner runs");
@@ -85,7 +67,7 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     assert_eq!(expansions.len(), 1, "the list is evaluated once, before the kill");
     assert_eq!(expansions[0]["items"], serde_json::json!(["a", "b", "c", "d", "e", "f"]));
 
-    let effects = side_effects(&env);
+    let effects = env.side_effects();
     for (index, item) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
         let line = format!("item {item} at {index}");
         assert!(effects.get(&line).copied().unwrap_or(0) >= 1, "{line} never ran: {effects:?}");
@@ -120,7 +102,7 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     let retried =
         env.runner().args(["retry", "map", "--from", "read[2]", "--run-id", "again"]).output().expect("runner runs");
     assert_eq!(retried.status.code(), Some(0), "{}", String::from_utf8_lossy(&retried.stderr));
-    let again = side_effects(&env);
+    let again = env.side_effects();
     for (index, item) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
         let line = format!("item {item} at {index}");
         let ran = again[&line] - effects[&line];

@@ -1,12 +1,14 @@
-//! `engine_run`: the driver's own overhead per task. Plans of three shapes (a chain, a fan-out
-//! 1 -> N -> 1, and layers of 100 with 2-3 random parents each) at 1k, 10k and 100k tasks run
-//! on a no-op mock agent through the real driver, once with the in-memory store and once with
-//! the JSONL store (a fresh file per iteration). Each configuration prints its time per task
-//! and, for JSONL, its fsyncs per task; a child process per 100k run prints its peak memory per
-//! task. `skew` compares `eager` and `phased` on a plan whose branches take different times.
-//! At 10k tasks each shape also runs on the PostgreSQL store (a schema of its own in
-//! `RUNNER_TEST_DATABASE_URL`, default the local server; left out when it does not answer),
-//! printed with its events per second and transactions per task, and its time beside JSONL's.
+//! `engine_run`: the driver's own overhead per task. Plans of four shapes (a chain, a fan-out
+//! 1 -> N -> 1, layers of 100 with 2-3 random parents each, and the fan-out written as a map
+//! whose middle tasks are the items of one `for_each`, to set beside the fan-out) at 1k, 10k
+//! and 100k tasks run on a no-op mock agent through the real driver, once with the in-memory
+//! store and once with the JSONL store (a fresh file per iteration). Each configuration prints
+//! its time per task and, for JSONL, its fsyncs per task; a child process per 100k run prints
+//! its peak memory per task. `skew` compares `eager` and `phased` on a plan whose branches
+//! take different times. At 10k tasks each shape also runs on the PostgreSQL store (a schema
+//! of its own in `RUNNER_TEST_DATABASE_URL`, default the local server; left out when it does
+//! not answer), printed with its events per second and transactions per task, and its time
+//! beside JSONL's.
 //!
 //! `RUNNER_BENCH_QUICK=1` skips the long single runs of the 100k plans;
 //! `RUNNER_BENCH_NO_SYNCED_CHAIN=1` skips only the chain on JSONL at 10k and 100k;
@@ -40,7 +42,7 @@ mod floor;
 mod plans;
 mod stores;
 
-use plans::{Configured, Prepared, Shape, load, skew_plan};
+use plans::{Configured, Prepared, Shape, answer, load, skew_plan};
 use stores::{Pg, Shared, Store, drive, jsonl_store, run_once};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
@@ -82,7 +84,8 @@ fn print_split(shape: Shape, tasks: usize, plan: &Prepared) {
     dispatched(events, &mut pending);
     let machine = Instant::now();
     while let Some((task, attempt)) = pending.pop_front() {
-        let result = Command::Succeeded { task, attempt, output: "ok".into(), tokens: None, duration_ms: 0 };
+        let output = answer(shape, tasks, &task);
+        let result = Command::Succeeded { task, attempt, output, tokens: None, duration_ms: 0 };
         dispatched(state.process(result).expect("a result is taken"), &mut pending);
     }
     let machine = machine.elapsed();

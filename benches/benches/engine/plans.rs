@@ -17,16 +17,20 @@ pub(crate) enum Shape {
     FanOut,
     /// Layers of [`LAYER`] tasks, each with 2 or 3 parents from the layer before.
     Layered,
+    /// The fan-out written as a map: the root's output lists N - 2 items, one `for_each` task
+    /// runs over them (its items are the middle tasks, made at run time), and the sink reads it.
+    Map,
 }
 
 impl Shape {
-    pub(crate) const ALL: [Shape; 3] = [Shape::Chain, Shape::FanOut, Shape::Layered];
+    pub(crate) const ALL: [Shape; 4] = [Shape::Chain, Shape::FanOut, Shape::Layered, Shape::Map];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Shape::Chain => "chain",
             Shape::FanOut => "fan_out",
             Shape::Layered => "layered",
+            Shape::Map => "map",
         }
     }
 
@@ -44,9 +48,10 @@ pub(crate) fn parents(shape: Shape, tasks: usize) -> Vec<Vec<usize>> {
     (0..tasks)
         .map(|i| match shape {
             Shape::Chain => i.checked_sub(1).into_iter().collect(),
-            Shape::FanOut if i == 0 => Vec::new(),
-            Shape::FanOut if i + 1 == tasks => (1..tasks - 1).collect(),
-            Shape::FanOut => vec![0],
+            // A map runs the fan-out's tasks once it has expanded.
+            Shape::FanOut | Shape::Map if i == 0 => Vec::new(),
+            Shape::FanOut | Shape::Map if i + 1 == tasks => (1..tasks - 1).collect(),
+            Shape::FanOut | Shape::Map => vec![0],
             Shape::Layered if i < LAYER => Vec::new(),
             Shape::Layered => {
                 let previous = (i / LAYER - 1) * LAYER;
@@ -64,8 +69,31 @@ pub(crate) fn parents(shape: Shape, tasks: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// What the mock agents answer task `task` with: `ok`, or for the map's root the list the map
+/// runs over (the numbers `0..tasks - 2`).
+pub(crate) fn answer(shape: Shape, tasks: usize, task: &str) -> String {
+    match shape {
+        Shape::Map if task == "t0" => {
+            let items: Vec<usize> = (0..tasks - 2).collect();
+            serde_json::to_string(&items).unwrap_or_default()
+        }
+        _ => "ok".to_owned(),
+    }
+}
+
 /// An enveloped plan of `tasks` tasks of `shape` on a mock agent that answers `ok` at once.
 pub(crate) fn plan_text(shape: Shape, tasks: usize) -> String {
+    if shape == Shape::Map {
+        return format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: bench}}\nspec:\n  agent_definitions:\n    \
+             noop: {{runtime: mock, default: ok}}\n    root: {{runtime: mock, responses: {{t0: '{}'}}}}\n  workflow:\n    \
+             - {{id: t0, agent: root, input: x}}\n    \
+             - {{id: middle, agent: noop, input: x, depends_on: [t0], for_each: tasks.t0.output, max_items: {}}}\n    \
+             - {{id: sink, agent: noop, input: x, depends_on: [middle]}}\n",
+            answer(shape, tasks, "t0"),
+            tasks - 2
+        );
+    }
     let mut out = String::with_capacity(tasks * 40);
     out.push_str("apiVersion: runner/v1\nkind: Plan\nmetadata: {name: bench}\nspec:\n");
     out.push_str("  agent_definitions:\n    noop: {runtime: mock, default: ok}\n  workflow:\n");

@@ -35,3 +35,23 @@ pub fn plans_in(folder: &str) -> Vec<String> {
 pub fn stem(plan: &str) -> &str {
     Path::new(plan).file_stem().and_then(|s| s.to_str()).expect("a file stem")
 }
+
+/// A critic finding as the JSON report locates it: code, task, line, column.
+pub type Located = (String, Option<String>, u64, u64);
+
+/// Every finding of a JSON critic report, located.
+pub fn located(report: &serde_json::Value) -> Vec<Located> {
+    report["findings"]
+        .as_array()
+        .expect("the report lists its findings")
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().expect("code").to_owned(),
+                f["task"].as_str().map(str::to_owned),
+                f["line"].as_u64().expect("line"),
+                f["column"].as_u64().expect("column"),
+            )
+        })
+        .collect()
+}

@@ -60,6 +60,26 @@ impl Env {
         text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
     }
 
+    /// The tasks with a `TaskSucceeded` in a run's log.
+    pub fn succeeded(&self, run: &str) -> std::collections::BTreeSet<String> {
+        self.records(run)
+            .iter()
+            .filter(|r| r["type"] == "TaskSucceeded")
+            .map(|r| r["task"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// How many times each line was written to `side.txt` in the plan folder, where the test
+    /// scripts record each run of a task.
+    pub fn side_effects(&self) -> std::collections::BTreeMap<String, usize> {
+        let text = std::fs::read_to_string(self.dir().join("side.txt")).unwrap_or_default();
+        let mut counts = std::collections::BTreeMap::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            *counts.entry(line.to_owned()).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// The event types of a run's log, in order.
     pub fn types(&self, run: &str) -> Vec<String> {
         self.records(run).iter().map(|r| r["type"].as_str().unwrap_or_default().to_owned()).collect()
