@@ -42,7 +42,7 @@ pub(crate) fn validate_each<'s>(
     check_attachments(plan, files, out);
     check_providers(plan, out);
     check_http_agents(plan, out);
-    check_maps(plan, source_of, out);
+    check_maps(plan, out);
     let graph = match TaskGraph::with_index(plan, ids) {
         Ok(graph) => graph,
         Err(cycles) => {
@@ -248,31 +248,29 @@ fn check_attachments(plan: &Plan, files: FileCheck<'_>, out: &mut Vec<Diagnostic
 
 /// `for_each` and `max_items` go together, a written list within its bound, and a person's
 /// review is never mapped. What a `for_each` expression reads is checked with the templates.
-fn check_maps<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, out: &mut Vec<Diagnostic>) {
-    for (i, task) in plan.tasks.iter().enumerate() {
+fn check_maps(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for task in &plan.tasks {
         let extras = task.extras();
-        match (&extras.for_each, extras.max_items) {
-            (None, Some(_)) => out.push(
+        match (&extras.for_each, &extras.max_items) {
+            (None, Some(max)) => out.push(
                 Diagnostic::error(
                     Problem::InvalidValue {
                         what: "max_items".into(),
                         reason: format!("task `{}` has no `for_each`; `max_items` bounds a map's list", task.id.value),
                     },
-                    task_key_loc(plan, source_of, i, "max_items"),
+                    max.loc.clone(),
                 )
                 .help("remove `max_items`, or add the `for_each` list it bounds"),
             ),
             (Some(for_each), Some(max)) => {
                 if let ForEach::List(items) = &for_each.value
-                    && items.len() > max as usize
+                    && items.len() > max.value as usize
                 {
-                    let bound = task_key_loc(plan, source_of, i, "max_items");
+                    let problem =
+                        Problem::TooManyItems { task: task.id.value.to_string(), items: items.len(), max: max.value };
                     out.push(
-                        Diagnostic::error(
-                            Problem::TooManyItems { task: task.id.value.to_string(), items: items.len(), max },
-                            for_each.loc.clone(),
-                        )
-                        .related(bound.span, format!("at most {max} items")),
+                        Diagnostic::error(problem, for_each.loc.clone())
+                            .related(max.loc.span, format!("at most {} items", max.value)),
                     );
                 }
             }
@@ -293,35 +291,6 @@ fn check_maps<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, out: &mut
             ));
         }
     }
-}
-
-/// The location of the key `key` of task `i`, for a field the plan keeps without one: where it
-/// is first written as a key between the start of the task and the start of the next task in
-/// the same text (a collection's location is only where it starts). The task's own location
-/// when it cannot be found, as in a plan read back from a run's log, which keeps none.
-fn task_key_loc<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, i: TaskIdx, key: &str) -> Loc {
-    let task = &plan.tasks[i];
-    let path = task.loc.path.key(key);
-    let not_found = || Loc::new(task.loc.span, path.clone());
-    let source = source_of(i);
-    let start = task.loc.span.offset();
-    if start == 0 {
-        return not_found();
-    }
-    let end = plan
-        .tasks
-        .get(i + 1)
-        .map(|next| next.loc.span.offset())
-        .filter(|&next| next > start && std::ptr::eq(source_of(i + 1), source))
-        .unwrap_or(source.len());
-    let Some(text) = source.get(start..end) else { return not_found() };
-    // A key starts a line or follows `{` or `,`, may be quoted, and is followed by `:`.
-    let found = text.match_indices(key).find(|(at, _)| {
-        let before = text[..*at].trim_end_matches(['"', '\'']).trim_end_matches([' ', '\t']);
-        let after = text[at + key.len()..].trim_start_matches(['"', '\'']).trim_start_matches([' ', '\t']);
-        after.starts_with(':') && (before.is_empty() || before.ends_with(['\n', '{', ',']))
-    });
-    found.map_or_else(not_found, |(at, _)| Loc::new(Span::new(start + at, key.len()), path.clone()))
 }
 
 /// Whether `text` can be the name of an environment variable.

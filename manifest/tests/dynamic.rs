@@ -120,17 +120,17 @@ fn a_written_list_longer_than_max_items_is_an_error() {
     assert_eq!(error.loc.path, "spec.workflow[0].for_each");
     assert_eq!(error.to_string(), "task `each` maps over 3 items, more than its `max_items` of 2");
     assert_eq!(error.related.len(), 1);
-    assert_eq!(loaded.source.slice(error.related[0].0), "max_items");
+    assert_eq!(loaded.source.slice(error.related[0].0), "2", "the bound it breaks");
     let fits = load("", "    - {id: each, agent: m, input: \"{{ item }}\", for_each: [a, b], max_items: 2}\n");
     assert!(fits.is_valid(), "{:#?}", errors(&fits));
 }
 
 #[test]
-fn max_items_without_for_each_is_an_error_at_the_key() {
+fn max_items_without_for_each_is_an_error_at_its_value() {
     let loaded = load("", "    - id: a\n      agent: m\n      input: \"max_items: 3 of them\"\n      max_items: 3\n");
     let error = only_error(&loaded, "plan::invalid_value");
-    assert_eq!(at(&loaded, error), "max_items");
-    assert_eq!(loaded.source.line_column(error.loc.span.offset()), (10, 7));
+    assert_eq!(at(&loaded, error), "3");
+    assert_eq!(loaded.source.line_column(error.loc.span.offset()), (10, 18));
     assert_eq!(error.loc.path, "spec.workflow[0].max_items");
     assert!(error.to_string().contains("has no `for_each`"), "{error}");
 }

@@ -131,8 +131,8 @@ fn map_line(task: &Task) -> Option<String> {
         ForEach::List(list) => format!("map: {}", items(list.len())),
         ForEach::Expr(expr) => {
             let expr = shortened(manifest::template::expression(expr));
-            match extras.max_items {
-                Some(max) => format!("map: up to {} of {expr}", items(max as usize)),
+            match &extras.max_items {
+                Some(max) => format!("map: up to {} of {expr}", items(max.value as usize)),
                 None => format!("map: items of {expr}"),
             }
         }

@@ -50,7 +50,7 @@ impl<C: TokenCounter> RunState<C> {
             ForEach::List(items) => Ok(items.clone()),
             ForEach::Expr(expr) => self.renderer.list(expr, &self.values(i)).map_err(|e| e.to_string()),
         };
-        let limit = self.plan.tasks[i].extras().max_items;
+        let limit = self.plan.tasks[i].extras().max_items.as_ref().map(|max| max.value);
         match items {
             Ok(items) if limit.is_some_and(|limit| items.len() > limit as usize) => {
                 let limit = limit.unwrap_or_default();

@@ -14,7 +14,7 @@ use super::{Facts, Finding, Lint};
 pub(crate) fn max_items(task: &Task) -> Option<u64> {
     match &task.extras().for_each.as_ref()?.value {
         ForEach::List(items) => Some(items.len() as u64),
-        ForEach::Expr(_) => task.extras().max_items.map(u64::from),
+        ForEach::Expr(_) => task.extras().max_items.as_ref().map(|max| u64::from(max.value)),
     }
 }
 

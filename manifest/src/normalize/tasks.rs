@@ -217,7 +217,9 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     if let Some((entry, path)) = fields.get("for_each") {
         extras.for_each = read_for_each(reader, entry, path);
     }
-    extras.max_items = reader.count_of(&fields, "max_items");
+    extras.max_items = fields.get("max_items").and_then(|(entry, path)| {
+        Some(At::new(reader.count_of(&fields, "max_items")?, Loc::new(entry.value.span(), path)))
+    });
     if reader.form == Form::Bare {
         rewrite_result_references(reader, [task.input.as_mut(), extras.prompt.as_mut()]);
     }

@@ -170,7 +170,7 @@ declare_task! {
             ),
             example r#"{"for_each": ["a", "b"]}"#;
         /// The most items a map over run-time data may have.
-        extras max_items: Option<u32> => left out if Option::is_none,
+        extras max_items: Option<At<u32>> => left out if Option::is_none,
             field Field::new(
                 "max_items",
                 Shape::Count { min: 1 },

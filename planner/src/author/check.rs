@@ -202,7 +202,7 @@ mod tests {
         let extras = |id: &str| plan.tasks.iter().find(|t| t.id.value.as_str() == id).unwrap().extras();
         assert!(extras("fetch_page").when.is_some());
         assert!(extras("read_source").for_each.as_ref().is_some_and(|f| f.value.expr().is_some()));
-        assert_eq!(extras("read_source").max_items, Some(10));
+        assert_eq!(extras("read_source").max_items.as_ref().map(|max| max.value), Some(10));
         assert!(plan.vars.as_ref().is_some_and(|vars| vars.contains_key("audience")));
     }
 

@@ -58,7 +58,7 @@ impl MapSource {
             ForEach::Expr(expr) => MapSource {
                 items: None,
                 expr: Some(manifest::template::expression(expr).to_owned()),
-                max_items: extras.max_items,
+                max_items: extras.max_items.as_ref().map(|max| max.value),
             },
         })
     }
