@@ -12,7 +12,7 @@ use manifest::{Plan, Text};
 use super::RunState;
 use super::failure::Failure;
 use crate::event::{ErrorClass, Event, SkipCause};
-use crate::task::TaskStatus;
+use crate::task::{TaskState, TaskStatus};
 use crate::template::{Item, Values};
 use crate::tokens::TokenCounter;
 
@@ -105,9 +105,13 @@ impl<C: TokenCounter> RunState<C> {
             return;
         }
         let keep_when = self.plan.tasks[i].extras().when.as_ref().is_some_and(|w| self.renderer.reads_item(&w.value));
-        let plan = with_items(&self.plan, i, items.len(), keep_when);
+        let plan = Arc::new(with_items(&self.plan, i, items.len(), keep_when));
+        let Ok(graph) = manifest::TaskGraph::build(&plan) else { return };
         self.maps.insert(task.to_owned(), Arc::clone(items));
-        self.splice(Arc::new(plan));
+        // The items' states go in where their tasks do; every other task keeps its own.
+        let mut tasks = std::mem::take(&mut self.tasks);
+        tasks.splice(i..i, (0..items.len()).map(|_| TaskState::new()));
+        self.rebuild(plan, Arc::new(graph), tasks);
         // Attempts this command dispatched after the map moved by as many places as it has items.
         for (j, _) in &mut self.dispatched {
             if *j >= i {
@@ -133,7 +137,7 @@ impl<C: TokenCounter> RunState<C> {
             task.depends_on.retain(|d| !is_item(&d.value));
             tasks.push(task);
         }
-        Plan { tasks, ..Plan::clone(&self.plan) }
+        self.plan.with_tasks(tasks)
     }
 
     /// Whether `id` names an item (`ID[INDEX]`) of a map task of the plan.
@@ -189,5 +193,5 @@ fn with_items(plan: &Plan, i: usize, count: usize, keep_when: bool) -> Plan {
     }
     tasks.push(collector);
     tasks.extend_from_slice(&plan.tasks[i + 1..]);
-    Plan { tasks, ..plan.clone() }
+    plan.with_tasks(tasks)
 }

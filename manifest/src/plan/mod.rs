@@ -123,6 +123,26 @@ pub enum Complexity {
 pub const DEFAULT_AGENT: &str = "default";
 
 impl Plan {
+    /// This plan with other tasks, everything else copied: what a run's plan becomes when the
+    /// tasks change, without copying the tasks it had.
+    pub fn with_tasks(&self, tasks: Vec<Task>) -> Plan {
+        // Every field is named, so a new one cannot be left out.
+        Plan {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            labels: self.labels.clone(),
+            form: self.form,
+            mission: self.mission.clone(),
+            mission_analysis: self.mission_analysis.clone(),
+            vars: self.vars.clone(),
+            providers: self.providers.clone(),
+            tools: self.tools.clone(),
+            agents: self.agents.clone(),
+            tasks,
+            control: self.control.clone(),
+        }
+    }
+
     /// The environment variables that hold secrets (the providers' API keys, `http` agents'
     /// keys and headers): hidden from every program a run starts.
     pub fn secret_variables(&self) -> Vec<String> {
