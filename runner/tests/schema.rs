@@ -64,16 +64,20 @@ fn the_challenge_scenarios_match_the_plan_test_schema() {
     assert_eq!(schema["properties"]["kind"]["const"], "PlanTest");
     let validator = jsonschema::draft7::new(&schema).expect("the schema is valid draft-07");
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/challenges");
-    let mut files = Vec::new();
+    let (mut files, mut plans) = (Vec::new(), 0);
     for dir in [folder.clone(), folder.join("naive")] {
         for entry in std::fs::read_dir(&dir).expect("the folder exists") {
             let path = entry.expect("an entry").path();
-            if path.to_string_lossy().ends_with(".test.yaml") {
+            let name = path.to_string_lossy().into_owned();
+            if name.ends_with(".test.yaml") {
                 files.push(path);
+            } else if name.ends_with(".yaml") {
+                plans += 1;
             }
         }
     }
-    assert_eq!(files.len(), 12);
+    assert_eq!(files.len(), plans, "every challenge plan and naive variant has its scenario");
+    assert!(plans >= 14, "the challenges are all here: {plans}");
     for path in files {
         let text = std::fs::read_to_string(&path).expect("readable");
         let document: Value = serde_saphyr::from_str(&text).expect("YAML");
