@@ -8,19 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use engine::{Event, Handler, Outcome, Record, RunState, RunStatus};
-use support::{Env, plan};
-
-/// Reads the task id from stdin, sleeps, appends the id to `side.txt` next to itself, prints it.
-const TASK_SCRIPT: &str = r#"
-import os, sys, time
-task = sys.stdin.read().strip()
-time.sleep(0.3)
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "side.txt"), "a") as side:
-    side.write(task + "\n")
-    side.flush()
-    os.fsync(side.fileno())
-print(task)
-"#;
+use support::{Env, SLOW_SCRIPT, plan};
 
 /// A chain t1..t6 with a fan-out f1, f2 after t2 that joins again at t6: eight slow tasks.
 fn slow_plan(script: &str) -> String {
@@ -46,7 +34,7 @@ fn typed_records(env: &Env, run: &str) -> Vec<Record> {
 #[test]
 fn a_killed_run_resumes_without_running_a_finished_task_twice() {
     let env = Env::new();
-    let script = env.write("task.py", TASK_SCRIPT);
+    let script = env.write("task.py", SLOW_SCRIPT);
     env.write("plan.yaml", &slow_plan(&script.display().to_string()));
     let mut child = env
         .runner_process()
@@ -132,7 +120,7 @@ fn a_torn_last_line_is_dropped_with_a_warning_and_the_run_continues() {
 
 /// Starts `runner apply` of the slow plan as a child process and waits for one success.
 fn start_slow(env: &Env, run: &str) -> std::process::Child {
-    let script = env.write("task.py", TASK_SCRIPT);
+    let script = env.write("task.py", SLOW_SCRIPT);
     env.write("plan.yaml", &slow_plan(&script.display().to_string()));
     let child = env
         .runner_process()

@@ -7,19 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{Env, plan};
-
-/// Reads its input, sleeps, appends the input to `side.txt` next to itself, prints it.
-const ITEM_SCRIPT: &str = r#"
-import os, sys, time
-text = sys.stdin.read().strip()
-time.sleep(0.4)
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "side.txt"), "a") as side:
-    side.write(text + "\n")
-    side.flush()
-    os.fsync(side.fileno())
-print(text)
-"#;
+use support::{Env, SLOW_SCRIPT, plan};
 
 /// A source whose output lists six items, a map over them two at a time, and a report that
 /// runs only when the map found something.
@@ -38,7 +26,7 @@ fn map_plan(script: &str) -> String {
 #[test]
 fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     let env = Env::new();
-    let script = env.write("item.py", ITEM_SCRIPT);
+    let script = env.write("item.py", SLOW_SCRIPT);
     env.write("plan.yaml", &map_plan(&script.display().to_string()));
     let mut child = env
         .runner_process()

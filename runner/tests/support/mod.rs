@@ -93,6 +93,19 @@ impl Env {
     }
 }
 
+/// A slow task for command agents: reads its input, sleeps 0.3 s, appends the input to
+/// `side.txt` next to itself (synced, so [`Env::side_effects`] counts every run), prints it.
+pub const SLOW_SCRIPT: &str = r#"
+import os, sys, time
+text = sys.stdin.read().strip()
+time.sleep(0.3)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "side.txt"), "a") as side:
+    side.write(text + "\n")
+    side.flush()
+    os.fsync(side.fileno())
+print(text)
+"#;
+
 /// An enveloped plan named `name` with these agents and tasks (YAML fragments, indented as in
 /// `spec`).
 pub fn plan(name: &str, agents: &str, workflow: &str) -> String {
