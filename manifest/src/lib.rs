@@ -27,6 +27,7 @@ pub mod schema;
 mod snippet;
 mod source;
 pub mod splice;
+pub mod subplan;
 pub mod template;
 mod text;
 mod tree;

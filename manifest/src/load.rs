@@ -10,6 +10,7 @@ use crate::normalize::{form_of, normalize};
 use crate::plan::Plan;
 use crate::read::Reader;
 use crate::source::{Loc, PLAN_BYTES_CEILING, Source, Span, plan_limit};
+use crate::subplan::Included;
 use crate::tree;
 use crate::validate::{FileCheck, validate};
 
@@ -25,6 +26,9 @@ pub struct Loaded {
     pub graph: Option<TaskGraph>,
     /// Everything found, in source order within each severity.
     pub diagnostics: Vec<Diagnostic>,
+    /// The sub-plan files its `type: plan` tasks name, each with what was found in it (a
+    /// plan read from text, or a file without sub-plans, has none).
+    pub included: Vec<Included>,
 }
 
 impl Loaded {
@@ -44,7 +48,7 @@ impl Loaded {
     }
 
     fn failed(source: Source, diagnostic: Diagnostic) -> Self {
-        Loaded { source, plan: None, graph: None, diagnostics: vec![diagnostic] }
+        Loaded { source, plan: None, graph: None, diagnostics: vec![diagnostic], included: Vec::new() }
     }
 }
 
@@ -55,8 +59,20 @@ pub fn load_file(path: &Path) -> Loaded {
 }
 
 /// Reads and loads a plan file of at most `limit` bytes (clamped to [`PLAN_BYTES_CEILING`]);
-/// a larger file is a `plan::too_large` error, found before the file is read.
+/// a larger file is a `plan::too_large` error, found before the file is read. The sub-plan
+/// files it names are loaded with it ([`crate::subplan`]).
 pub fn load_file_with_limit(path: &Path, limit: u64) -> Loaded {
+    let mut loaded = read_file(path, limit);
+    crate::subplan::resolve(&mut loaded, path);
+    loaded
+}
+
+/// Loads one plan file without its sub-plans, for the sub-plan loader.
+pub(crate) fn load_file_alone(path: &Path) -> Loaded {
+    read_file(path, plan_limit())
+}
+
+fn read_file(path: &Path, limit: u64) -> Loaded {
     let name = path.display().to_string();
     let text = match read_capped(path, limit.min(PLAN_BYTES_CEILING)) {
         Ok(text) => text,
@@ -79,7 +95,8 @@ pub fn load_file_with_limit(path: &Path, limit: u64) -> Loaded {
 }
 
 /// Loads a plan from text: `name` is shown in diagnostics, `stem` names a bare-form plan, and
-/// `files` answers whether an attached file exists.
+/// `files` answers whether an attached file exists. Sub-plans are not loaded: a plan read from
+/// text names no folder for them ([`crate::subplan::resolve`] loads them from one).
 pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loaded {
     load_source(Source::new(name, text), stem, files)
 }
@@ -108,7 +125,7 @@ fn load_source(source: Source, stem: &str, files: FileCheck<'_>) -> Loaded {
         .map(|d| d.loc.span)
         .collect();
     let source = if secrets.is_empty() { source } else { Source::new(source.name, mask(text, &secrets)) };
-    Loaded { source, plan, graph, diagnostics }
+    Loaded { source, plan, graph, diagnostics, included: Vec::new() }
 }
 
 /// The text with every byte of the given spans replaced by `*`, so a literal API key never

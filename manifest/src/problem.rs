@@ -285,6 +285,80 @@ pub enum Problem {
         /// The map task.
         task: String,
     },
+    /// A field that only one type of task reads, on a task of another type.
+    #[error("`{field}` belongs to a `type: {kind}` task, and task `{task}` is not one")]
+    #[diagnostic(code(plan::wrong_task_type), help("set `type: {kind}` on the task, or remove `{field}`"))]
+    WrongTaskType {
+        /// The task.
+        task: String,
+        /// The field.
+        field: String,
+        /// The type that reads it.
+        kind: String,
+    },
+    /// A sub-plan file that cannot be read.
+    #[error("cannot read the sub-plan `{path}` of task `{task}`: {reason}")]
+    #[diagnostic(
+        code(plan::subplan_missing),
+        help("`plan:` is a path relative to the folder of the plan that names it")
+    )]
+    SubPlanMissing {
+        /// The task.
+        task: String,
+        /// The path as written.
+        path: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// A sub-plan file with errors of its own (reported in that file, at their lines).
+    #[error("the sub-plan `{path}` of task `{task}` has {errors} error(s)")]
+    #[diagnostic(
+        code(plan::subplan_invalid),
+        help("fix the errors reported in `{path}`; they are listed with this one")
+    )]
+    SubPlanInvalid {
+        /// The task.
+        task: String,
+        /// The path as written.
+        path: String,
+        /// How many errors it has.
+        errors: usize,
+    },
+    /// A `with` key that the sub-plan does not declare under `spec.vars`.
+    #[error("task `{task}` gives the sub-plan `{path}` the variable `{name}`, which it does not declare")]
+    #[diagnostic(code(plan::subplan_var))]
+    SubPlanVar {
+        /// The task.
+        task: String,
+        /// The sub-plan's path as written.
+        path: String,
+        /// The key of `with`.
+        name: String,
+        /// The variables the sub-plan declares, in order.
+        declared: Vec<String>,
+    },
+    /// Sub-plans that include each other, directly or through others.
+    #[error("sub-plans include each other: {}", chain.join(" -> "))]
+    #[diagnostic(
+        code(plan::subplan_cycle),
+        help("a plan cannot run itself as a sub-plan, however far down: break the chain at one of these files")
+    )]
+    SubPlanCycle {
+        /// Every file of the cycle, in order, the first again at the end.
+        chain: Vec<String>,
+    },
+    /// Sub-plans nested deeper than the loader follows.
+    #[error("sub-plans nested more than {most} files deep: {}", chain.join(" -> "))]
+    #[diagnostic(
+        code(plan::subplan_too_deep),
+        help("flatten the chain: a sub-plan can hold the steps of the files it runs instead of running them")
+    )]
+    SubPlanTooDeep {
+        /// The files from the plan loaded first down to the one refused.
+        chain: Vec<String>,
+        /// How deep sub-plans may nest.
+        most: usize,
+    },
     /// A verification or tool schema that is not a valid JSON Schema.
     #[error("invalid JSON Schema in {owner}: {detail}")]
     #[diagnostic(code(plan::invalid_schema), help("see https://json-schema.org for the keywords a schema may use"))]
@@ -435,6 +509,13 @@ impl Problem {
             Problem::SkipOnCritical { .. } => "`skip` here".into(),
             Problem::ReplanWithoutPlanner { .. } => "`replan` here".into(),
             Problem::ReplanInMap { .. } => "`replan` on a map".into(),
+            Problem::WrongTaskType { kind, .. } => format!("only for `type: {kind}`"),
+            Problem::SubPlanMissing { .. } => "no such plan file".into(),
+            Problem::SubPlanInvalid { errors, .. } => format!("{errors} error(s) in this plan"),
+            Problem::SubPlanVar { declared, .. } if declared.is_empty() => "its `spec.vars` declares none".into(),
+            Problem::SubPlanVar { declared, .. } => format!("it declares {}", declared.join(", ")),
+            Problem::SubPlanCycle { .. } => "includes a plan that includes this one".into(),
+            Problem::SubPlanTooDeep { most, .. } => format!("file {} of the chain, one too many", most + 1),
             Problem::InvalidSchema { .. } => "not a valid JSON Schema".into(),
             Problem::MissingAttachment { .. } => "no such file".into(),
             Problem::EmptyWorkflow => "no tasks".into(),

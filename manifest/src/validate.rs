@@ -43,6 +43,7 @@ pub(crate) fn validate_each<'s>(
     check_providers(plan, out);
     check_http_agents(plan, out);
     check_maps(plan, out);
+    check_task_types(plan, out);
     let graph = match TaskGraph::with_index(plan, ids) {
         Ok(graph) => graph,
         Err(cycles) => {
@@ -132,7 +133,9 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                 );
             }
             Some(agent) => unknown(&|| format!("task `{}`", task.id.value), &agent.value, &agent.loc, out),
-            None if task.kind == TaskKind::Task && !plan.agents.contains_key(DEFAULT_AGENT) => {
+            None if matches!(task.kind, TaskKind::Task | TaskKind::Expand)
+                && !plan.agents.contains_key(DEFAULT_AGENT) =>
+            {
                 out.push(
                     Diagnostic::error(
                         Problem::MissingField { field: "agent".into(), context: format!("task `{}`", task.id.value) },
@@ -293,6 +296,45 @@ fn check_maps(plan: &Plan, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// The fields only one type of task reads (`plan` and `with` for sub-plans, `max_tasks` for
+/// `expand`), and what those types need: a `type: plan` task names a plan file and no agent.
+fn check_task_types(plan: &Plan, out: &mut Vec<Diagnostic>) {
+    for task in &plan.tasks {
+        let extras = task.extras();
+        let id = || task.id.value.to_string();
+        let wrong = |field: &str, kind: TaskKind, loc: &Loc, out: &mut Vec<Diagnostic>| {
+            let problem = Problem::WrongTaskType { task: id(), field: field.into(), kind: kind.as_str().into() };
+            out.push(Diagnostic::error(problem, loc.clone()));
+        };
+        if task.kind == TaskKind::Plan {
+            if extras.plan.is_none() {
+                let problem = Problem::MissingField { field: "plan".into(), context: format!("task `{}`", id()) };
+                out.push(
+                    Diagnostic::error(problem, task.id.loc.clone())
+                        .label("a `type: plan` task names the plan file it runs")
+                        .help("add `plan: PATH`, relative to this plan's file"),
+                );
+            }
+            if let Some(agent) = &task.agent {
+                let reason = format!("task `{}` runs a plan file as a child run, not an agent", id());
+                out.push(Diagnostic::error(Problem::InvalidValue { what: "agent".into(), reason }, agent.loc.clone()));
+            }
+        } else {
+            if let Some(path) = &extras.plan {
+                wrong("plan", TaskKind::Plan, &path.loc, out);
+            }
+            if let Some(value) = extras.with.values().next() {
+                wrong("with", TaskKind::Plan, &value.loc, out);
+            }
+        }
+        if task.kind != TaskKind::Expand
+            && let Some(max) = &extras.max_tasks
+        {
+            wrong("max_tasks", TaskKind::Expand, &max.loc, out);
+        }
+    }
+}
+
 /// Whether `text` can be the name of an environment variable.
 fn is_variable_name(text: &str) -> bool {
     text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -396,7 +438,11 @@ fn checked_texts(task: &Task) -> impl Iterator<Item = Checked<'_>> {
             loc: &for_each.loc,
         })
     });
-    templates.chain(when).chain(for_each)
+    let with = extras.with.values().filter_map(|value| match &value.value {
+        serde_json::Value::String(text) => Some(Checked { kind: Kind::Template, field: "with", text, loc: &value.loc }),
+        _ => None,
+    });
+    templates.chain(when).chain(for_each).chain(with)
 }
 
 /// Checks every template and expression and records on each task the upstream outputs they read.

@@ -41,6 +41,10 @@ impl<T> Unset for Vec<T> {
     const UNSET: Self = Vec::new();
 }
 
+impl<K, V> Unset for std::collections::BTreeMap<K, V> {
+    const UNSET: Self = std::collections::BTreeMap::new();
+}
+
 /// A declared field's example, for the round-trip test: the manifest field it sets (none for a
 /// field only the plan has), the key the plan's JSON writes it under, and the example itself
 /// (a JSON object: entries put over those of a task or agent of the test's manifest, a null

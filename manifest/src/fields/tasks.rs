@@ -12,8 +12,8 @@ static TASK_DEF: Named = Named { name: "Task", doc: "One step of the workflow.",
 /// The words of a task's `type`.
 pub(crate) static TASK_KIND: Named = Named {
     name: "TaskKind",
-    doc: "What kind of step a task is: `task` (an agent does work), `synthesis_gate` (an agent condenses its\ninputs under a cap) or `human_review` (a person approves or rejects).",
-    kind: Kind::Words(&["task", "synthesis_gate", "human_review"]),
+    doc: "What kind of step a task is: `task` (an agent does work), `synthesis_gate` (an agent condenses its\ninputs under a cap), `human_review` (a person approves or rejects), `plan` (another plan file runs as a\nchild run) or `expand` (an agent writes a plan for the step, which runs as a child run).",
+    kind: Kind::Words(&["task", "synthesis_gate", "human_review", "plan", "expand"]),
 };
 
 /// A bare-form phase: tasks that share dependencies.

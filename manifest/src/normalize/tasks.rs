@@ -220,6 +220,17 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     extras.max_items = fields.get("max_items").and_then(|(entry, path)| {
         Some(At::new(reader.count_of(&fields, "max_items")?, Loc::new(entry.value.span(), path)))
     });
+    extras.plan = reader.text_of(&fields, "plan");
+    if let Some((entry, path)) = fields.get("with") {
+        extras.with = reader
+            .named(entry, path, "with")
+            .into_iter()
+            .map(|(name, node, path)| (name.value, At::new(reader.json(node), Loc::new(node.span(), &path))))
+            .collect();
+    }
+    extras.max_tasks = fields.get("max_tasks").and_then(|(entry, path)| {
+        Some(At::new(reader.count_of(&fields, "max_tasks")?, Loc::new(entry.value.span(), path)))
+    });
     if reader.form == Form::Bare {
         rewrite_result_references(reader, [task.input.as_mut(), extras.prompt.as_mut()]);
     }

@@ -5,6 +5,7 @@
 //! logic; every type is reached as `manifest::plan::X`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +26,7 @@ pub use agent::{
 pub use control::{ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
 pub use for_each::ForEach;
-pub use task::{Attachment, Extras, ExtrasBox, Read, Task, TaskKind};
+pub use task::{Attachment, Extras, ExtrasBox, Read, Task, TaskKind, With};
 pub use vars::UndeclaredVar;
 pub use verification::Verification;
 
@@ -89,6 +90,10 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// Scheduling, budgets and replanning.
     pub control: ControlLogic,
+    /// The plans its `type: plan` tasks run, by the path their `plan:` gives, loaded with it
+    /// (so a run records them whole in `RunCreated` and never reads the files again).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subplans: BTreeMap<String, Arc<Plan>>,
 }
 
 /// Variable values by name: a plan's declared defaults, and a run's values for `{{ vars.NAME }}`.
@@ -140,6 +145,7 @@ impl Plan {
             agents: self.agents.clone(),
             tasks,
             control: self.control.clone(),
+            subplans: self.subplans.clone(),
         }
     }
 

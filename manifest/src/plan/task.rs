@@ -1,5 +1,7 @@
 //! Tasks: one step of the workflow, the fields few tasks set, and what a task's templates read.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{At, FailurePolicy, ForEach, Verification};
@@ -22,6 +24,10 @@ pub enum TaskKind {
     SynthesisGate,
     /// A person approves or rejects upstream outputs.
     HumanReview,
+    /// Another plan file runs as a child run (`plan`, `with`).
+    Plan,
+    /// An agent writes a plan for a compound step at run time, which runs as a child run.
+    Expand,
 }
 
 impl TaskKind {
@@ -31,6 +37,8 @@ impl TaskKind {
             TaskKind::Task => "task",
             TaskKind::SynthesisGate => "synthesis_gate",
             TaskKind::HumanReview => "human_review",
+            TaskKind::Plan => "plan",
+            TaskKind::Expand => "expand",
         }
     }
 }
@@ -177,6 +185,30 @@ declare_task! {
                 "The most items `for_each` may yield; a longer list fails the task.",
             ),
             example r#"{"for_each": ["x"], "max_items": 5}"#;
+        /// The plan file a `type: plan` task runs as a child run, relative to this plan's file.
+        extras plan: Option<At<String>> => left out if Option::is_none,
+            field Field::new(
+                "plan",
+                Shape::Text,
+                "The plan file a `type: plan` task runs as a child run, relative to this plan's file.",
+            ),
+            example r#"{"type": "plan", "agent": null, "plan": "child.yaml"}"#;
+        /// The variables a sub-plan's child run gets, each a template (or any YAML value).
+        extras with: With => left out if BTreeMap::is_empty,
+            field Field::new(
+                "with",
+                Shape::Map(&Shape::Json),
+                "The variables a `type: plan` task gives its child run: a template each, such as `{{ item }}` (one expression passes its value, lists and objects included).",
+            ),
+            example r#"{"type": "plan", "agent": null, "plan": "child.yaml", "with": {"topic": "{{ vars.topic }}"}}"#;
+        /// The most tasks the plan an `expand` step writes may have.
+        extras max_tasks: Option<At<u32>> => left out if Option::is_none,
+            field Field::new(
+                "max_tasks",
+                Shape::Count { min: 1 },
+                "The most tasks the plan an `expand` step's agent writes may have.",
+            ),
+            example r#"{"type": "expand", "max_tasks": 5}"#;
         // A second way to say `on_failure: retry`, read only from plans LLMs wrote.
         bare max_retries => on_failure,
             field Field::bare("max_retries", Shape::Count { min: 0 }, "write `on_failure: {action: retry, max_attempts: N}`")
@@ -227,6 +259,9 @@ impl Task {
         self.input.as_ref().is_some_and(|input| input.value.contains("context_summary"))
     }
 }
+
+/// A sub-plan's variables by name, each a template or a YAML value, where it was written.
+pub type With = BTreeMap<String, At<serde_json::Value>>;
 
 /// One place where a task's template reads another task: `tasks.ID.output[.FIELD]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
