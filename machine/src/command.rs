@@ -22,6 +22,8 @@ pub struct Start {
     pub source: Option<String>,
     /// The run this one retries.
     pub retry_of: Option<String>,
+    /// The run and task that started this one as a sub-plan.
+    pub parent: Option<crate::child::Parent>,
     /// The W3C `traceparent` of the run's span, recorded in `RunCreated`.
     pub trace: Option<String>,
     /// Tools whose calls need no approval in this run.
@@ -40,6 +42,7 @@ impl PartialEq for Start {
             && self.strategy == other.strategy
             && self.source == other.source
             && self.retry_of == other.retry_of
+            && self.parent == other.parent
             && self.trace == other.trace
             && self.approved_tools == other.approved_tools
             && self.reuse == other.reuse

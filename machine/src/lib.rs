@@ -7,6 +7,7 @@
 //! normal` shows tokio, reqwest or tiktoken. Token counting comes in through
 //! [`tokens::TokenCounter`]. The `engine` crate drives it.
 
+pub mod child;
 mod command;
 pub mod context;
 pub mod conversation;

@@ -195,6 +195,21 @@ impl Renderer {
         }
     }
 
+    /// The value a sub-plan's `with` entry gives: a text that is one `{{ expression }}` gives
+    /// the expression's value (a list or an object stays one), any other text its rendering.
+    pub fn value(&self, template: &str, run: &Values<'_>) -> Result<serde_json::Value, RenderError> {
+        let trimmed = template.trim();
+        let single = trimmed.strip_prefix("{{").and_then(|t| t.strip_suffix("}}")).filter(|inner| {
+            !inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%") && !inner.contains("{#")
+        });
+        let Some(expr) = single else {
+            return self.render(template, run).map(serde_json::Value::String);
+        };
+        let value = self.eval(expr, run)?;
+        serde_json::to_value(&value)
+            .map_err(|e| RenderError::Template { detail: format!("`{expr}` yielded a value that is not JSON ({e})") })
+    }
+
     /// Whether an expression reads `item` or `index`: a map's condition on each item.
     pub fn reads_item(&self, expr: &str) -> bool {
         self.env.compile_expression(manifest::template::expression(expr)).is_ok_and(|compiled| {

@@ -27,6 +27,9 @@ pub struct RunCreated {
     /// The run this one retries, reusing its outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<String>,
+    /// The run and task that started this run as a sub-plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<crate::child::Parent>,
     /// The W3C `traceparent` of the run's span when its spans are exported, so the
     /// processes that resume it add to the same trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -71,7 +71,10 @@ impl<C: TokenCounter> RunState<C> {
             Event::RunPaused { .. } => self.status = RunStatus::Paused,
             Event::RunResumed => self.resumed(),
             Event::RunCancelled { .. } => self.status = RunStatus::Cancelled,
-            Event::RunCompleted { status, .. } => self.status = RunStatus::Finished(*status),
+            Event::RunCompleted { status, .. } => {
+                self.ended_while_paused = self.status == RunStatus::Paused;
+                self.status = RunStatus::Finished(*status);
+            }
         }
     }
 

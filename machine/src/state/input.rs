@@ -29,6 +29,9 @@ impl<C: TokenCounter> RunState<C> {
     /// nothing to append is the plan's text, copied once.
     pub fn render_input(&self, i: usize) -> Result<Arc<str>, RenderError> {
         let (task, state) = (&self.plan.tasks[i], &self.tasks[i]);
+        if task.kind == TaskKind::Plan {
+            return self.render_with(i);
+        }
         let template = match (&task.input, task.kind) {
             (Some(input), _) => Cow::Borrowed(input.value.as_str()),
             (None, TaskKind::SynthesisGate) => Cow::Owned(gate_input(&self.plan, i)),
@@ -56,6 +59,23 @@ impl<C: TokenCounter> RunState<C> {
             input.push_str(answer);
         }
         within_cap(&input).map(Arc::from)
+    }
+}
+
+impl<C: TokenCounter> RunState<C> {
+    /// A sub-plan task's input: the variables its `with` gives the child run, as a JSON object
+    /// (a text entry rendered, any other value as written).
+    fn render_with(&self, i: usize) -> Result<Arc<str>, RenderError> {
+        let values = self.values(i);
+        let mut vars = serde_json::Map::new();
+        for (name, value) in &self.plan.tasks[i].extras().with {
+            let value = match &value.value {
+                serde_json::Value::String(template) => self.renderer.value(template, &values)?,
+                other => other.clone(),
+            };
+            vars.insert(name.clone(), value);
+        }
+        within_cap(&serde_json::Value::Object(vars).to_string()).map(Arc::from)
     }
 }
 

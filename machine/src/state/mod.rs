@@ -71,6 +71,9 @@ pub struct RunState<C> {
     pub replanning: BTreeSet<String>,
     /// Why dispatching stopped, once a budget ran out.
     pub exhausted: Option<String>,
+    /// Whether the run ended while it was paused: a person's decision (a rejected review)
+    /// ended it, not its work.
+    pub ended_while_paused: bool,
     /// The `seq` of the last event applied: events are numbered from 1 in the order they
     /// happen, so counting them gives each one's `seq` without the log.
     pub seq: u64,
@@ -129,6 +132,7 @@ impl<C> PartialEq for RunState<C> {
             && self.replans == other.replans
             && self.replanning == other.replanning
             && self.exhausted == other.exhausted
+            && self.ended_while_paused == other.ended_while_paused
             && self.seq == other.seq
             && self.conversations == other.conversations
             && self.approved_tools == other.approved_tools
@@ -158,6 +162,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             replans: 0,
             replanning: BTreeSet::new(),
             exhausted: None,
+            ended_while_paused: false,
             seq: 0,
             conversations: BTreeMap::new(),
             approved_tools: Vec::new(),

@@ -133,6 +133,7 @@ impl<C: TokenCounter> RunState<C> {
             strategy,
             source: start.source,
             retry_of: start.retry_of,
+            parent: start.parent,
             trace: start.trace,
             approved_tools: start.approved_tools,
         }));
