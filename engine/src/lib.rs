@@ -27,7 +27,7 @@ pub use attempt::Job;
 pub use guarded::panic_message;
 pub use machine::{
     Command, EngineError, Event, Handler, Outcome, PlanHash, Record, RunStatus, Scope, Start, TaskState, TaskStatus,
-    Tokens, conversation, event, template,
+    Tokens, child, conversation, event, template,
 };
 
 /// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting

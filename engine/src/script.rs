@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::driver::{Driver, LlmRuntimes};
 use crate::journal::{Journal, Verdict, stopped, waiting};
-use crate::runtime::{AgentRuntime, Attempt, MockRuntime, Pending, Registry, Reply};
+use crate::runtime::{AgentRuntime, Attempt, Children, MockRuntime, Pending, Registry, Reply};
 use crate::store::EventStore;
 use machine::conversation::{CallState, ToolCallRecord};
 use machine::event::{ModelTurn, Tokens};
@@ -64,15 +64,23 @@ impl Scripts {
         })
     }
 
-    /// `driver`, with every agent of the run answered from these scripts.
-    pub fn install<S: EventStore>(self: &Arc<Self>, driver: Driver<S>) -> Driver<S> {
+    /// `driver`, with every agent of the run answered from these scripts, and the child runs of
+    /// its sub-plan and `expand` tasks kept in `children` (without them, those tasks refuse).
+    pub fn install<S: EventStore>(
+        self: &Arc<Self>,
+        driver: Driver<S>,
+        children: Option<Arc<dyn Children>>,
+    ) -> Driver<S> {
         let scripts = Arc::clone(self);
         let llm: LlmRuntimes = Arc::new(move |name: &str| {
             Arc::new(ScriptedAgent { scripts: Arc::clone(&scripts), agent: name.to_owned() }) as Arc<dyn AgentRuntime>
         });
         let by_name = |setup: &crate::runtime::Setup<'_>| (setup.llm)(setup.name);
-        let registry =
+        let mut registry =
             ["llm", "command", "mock", "http"].into_iter().fold(Registry::builtin(), |r, n| r.with(n, by_name));
+        if let Some(children) = children {
+            registry = registry.with_children(children);
+        }
         driver.with_runtimes(registry).with_llm(llm)
     }
 

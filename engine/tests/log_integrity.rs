@@ -49,6 +49,7 @@ fn created(plan: Arc<manifest::Plan>) -> Event {
         strategy: manifest::plan::Strategy::Eager,
         source: None,
         retry_of: None,
+        parent: None,
         trace: None,
         approved_tools: Vec::new(),
     }))

@@ -34,7 +34,7 @@ async fn scripted_agents_answer_in_virtual_time_from_the_epoch() {
         .with_clock(Clock::virtual_from(0))
         .with_jitter_seed(7);
     let start = Start { plan: Arc::clone(&plan), ..Start::default() };
-    let state = scripts.install(driver).run(Command::Start(start), CancellationToken::new()).await.expect("runs");
+    let state = scripts.install(driver, None).run(Command::Start(start), CancellationToken::new()).await.expect("runs");
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     let records = store.records();
     let outputs: Vec<(&str, &str)> = records

@@ -72,6 +72,7 @@ async fn records_round_trip() {
                 strategy: manifest::plan::Strategy::Phased,
                 source: Some("/plans/t.yaml".into()),
                 retry_of: None,
+                parent: None,
                 trace: None,
                 approved_tools: Vec::new(),
             })),

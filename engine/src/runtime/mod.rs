@@ -3,17 +3,21 @@
 //! runtime is one file here plus one line in [`Registry::builtin`].
 
 mod command;
+mod expand;
 mod gate;
 mod http;
 mod mock;
 mod registry;
+mod subplan;
 
 pub use command::CommandRuntime;
+pub use expand::{DEFAULT_MAX_TASKS, ExpandRuntime, MIN_SCORE};
 pub use gate::GateRuntime;
 pub use http::HttpRuntime;
 pub use mock::MockRuntime;
 pub(crate) use mock::reply_after;
 pub use registry::{Constructor, Registry, Setup};
+pub use subplan::{ChildFuture, ChildPlan, Children, SubPlanRuntime};
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use manifest::Plan;
-use manifest::plan::Attachment;
+use manifest::plan::{Attachment, TaskKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{ErrorClass, Tokens};
@@ -150,6 +154,37 @@ pub trait AgentRuntime: Send + Sync {
     }
 }
 
+/// The runtime of a task that runs a child run: its sub-plan's, or its agent's writing one.
+fn child_runtime(
+    plan: &Plan,
+    task: &manifest::plan::Task,
+    registry: &Registry,
+    agent: &Arc<dyn AgentRuntime>,
+) -> Arc<dyn AgentRuntime> {
+    let Some(children) = registry.children() else {
+        let reason = format!("task `{}` runs a child run, which this driver cannot start", task.id.value);
+        return Arc::new(Refusing(reason));
+    };
+    let extras = task.extras();
+    if task.kind == TaskKind::Expand {
+        let max_tasks = extras.max_tasks.as_ref().map(|m| m.value);
+        return Arc::new(ExpandRuntime::new(Arc::clone(agent), Arc::clone(children), plan, &task.id.value, max_tasks));
+    }
+    let Some(path) = extras.plan.as_ref() else {
+        return Arc::new(Refusing(format!("task `{}` names no plan file", task.id.value)));
+    };
+    match plan.subplans.get(&path.value) {
+        Some(child) => {
+            let child = ChildPlan { plan: Arc::clone(child), source: Some(PathBuf::from(&path.value)) };
+            Arc::new(SubPlanRuntime::new(Arc::clone(children), child))
+        }
+        None => Arc::new(Refusing(format!(
+            "the sub-plan `{}` of task `{}` was not loaded with the plan (plans read from text do not load sub-plans)",
+            path.value, task.id.value
+        ))),
+    }
+}
+
 /// A runtime that refuses every attempt with one reason: what a misconfigured agent gets.
 #[derive(Debug, Clone)]
 pub struct Refusing(pub String);
@@ -197,7 +232,10 @@ impl Agents {
                     (agent, runtime)
                 }
             };
-            by_task.push(Arc::clone(runtime));
+            by_task.push(match task.kind {
+                TaskKind::Plan | TaskKind::Expand => child_runtime(plan, task, registry, runtime),
+                _ => Arc::clone(runtime),
+            });
             timeouts.push(task.extras().timeout.or_else(|| agent.and_then(|a| a.timeout)).map(|t| t.to_std()));
         }
         Agents { by_agent, by_task, timeouts, hidden }

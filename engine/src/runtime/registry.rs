@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use manifest::plan::Agent;
 
-use super::{AgentRuntime, CommandRuntime, HttpRuntime, MockRuntime, Refusing};
+use super::{AgentRuntime, Children, CommandRuntime, HttpRuntime, MockRuntime, Refusing};
 
 /// What a runtime is built from: one agent's definition and the run-wide settings.
 pub struct Setup<'a> {
@@ -26,16 +26,18 @@ pub struct Setup<'a> {
 /// registered under. It may hold what it needs (the cluster's queue, for a remote runtime).
 pub type Constructor = Arc<dyn Fn(&Setup<'_>) -> Arc<dyn AgentRuntime> + Send + Sync>;
 
-/// Runtime constructors by the name an agent's `runtime` field gives.
+/// Runtime constructors by the name an agent's `runtime` field gives, and where sub-plan and
+/// `expand` tasks keep their child runs.
 #[derive(Clone)]
 pub struct Registry {
     constructors: HashMap<&'static str, Constructor>,
+    children: Option<Arc<dyn Children>>,
 }
 
 impl Registry {
     /// The runtimes runner ships: `llm`, `command`, `mock` and `http`.
     pub fn builtin() -> Self {
-        Registry { constructors: HashMap::new() }
+        Registry { constructors: HashMap::new(), children: None }
             .with("llm", |setup| (setup.llm)(setup.name))
             .with("command", CommandRuntime::from_agent)
             .with("mock", MockRuntime::from_agent)
@@ -50,6 +52,18 @@ impl Registry {
     ) -> Self {
         self.constructors.insert(name, Arc::new(constructor));
         self
+    }
+
+    /// This registry with child runs kept in `children`: without them, `type: plan` and
+    /// `type: expand` tasks refuse every attempt.
+    pub fn with_children(mut self, children: Arc<dyn Children>) -> Self {
+        self.children = Some(children);
+        self
+    }
+
+    /// Where child runs are kept, when the caller said.
+    pub fn children(&self) -> Option<&Arc<dyn Children>> {
+        self.children.as_ref()
     }
 
     /// The runtime of one agent; an agent whose runtime has no constructor gets one that
@@ -103,7 +117,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_agent_whose_runtime_is_not_registered_refuses_saying_so() {
-        let empty = Registry { constructors: HashMap::new() };
+        let empty = Registry { constructors: HashMap::new(), children: None };
         let agents = Agents::for_plan(&plan(), &empty, &no_llm);
         assert_eq!(reply(&agents).await, Reply::refused("no `mock` runtime is registered for agent `echo`"));
     }

@@ -33,6 +33,7 @@ pub fn created() -> Record {
             strategy: manifest::plan::Strategy::Eager,
             source: None,
             retry_of: None,
+            parent: None,
             trace: None,
             approved_tools: Vec::new(),
         })),
