@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use engine::{Command, Event};
+use manifest::plan::TaskKind;
 
 use crate::home::fold;
 use crate::live::say;
@@ -53,5 +54,14 @@ pub fn cancel(runs: &Runs, run_id: &str) -> anyhow::Result<String> {
     crate::survivors::end(&run)?;
     let command = Command::Cancel { reason: "cancelled by runner cancel".to_owned() };
     run.record(command)?;
-    Ok(format!("run `{run_id}` cancelled"))
+    // Its sub-plans' children that have not ended go with it (a driving process cancels its own).
+    let mut said = format!("run `{run_id}` cancelled");
+    for task in state.plan.tasks.iter().filter(|t| matches!(t.kind, TaskKind::Plan | TaskKind::Expand)) {
+        if let Some((child, child_state)) = crate::children::child_of(runs, run_id, &state, &task.id.value)?
+            && !child_state.status.is_final()
+        {
+            said.push_str(&format!("; {}", cancel(runs, child.id())?));
+        }
+    }
+    Ok(said)
 }

@@ -30,13 +30,19 @@ fn recorded(runs: &Runs, run_id: &str, command: Command) -> anyhow::Result<u8> {
 }
 
 /// Records an answer or a decision in a run that no process drives, as `runner answer`,
-/// `approve` and `reject` do; returns the state after it and the new records.
+/// `approve` and `reject` do; returns the state after it and the new records. `TASK/CHILD_TASK`
+/// reaches the child run of a sub-plan task ([`crate::children::route`]).
 pub fn record_decision(runs: &Runs, run_id: &str, command: Command) -> anyhow::Result<(RunState, Vec<Record>)> {
+    if let Some(routed) = crate::children::route(runs, run_id, &command)? {
+        return Ok(routed);
+    }
     let run = runs.existing(run_id)?;
     if let Some(driver) = run.driver() {
         anyhow::bail!("run `{run_id}` is being driven by {driver}: answer at its prompt, or cancel it first");
     }
-    run.record(command)
+    let recorded = run.record(command)?;
+    crate::children::answer_parent(runs, &run, &recorded.1)?;
+    Ok(recorded)
 }
 
 fn next_step(run_id: &str, state: &RunState) {

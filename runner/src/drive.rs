@@ -8,14 +8,16 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use engine::driver::Driver;
+use engine::runtime::Registry;
 use engine::{Command, Outcome, Record, RunState, RunStatus, TaskStatus};
 use manifest::plan::TaskKind;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::children::StoreChildren;
 use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_PARTIAL, EXIT_PAUSED, EXIT_TERMINATED};
 use crate::live::{Live, say};
-use crate::store::{Held, Run, RunStore};
+use crate::store::{Held, Run, RunStore, Runs};
 use crate::worker::Coordination;
 
 /// The exit code for a run's status (DESIGN.md, section 6).
@@ -69,11 +71,16 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
 
     let interactive = std::io::stdin().is_terminal();
     let live = Live::new(std::io::stderr().is_terminal());
+    let vars = crate::children::vars_of(&first, opened.as_ref().map_or(&[][..], |(_, records)| records));
     let mut commands = VecDeque::from([first]);
     let mut state = RunState::new();
     let mark = run.mark();
     // With the PostgreSQL store, attempts go to the workers' queue.
     let cluster = Coordination::start(&run, &runtime, local_work)?;
+    let children = || {
+        let children = StoreChildren::new(run.runs(), run.id(), vars.clone(), cancel.clone(), Arc::clone(&reason));
+        children.registry(cluster.as_ref().map_or_else(Registry::builtin, Coordination::registry))
+    };
     while let Some(command) = commands.pop_front() {
         let (store, records) = match opened.take() {
             Some(opened) => opened,
@@ -85,14 +92,12 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
                 (store, loaded.records)
             }
         };
-        let mut driver = Driver::new(run.id().to_owned(), store, &records, workdir.clone())
+        let driver = Driver::new(run.id().to_owned(), store, &records, workdir.clone())
             .observe(live.observer())
             .cancel_reason(Arc::clone(&reason))
             .mark_processes(mark.as_str())
-            .halt_on(halt.clone());
-        if let Some(cluster) = &cluster {
-            driver = driver.with_runtimes(cluster.registry());
-        }
+            .halt_on(halt.clone())
+            .with_runtimes(children());
         state = match runtime.block_on(driver.run(command, cancel.clone()).instrument(span.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(run.id(), &error)),
@@ -116,7 +121,7 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             continue;
         }
         live.clear();
-        match runtime.block_on(ask(&state, &cancel))? {
+        match runtime.block_on(ask(&run.runs(), run.id(), &state, &cancel))? {
             Some(answer) => commands.extend([answer, Command::Continue]),
             None if cancel.is_cancelled() && !halt.is_cancelled() => commands.push_back(cancelled()),
             None => {}
@@ -200,11 +205,37 @@ async fn watch_cancel_request(
     }
 }
 
-/// Asks the person at the terminal about the first task the run waits for; `None` when stdin
-/// closed or the run was cancelled meanwhile.
-async fn ask(state: &RunState, cancel: &CancellationToken) -> anyhow::Result<Option<Command>> {
+/// Asks the person at the terminal about the first task run `run_id` waits for; `None` when
+/// stdin closed or the run was cancelled meanwhile. A sub-plan task that waits asks what its
+/// child run waits for, records the reply in the child, and answers the parent's task.
+async fn ask(
+    runs: &Runs,
+    run_id: &str,
+    state: &RunState,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<Command>> {
     let Some(i) = state.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return Ok(None) };
     let task = state.plan.tasks[i].id.value.to_string();
+    if matches!(state.plan.tasks[i].kind, TaskKind::Plan | TaskKind::Expand) {
+        let (found_runs, found_id, found_state, found_task) =
+            (runs.clone(), run_id.to_owned(), state.clone(), task.clone());
+        let found = tokio::task::spawn_blocking(move || {
+            crate::children::child_of(&found_runs, &found_id, &found_state, &found_task)
+        })
+        .await??;
+        if let Some((child, child_state)) = found {
+            eprintln!(
+                "
+task `{task}` runs the sub-plan run `{}`, which waits:",
+                child.id()
+            );
+            let Some(reply) = Box::pin(ask(runs, child.id(), &child_state, cancel)).await? else { return Ok(None) };
+            let child_id = child.id().to_owned();
+            tokio::task::spawn_blocking(move || child.record(reply)).await??;
+            let text = format!("answered in the sub-plan run `{child_id}`");
+            return Ok(Some(Command::Answer { task, text }));
+        }
+    }
     if let Some(question) = state.tasks[i].question() {
         eprintln!("\ntask `{task}` asks: {question}");
         loop {
@@ -313,7 +344,13 @@ pub fn waiting(run_id: &str, state: &RunState) -> Vec<String> {
         }
         let id = &state.plan.tasks[i].id.value;
         let approval = state.conversations.get(id.as_str()).and_then(|c| c.waiting.as_ref());
+        let kind = state.plan.tasks[i].kind;
         match task.question() {
+            Some(question) if matches!(kind, TaskKind::Plan | TaskKind::Expand) => {
+                let (first, rest) = question.split_once('\n').unwrap_or((question, ""));
+                lines.push(format!("  task `{id}` runs a sub-plan; {first}"));
+                lines.extend(rest.lines().map(|line| format!("    {line}")));
+            }
             None if let Some(approval) = approval => {
                 lines.push(format!("  task `{id}` wants to call `{}` with {}", approval.tool, approval.arguments));
                 if !approval.reason.trim().is_empty() {

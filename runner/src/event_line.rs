@@ -78,8 +78,11 @@ fn in_conversation(event: &Event) -> bool {
 fn details(event: &Event) -> String {
     match event {
         Event::RunCreated(event) => {
-            let RunCreated { plan, strategy, retry_of, .. } = &**event;
-            let retry = retry_of.as_ref().map(|r| format!(", retrying {r}")).unwrap_or_default();
+            let RunCreated { plan, strategy, retry_of, parent, .. } = &**event;
+            let mut retry = retry_of.as_ref().map(|r| format!(", retrying {r}")).unwrap_or_default();
+            if let Some(parent) = parent {
+                retry.push_str(&format!(", sub-plan of task `{}` of run {}", parent.task, parent.run));
+            }
             format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
         }
         Event::TaskReused { output, .. } => format!("output: {}", preview(output, PREVIEW)),

@@ -294,6 +294,8 @@ pub struct Created {
     pub trace: Option<String>,
     /// Tools whose calls need no approval in the run.
     pub approved_tools: Vec<String>,
+    /// The run and task that started it as a sub-plan.
+    pub parent: Option<engine::child::Parent>,
     /// When the run was created.
     pub at: String,
 }
@@ -309,6 +311,7 @@ impl Created {
                 source: created.source.clone(),
                 trace: created.trace.clone(),
                 approved_tools: created.approved_tools.clone(),
+                parent: created.parent.clone(),
                 at: record.at.to_string(),
             }),
             _ => None,

@@ -2,6 +2,7 @@
 
 mod apply;
 mod cancel;
+mod children;
 mod cli;
 mod critic;
 mod decide;

@@ -69,6 +69,7 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         strategy: Some(created.strategy),
         source: created.source.clone(),
         retry_of: Some(old_id.to_owned()),
+        parent: None,
         reuse,
         graph: None,
         trace,

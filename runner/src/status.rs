@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use engine::{RunState, RunStatus, TaskStatus};
+use manifest::plan::TaskKind;
 use serde::Serialize;
 
 use crate::diagnostics::print;
@@ -23,6 +24,9 @@ struct JsonStatus<'a> {
     /// Why dispatching stopped, when a budget ran out.
     exhausted: Option<&'a str>,
     tasks: BTreeMap<&'a str, JsonTask<'a>>,
+    /// The run and task that started this run as a sub-plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<&'a engine::child::Parent>,
 }
 
 /// One task in the JSON status.
@@ -37,6 +41,9 @@ struct JsonTask<'a> {
     /// Whether its `when` was false (a skip the plan chose, not a failure's).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     skipped_by_condition: bool,
+    /// The child run a sub-plan or `expand` task started last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    child_run: Option<String>,
 }
 
 /// Prints a run's status; exit 0 whatever the run's status (the exit code is `apply`'s job).
@@ -48,6 +55,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
     };
     let state = fold(&records);
     let status = shown_status(&state, &run);
+    let children = child_runs(runs, run_id, &state)?;
     match format {
         Format::Json => {
             let tasks = state
@@ -62,6 +70,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                         error: t.error(),
                         question: t.question(),
                         skipped_by_condition: t.skipped_by_condition,
+                        child_run: children.get(&i).map(|(id, _)| id.clone()),
                     };
                     (state.plan.tasks[i].id.value.as_str(), task)
                 })
@@ -74,6 +83,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                 replans: state.replans,
                 exhausted: state.exhausted.as_deref(),
                 tasks,
+                parent: created.parent.as_ref(),
             };
             print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
         }
@@ -81,7 +91,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
             if let Some(warning) = warning {
                 eprintln!("warning: {warning}");
             }
-            print(&human(run_id, &created, &state, status))?;
+            print(&human(run_id, &created, &state, status, &children))?;
         }
     }
     Ok(0)
@@ -102,9 +112,34 @@ pub fn shown(state: &RunState, driven: impl FnOnce() -> bool) -> &'static str {
 /// The status of a run that no process drives although it has not ended.
 pub const INTERRUPTED: &str = "interrupted";
 
-fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> String {
+/// The child runs of a run's sub-plan and `expand` tasks, by task index: the id of each
+/// task's latest child and its status.
+fn child_runs(runs: &Runs, run_id: &str, state: &RunState) -> anyhow::Result<BTreeMap<usize, (String, String)>> {
+    let mut children = BTreeMap::new();
+    for (i, task) in state.plan.tasks.iter().enumerate() {
+        if matches!(task.kind, TaskKind::Plan | TaskKind::Expand)
+            && let Some((child, child_state)) = crate::children::child_of(runs, run_id, state, &task.id.value)?
+        {
+            children.insert(i, (child.id().to_owned(), shown_status(&child_state, &child).to_owned()));
+        }
+    }
+    Ok(children)
+}
+
+fn human(
+    run_id: &str,
+    created: &Created,
+    state: &RunState,
+    status: &str,
+    children: &BTreeMap<usize, (String, String)>,
+) -> String {
+    let parent = created
+        .parent
+        .as_ref()
+        .map(|p| format!(", sub-plan of task `{}` of run `{}`", p.task, p.run))
+        .unwrap_or_default();
     let mut out = format!(
-        "run `{run_id}`: {status} (plan `{}`, strategy {}, started {})\n",
+        "run `{run_id}`: {status} (plan `{}`, strategy {}, started {}{parent})\n",
         created.plan.name,
         created.strategy.as_str(),
         created.at
@@ -142,6 +177,12 @@ fn human(run_id: &str, created: &Created, state: &RunState, status: &str) -> Str
     }
     if cut {
         out.push_str(&format!("outputs are cut to a line: `runner output {run_id} TASK` prints one whole\n"));
+    }
+    if !children.is_empty() {
+        out.push_str("sub-plan runs (`runner status RUN` shows one):\n");
+        for (i, (child, child_status)) in children {
+            out.push_str(&format!("  {:<width$}  {child_status:<9}  {child}\n", state.plan.tasks[*i].id.value));
+        }
     }
     if status == INTERRUPTED {
         out.push_str(&format!(

@@ -36,14 +36,7 @@ fn a_killed_run_resumes_without_running_a_finished_task_twice() {
     let env = Env::new();
     let script = env.write("task.py", SLOW_SCRIPT);
     env.write("plan.yaml", &slow_plan(&script.display().to_string()));
-    let mut child = env
-        .runner_process()
-        .args(["apply", "plan.yaml", "--yes", "--run-id", "crash"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("runner starts");
+    let mut child = env.spawn_apply("plan.yaml", "crash");
     let started = Instant::now();
     while env.succeeded("crash").len() < 2 {
         assert!(started.elapsed() < Duration::from_secs(60), "two tasks did not succeed within 60 s");

@@ -28,14 +28,7 @@ fn a_map_killed_midway_resumes_running_only_the_items_that_had_not_succeeded() {
     let env = Env::new();
     let script = env.write("item.py", SLOW_SCRIPT);
     env.write("plan.yaml", &map_plan(&script.display().to_string()));
-    let mut child = env
-        .runner_process()
-        .args(["apply", "plan.yaml", "--yes", "--run-id", "map"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("runner starts");
+    let mut child = env.spawn_apply("plan.yaml", "map");
     let started = Instant::now();
     while env.succeeded("map").iter().filter(|t| t.starts_with("read[")).count() < 2 {
         assert!(started.elapsed() < Duration::from_secs(60), "two items did not succeed within 60 s");

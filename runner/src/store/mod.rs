@@ -115,6 +115,24 @@ impl Runs {
         }
     }
 
+    /// An existing run, or `None` when there is no run `id` (a sub-plan's child not started yet).
+    pub fn find(&self, id: &str) -> anyhow::Result<Option<Run>> {
+        match self {
+            Runs::Home => {
+                let run = RunDir::new(id)?;
+                Ok(run.dir.is_dir().then_some(Run::Dir(run)))
+            }
+            Runs::Postgres(pg) => {
+                crate::home::check_id(id)?;
+                match pg.block_on(pg.db.run(id)) {
+                    Ok(_) => Ok(Some(Run::Pg { id: id.to_owned(), pg: Arc::clone(pg) })),
+                    Err(StoreError::NotFound { .. }) => Ok(None),
+                    Err(error) => Err(store_error(error)),
+                }
+            }
+        }
+    }
+
     /// Refuses an id that cannot name a run, before anything is done.
     pub fn check_id(&self, id: &str) -> anyhow::Result<()> {
         crate::home::check_id(id)

@@ -100,6 +100,14 @@ const CANCEL_FILE_POLL: Duration = Duration::from_millis(200);
 const CANCEL_ROW_POLL: Duration = Duration::from_secs(1);
 
 impl Run {
+    /// The store the run is in, to reach the other runs there (its sub-plans' child runs).
+    pub fn runs(&self) -> super::Runs {
+        match self {
+            Run::Dir(_) => super::Runs::Home,
+            Run::Pg { pg, .. } => super::Runs::Postgres(Arc::clone(pg)),
+        }
+    }
+
     /// The run id.
     pub fn id(&self) -> &str {
         match self {

@@ -49,6 +49,18 @@ impl Env {
         command
     }
 
+    /// `runner apply PLAN --yes --run-id RUN` started in the background with no terminal and
+    /// its output dropped, for tests that kill it.
+    pub fn spawn_apply(&self, plan: &str, run: &str) -> std::process::Child {
+        self.runner_process()
+            .args(["apply", plan, "--yes", "--run-id", run])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("runner starts")
+    }
+
     /// The log of a run.
     pub fn log(&self, run: &str) -> PathBuf {
         self.home().join("runs").join(run).join("events.jsonl")
