@@ -13,7 +13,7 @@ use engine::{Command, Event, Handler as _, RunState, Start};
 use manifest::plan::{Runtime, Strategy, TaskKind};
 use manifest::{Plan, TaskGraph};
 
-use crate::diagnostics::render_human;
+use crate::diagnostics::render_loaded;
 use crate::drive::{Session, drive};
 use crate::exit::{EXIT_DECLINED, EXIT_USAGE};
 use crate::grouping::thousands;
@@ -159,7 +159,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     }
     let mut loaded = manifest::load_file(&args.plan);
     let Some((plan, graph)) = loaded.valid() else {
-        eprint!("{}", render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr()));
+        eprint!("{}", render_loaded(&loaded, crate::diagnostics::color_stderr()));
         eprintln!("{}", crate::validate::summary(&loaded));
         return Ok(crate::validate::exit_code(&loaded, &args.plan));
     };
@@ -254,9 +254,10 @@ fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Resu
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at
 /// when findings were left out.
 fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Review<'_>, color: bool, path: &Path) -> String {
-    let (mut text, hidden) = crate::critic::human_review(loaded, critique, color);
+    let crate::critic::HumanReview { mut text, hidden, findings } =
+        crate::critic::human_review(loaded, critique, color);
     if hidden > 0 {
-        let _ = writeln!(text, "`runner critic {}` lists all {} findings", path.display(), critique.len());
+        let _ = writeln!(text, "`runner critic {}` lists all {findings} findings", path.display());
     }
     text
 }
@@ -433,6 +434,8 @@ fn describe(plan: &Plan, i: usize) -> String {
         (TaskKind::SynthesisGate, None) => "gate, built-in".to_owned(),
         (TaskKind::Task, Some(agent)) => format!("agent {agent}"),
         (TaskKind::Task, None) => "no agent".to_owned(),
+        (TaskKind::Plan, _) => format!("sub-plan {}", task.extras().plan.as_ref().map_or("", |p| p.value.as_str())),
+        (TaskKind::Expand, agent) => format!("expand, agent {}", agent.unwrap_or_default()),
     };
     let group = task.extras().parallel_group.as_ref().map(|g| format!(", group {}", g.value)).unwrap_or_default();
     let critical = if task.critical { ", critical" } else { "" };

@@ -1,17 +1,18 @@
-//! `runner critic`: the critic's findings, scores and metrics in four formats.
+//! `runner critic`: the critic's findings, scores and metrics in four formats, for a plan and
+//! for each sub-plan file it includes (under that file's name, scored on its own).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use manifest::critic::{Dimension, Finding, Review, Scores};
+use manifest::critic::{Dimension, Finding, Metrics, Review, Scores};
 use manifest::plan::Vars;
 use manifest::{Loaded, Severity, Source};
 use serde::Serialize;
 
 use crate::diagnostics::{
-    JsonDiagnostic, NOTES_HINT, color_stdout, hint, kind_of, print, print_json, render_groups, render_human,
+    NOTES_HINT, color_stdout, files, hint, json_diagnostics, kind_of, print, print_json, render_groups, render_loaded,
 };
 use crate::format::CriticFormat;
 
@@ -23,11 +24,12 @@ pub const EXIT_LOW_SCORE: u8 = 1;
 pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
     let review = review(&loaded);
+    let subplans = subplan_reviews(&loaded);
     match format {
-        CriticFormat::Human => print(&human(&loaded, &review, color_stdout()))?,
-        CriticFormat::Json => print_json_report(&loaded, &review)?,
-        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review))?,
-        CriticFormat::Markdown => print(&markdown(&loaded, &review))?,
+        CriticFormat::Human => print(&human_review(&loaded, &review, color_stdout()).text)?,
+        CriticFormat::Json => print_json_report(&loaded, &review, &subplans)?,
+        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review, &subplans))?,
+        CriticFormat::Markdown => print(&markdown(&loaded, &review, &subplans))?,
     }
     let code = if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
@@ -37,6 +39,7 @@ pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<
         0
     };
     // The process ends next: freeing a large plan's allocations one by one would only delay it.
+    std::mem::forget(subplans);
     std::mem::forget(review);
     std::mem::forget(loaded);
     Ok(code)
@@ -48,6 +51,12 @@ pub fn review(loaded: &Loaded) -> Review<'_> {
         Some((plan, graph)) => manifest::critic::review(plan, graph),
         None => Review::unrunnable(),
     }
+}
+
+/// The review of each sub-plan file a plan includes, in the order of `loaded.included`; a file
+/// with errors is unrunnable and scores 0, as a plan does.
+pub fn subplan_reviews(loaded: &Loaded) -> Vec<Review<'_>> {
+    loaded.included.iter().map(|included| review(&included.loaded)).collect()
 }
 
 /// The plan's name, or the file's when it could not be read.
@@ -126,9 +135,9 @@ impl Serialize for JsonDimensions<'_> {
 
 /// Prints the JSON report (see [`write_json`]) and a newline; a closed pipe is an error `main`
 /// ignores.
-fn print_json_report(loaded: &Loaded, review: &Review<'_>) -> anyhow::Result<()> {
+fn print_json_report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> anyhow::Result<()> {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    write_json(&mut stdout, loaded, review, PIECE)?;
+    write_json(&mut stdout, loaded, review, subplans, PIECE)?;
     stdout.write_all(b"\n")?;
     stdout.flush()?;
     Ok(())
@@ -141,10 +150,16 @@ const PIECE: usize = 1024;
 /// Writes the JSON report: the documented shape, in this key order, laid out as `serde_json`'s
 /// pretty printer lays it out. The findings are written here, made a piece at a time on two
 /// threads and written in order, so a report of 300,000 findings holds a few pieces at a time;
-/// the other parts are small and go through `serde_json`.
-fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>, piece: usize) -> std::io::Result<()> {
+/// the other parts, sub-plans' reviews included, are small and go through `serde_json`.
+fn write_json(
+    out: &mut impl Write,
+    loaded: &Loaded,
+    review: &Review<'_>,
+    subplans: &[Review<'_>],
+    piece: usize,
+) -> std::io::Result<()> {
     let dimensions = JsonDimensions(&review.scores);
-    let errors: Vec<JsonDiagnostic> = loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect();
+    let errors = json_diagnostics(loaded, manifest::Diagnostic::is_error);
     out.write_all(b"{\n  \"plan\": ")?;
     serde_json::to_writer(&mut *out, &plan_name(loaded))?;
     if let Some(vars) = declared_vars(loaded) {
@@ -162,7 +177,80 @@ fn write_json(out: &mut impl Write, loaded: &Loaded, review: &Review<'_>, piece:
     pieces.write(out)?;
     out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
     nested(out, &review.metrics)?;
+    if !subplans.is_empty() {
+        out.write_all(b",\n  \"subplans\": ")?;
+        nested(out, &json_subplans(loaded, subplans))?;
+    }
     out.write_all(b"\n}")
+}
+
+/// One sub-plan file's review in the JSON report's `subplans`: the report's shape less `errors`
+/// (which list every file's), with the file it is in.
+#[derive(Serialize)]
+struct JsonSubplan<'a> {
+    file: &'a str,
+    plan: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vars: Option<&'a Vars>,
+    score: f64,
+    dimensions: JsonDimensions<'a>,
+    findings: Vec<JsonFinding>,
+    metrics: &'a Metrics,
+}
+
+/// The `subplans` of the JSON report, in the order of `loaded.included`.
+fn json_subplans<'a>(loaded: &'a Loaded, subplans: &'a [Review<'a>]) -> Vec<JsonSubplan<'a>> {
+    loaded
+        .included
+        .iter()
+        .zip(subplans)
+        .map(|(included, review)| {
+            let child = &included.loaded;
+            JsonSubplan {
+                file: &child.source.name,
+                plan: plan_name(child),
+                vars: declared_vars(child),
+                score: review.scores.overall,
+                dimensions: JsonDimensions(&review.scores),
+                findings: review.findings().map(|f| JsonFinding::new(&f, &child.source)).collect(),
+                metrics: &review.metrics,
+            }
+        })
+        .collect()
+}
+
+/// One finding as the JSON report writes it, for the parts of the report that go through
+/// `serde_json`; [`write_finding`] writes the same keys by hand.
+#[derive(Serialize)]
+struct JsonFinding {
+    code: &'static str,
+    dimension: Option<&'static str>,
+    severity: &'static str,
+    task: Option<String>,
+    message: String,
+    help: Option<String>,
+    file: String,
+    line: usize,
+    column: usize,
+    path: String,
+}
+
+impl JsonFinding {
+    fn new(finding: &Finding, source: &Source) -> Self {
+        let (line, column) = source.line_column(finding.loc.span.offset());
+        JsonFinding {
+            code: finding.lint.code_str(),
+            dimension: finding.dimension().map(Dimension::as_str),
+            severity: finding.severity.as_str(),
+            task: finding.task.clone(),
+            message: finding.to_string(),
+            help: finding.help.as_deref().map(str::to_owned),
+            file: source.name.clone(),
+            line,
+            column,
+            path: finding.loc.path.to_string(),
+        }
+    }
 }
 
 /// The findings of the JSON report, cut into pieces of `size` findings.
@@ -290,17 +378,61 @@ fn nested(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Diagnostics and warnings with snippets, notes one per line, then scores and metrics; each
-/// kind grouped by code (see [`crate::grouping`]).
-pub fn human(loaded: &Loaded, review: &Review<'_>, color: bool) -> String {
-    human_review(loaded, review, color).0
+/// The human report of a plan and its sub-plans: what it says, how many findings it does not
+/// draw, and how many there are in all.
+pub struct HumanReview {
+    /// The report.
+    pub text: String,
+    /// The findings it counts without drawing them.
+    pub hidden: usize,
+    /// Every finding, of the plan and of its sub-plans.
+    pub findings: usize,
 }
 
-/// The human report and how many findings it does not draw. Only the findings it draws are made
-/// whole; the others are counted and named by their place.
-pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (String, usize) {
-    let source = &loaded.source;
-    let mut out = render_human(&loaded.diagnostics, source, color);
+/// Diagnostics with snippets (every file's, each against its own source), the plan's warnings
+/// with snippets and notes one per line, then each sub-plan file's under a line that names it
+/// and its score, then the plan's scores and metrics; each kind grouped by code (see
+/// [`crate::grouping`]). Only the findings it draws are made whole; the others are counted and
+/// named by their place.
+pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> HumanReview {
+    let subplans = subplan_reviews(loaded);
+    let mut text = render_loaded(loaded, color);
+    if !subplans.is_empty() && loaded.is_valid() {
+        let _ = writeln!(text, "findings in {}: {}", loaded.source.name, counted(review));
+    }
+    let mut hidden = findings_human(&mut text, &loaded.source, review, color);
+    for (included, sub) in loaded.included.iter().zip(&subplans) {
+        let child = &included.loaded;
+        let file = &child.source.name;
+        if child.is_valid() {
+            let (name, score, counted) = (plan_name(child), sub.scores.overall, counted(sub));
+            let _ = writeln!(text, "\nfindings in sub-plan {file} (plan `{name}`, score {score:.1}/10): {counted}");
+        } else {
+            let _ = writeln!(text, "\nsub-plan {file} has errors and cannot run: score 0/10");
+        }
+        hidden += findings_human(&mut text, &child.source, sub, color);
+    }
+    text.push('\n');
+    text.push_str(&score_table(loaded, review));
+    let findings = review.len() + subplans.iter().map(Review::len).sum::<usize>();
+    HumanReview { text, hidden, findings }
+}
+
+/// How many warnings and notes a review has, in words.
+fn counted(review: &Review<'_>) -> String {
+    let (warnings, notes) = severities(review);
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match (warnings, notes) {
+        (0, 0) => "none".to_owned(),
+        (w, 0) => plural(w, "warning"),
+        (0, n) => plural(n, "note"),
+        (w, n) => format!("{}, {}", plural(w, "warning"), plural(n, "note")),
+    }
+}
+
+/// Appends one file's findings: warnings with snippets, notes one per line; returns how many it
+/// does not draw.
+fn findings_human(out: &mut String, source: &Source, review: &Review<'_>, color: bool) -> usize {
     let handler = crate::diagnostics::handler(color);
     let code = |i: usize| review.code(i);
     let kind = |i: usize| kind_of(review.severity(i));
@@ -309,7 +441,7 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
         None => Cow::Owned(format!("line {}", source.line_column(review.offset(i)).0)),
     };
     let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning);
-    let mut hidden = render_groups(&mut out, warnings, code, kind, place, |out, i| {
+    let mut hidden = render_groups(out, warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &review.finding(i).with_source(source));
         out.push_str(&hint(review.code(i)));
@@ -317,16 +449,14 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> (Strin
     let notes = (0..review.len()).filter(|&i| review.severity(i) == Severity::Info);
     if notes.clone().next().is_some() {
         out.push_str("critic notes:\n");
-        hidden += render_groups(&mut out, notes, code, kind, place, |out, i| {
+        hidden += render_groups(out, notes, code, kind, place, |out, i| {
             let note = review.finding(i);
             let (line, column) = source.line_column(note.loc.span.offset());
             let _ = writeln!(out, "  {}:{line}:{column}: {note} [{}]", source.name, note.code());
         });
         out.push_str(NOTES_HINT);
     }
-    out.push('\n');
-    out.push_str(&score_table(loaded, review));
-    (out, hidden)
+    hidden
 }
 
 /// How many findings each dimension has, in [`Dimension::ALL`] order, and how many are outside
@@ -373,20 +503,25 @@ fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     out
 }
 
-/// A review comment: summary, score table, findings grouped by dimension.
-pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
+/// A review comment: summary, score table, findings grouped by dimension, then each sub-plan
+/// file's findings under its name.
+pub fn markdown(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> String {
     let mut out = String::new();
     let name = plan_name(loaded);
     if !loaded.is_valid() {
         let _ = writeln!(out, "## runner critic: `{name}` cannot run (score 0/10)\n");
-        for error in loaded.errors() {
-            let (line, _) = loaded.source.line_column(error.loc.span.offset());
-            let _ = writeln!(out, "- **error** `{}` (line {line}): {}", error.code(), escape(&error.to_string()));
+        for (source, diagnostics) in files(loaded) {
+            // The plan's own errors are where the comment is about; a sub-plan's name their file.
+            let file = if std::ptr::eq(source, &loaded.source) { String::new() } else { format!("`{}` ", source.name) };
+            for error in diagnostics.iter().filter(|d| d.is_error()) {
+                let (line, _) = source.line_column(error.loc.span.offset());
+                let message = escape(&error.to_string());
+                let _ = writeln!(out, "- **error** `{}` ({file}line {line}): {message}", error.code());
+            }
         }
         return out;
     }
-    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).count();
-    let notes = review.len() - warnings;
+    let (warnings, notes) = severities(review);
     let _ = writeln!(out, "## runner critic: `{name}` scores {:.1}/10\n", review.scores.overall);
     let _ = writeln!(out, "{warnings} warning(s) and {notes} note(s). Critical path: {}.\n", critical_path(review));
     out.push_str("| Dimension | Score | Findings |\n| --- | ---: | ---: |\n");
@@ -406,20 +541,24 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
         }
         let _ = writeln!(out, "\n### {title}\n");
         for finding in findings.map(|i| review.finding(i)) {
-            let (line, _) = loaded.source.line_column(finding.loc.span.offset());
-            let _ = write!(
-                out,
-                "- **{}** `{}` (line {line}): {}",
-                finding.severity.as_str(),
-                finding.code(),
-                escape(&finding.to_string())
-            );
-            match &finding.help {
-                Some(help) => {
-                    let _ = writeln!(out, "  \n  _{}_", escape(help));
-                }
-                None => out.push('\n'),
-            }
+            markdown_item(&mut out, &finding, &loaded.source);
+        }
+    }
+    for (included, sub) in loaded.included.iter().zip(subplans) {
+        let child = &included.loaded;
+        let _ = writeln!(out, "\n### Sub-plan `{}`\n", child.source.name);
+        let (warnings, notes) = severities(sub);
+        let _ = writeln!(
+            out,
+            "`{}` scores {:.1}/10: {warnings} warning(s) and {notes} note(s).",
+            plan_name(child),
+            sub.scores.overall
+        );
+        if !sub.is_empty() {
+            out.push('\n');
+        }
+        for finding in sub.findings() {
+            markdown_item(&mut out, &finding, &child.source);
         }
     }
     let m = &review.metrics;
@@ -437,6 +576,30 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>) -> String {
     out
 }
 
+/// One finding as a markdown list item, its line in `source`, and its help under it.
+fn markdown_item(out: &mut String, finding: &Finding, source: &Source) {
+    let (line, _) = source.line_column(finding.loc.span.offset());
+    let _ = write!(
+        out,
+        "- **{}** `{}` (line {line}): {}",
+        finding.severity.as_str(),
+        finding.code(),
+        escape(&finding.to_string())
+    );
+    match &finding.help {
+        Some(help) => {
+            let _ = writeln!(out, "  \n  _{}_", escape(help));
+        }
+        None => out.push('\n'),
+    }
+}
+
+/// How many warnings and how many notes a review has.
+fn severities(review: &Review<'_>) -> (usize, usize) {
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).count();
+    (warnings, review.len() - warnings)
+}
+
 fn critical_path(review: &Review<'_>) -> String {
     review.metrics.critical_path.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
 }
@@ -450,6 +613,7 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostics::JsonDiagnostic;
 
     /// The JSON report as a derived `Serialize` document, laid out by `serde_json`'s pretty
     /// printer: what [`write_json`] writes by hand, byte for byte.
@@ -461,51 +625,26 @@ mod tests {
         score: f64,
         dimensions: JsonDimensions<'a>,
         errors: Vec<JsonDiagnostic>,
-        findings: Vec<DocumentFinding>,
+        findings: Vec<JsonFinding>,
         metrics: &'a manifest::critic::Metrics,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        subplans: Vec<JsonSubplan<'a>>,
     }
 
-    #[derive(Serialize)]
-    struct DocumentFinding {
-        code: String,
-        dimension: Option<&'static str>,
-        severity: &'static str,
-        task: Option<String>,
-        message: String,
-        help: Option<String>,
-        file: String,
-        line: usize,
-        column: usize,
-        path: String,
-    }
-
-    fn document(loaded: &Loaded, review: &Review<'_>) -> String {
-        let findings = review
-            .findings()
-            .map(|f| {
-                let (line, column) = loaded.source.line_column(f.loc.span.offset());
-                DocumentFinding {
-                    code: f.code(),
-                    dimension: f.dimension().map(Dimension::as_str),
-                    severity: f.severity.as_str(),
-                    task: f.task.clone(),
-                    message: f.to_string(),
-                    help: f.help.as_deref().map(str::to_owned),
-                    file: loaded.source.name.clone(),
-                    line,
-                    column,
-                    path: f.loc.path.to_string(),
-                }
-            })
-            .collect();
+    fn document(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> String {
         let document = Document {
             plan: plan_name(loaded),
             vars: declared_vars(loaded),
             score: review.scores.overall,
             dimensions: JsonDimensions(&review.scores),
-            errors: loaded.errors().map(|d| JsonDiagnostic::new(d, &loaded.source)).collect(),
-            findings,
+            errors: files(loaded)
+                .flat_map(|(source, found)| {
+                    found.iter().filter(|d| d.is_error()).map(|d| JsonDiagnostic::new(d, source))
+                })
+                .collect(),
+            findings: review.findings().map(|f| JsonFinding::new(&f, &loaded.source)).collect(),
             metrics: &review.metrics,
+            subplans: json_subplans(loaded, subplans),
         };
         serde_json::to_string_pretty(&document).expect("a document of strings and numbers serialises")
     }
@@ -533,16 +672,51 @@ spec:
 
     #[test]
     fn the_json_report_is_laid_out_as_serde_json_lays_out_the_document() {
-        for (name, text) in [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN), ("vars.yaml", VARS)]
-        {
-            let loaded = manifest::load_str(name, "plan", text, &|_| true);
+        let plans = [("pl\"an\\é.yaml", ODD), ("cycle.yaml", CYCLE), ("clean.yaml", CLEAN), ("vars.yaml", VARS)];
+        for (name, text) in plans.into_iter().chain([("parent.yaml", CLEAN)]) {
+            let mut loaded = manifest::load_str(name, "plan", text, &|_| true);
+            if name == "parent.yaml" {
+                // A plan with sub-plans: one with findings and variables, one with errors.
+                loaded.included = [("plans/vars.yaml", VARS), ("plans/odd.yaml", ODD), ("plans/loop.yaml", CYCLE)]
+                    .map(|(file, text)| manifest::subplan::Included {
+                        path: file.into(),
+                        loaded: manifest::load_str(file, "plan", text, &|_| true),
+                    })
+                    .into();
+            }
             let review = review(&loaded);
+            let subplans = subplan_reviews(&loaded);
             // One piece, and as many pieces as findings or half as many: the threaded path
             // writes them in order with their separators.
             for piece in [PIECE, 1, 2] {
                 let mut written = Vec::new();
-                write_json(&mut written, &loaded, &review, piece).expect("writing to memory cannot fail");
-                assert_eq!(String::from_utf8(written).expect("UTF-8"), document(&loaded, &review), "{name} by {piece}");
+                write_json(&mut written, &loaded, &review, &subplans, piece).expect("writing to memory cannot fail");
+                let expected = document(&loaded, &review, &subplans);
+                assert_eq!(String::from_utf8(written).expect("UTF-8"), expected, "{name} by {piece}");
+            }
+            if name == "parent.yaml" {
+                let report: serde_json::Value =
+                    serde_json::from_str(&document(&loaded, &review, &subplans)).expect("the report is JSON");
+                let files: Vec<&str> = report["subplans"]
+                    .as_array()
+                    .expect("subplans")
+                    .iter()
+                    .filter_map(|s| s["file"].as_str())
+                    .collect();
+                assert_eq!(files, ["plans/vars.yaml", "plans/odd.yaml", "plans/loop.yaml"]);
+                assert!(report["subplans"][1]["findings"].as_array().is_some_and(|f| f.len() >= 5), "{report:#}");
+                assert!(
+                    report["subplans"][1]["findings"]
+                        .as_array()
+                        .expect("findings")
+                        .iter()
+                        .all(|f| f["file"] == "plans/odd.yaml")
+                );
+                assert_eq!(report["subplans"][2]["score"], 0.0, "a sub-plan with errors scores 0");
+                assert!(
+                    report["errors"].as_array().expect("errors").iter().any(|e| e["file"] == "plans/loop.yaml"),
+                    "{report:#}"
+                );
             }
         }
         let odd = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
@@ -589,7 +763,8 @@ spec:
         let loaded = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
         let review = review(&loaded);
         for room in [0, 300, 1200] {
-            let error = write_json(&mut Closing { room }, &loaded, &review, 1).expect_err("the pipe closes mid-report");
+            let error =
+                write_json(&mut Closing { room }, &loaded, &review, &[], 1).expect_err("the pipe closes mid-report");
             assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "after {room} bytes");
         }
     }

@@ -4,7 +4,7 @@ use std::fmt::Display;
 use std::hash::Hash;
 use std::io::{IsTerminal, Write};
 
-use manifest::{Diagnostic, Severity, Source};
+use manifest::{Diagnostic, Loaded, Severity, Source};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
@@ -66,6 +66,30 @@ pub fn color_stdout() -> bool {
 pub fn handler(color: bool) -> GraphicalReportHandler {
     let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
     GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false)
+}
+
+/// Every file a plan was loaded from with what was found in it: the plan's own file first, then
+/// each sub-plan file its `type: plan` tasks include (however deep), each once.
+pub fn files(loaded: &Loaded) -> impl Iterator<Item = (&Source, &[Diagnostic])> {
+    let included = loaded.included.iter().map(|i| (&i.loaded.source, i.loaded.diagnostics.as_slice()));
+    std::iter::once((&loaded.source, loaded.diagnostics.as_slice())).chain(included)
+}
+
+/// The diagnostics of a plan and of its sub-plan files, each file's drawn against its own
+/// source by [`render_human`]: what every command that refuses an invalid plan prints.
+pub fn render_loaded(loaded: &Loaded, color: bool) -> String {
+    files(loaded).map(|(source, diagnostics)| render_human(diagnostics, source, color)).collect()
+}
+
+/// The JSON form of the diagnostics `keep` accepts, from the plan's file and then each sub-plan
+/// file, each naming the file it is in.
+pub fn json_diagnostics(loaded: &Loaded, keep: impl Fn(&Diagnostic) -> bool) -> Vec<JsonDiagnostic> {
+    let keep = &keep;
+    files(loaded)
+        .flat_map(|(source, diagnostics)| {
+            diagnostics.iter().filter(move |d| keep(d)).map(move |d| JsonDiagnostic::new(d, source))
+        })
+        .collect()
 }
 
 /// Renders errors and warnings with source snippets, then notes as one line each, grouped by

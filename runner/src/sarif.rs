@@ -1,18 +1,25 @@
 //! SARIF 2.1.0 output of the critic, as GitHub code scanning reads it: one rule per code with
-//! its help, one result per error and finding with its physical location.
+//! its help, one result per error and finding with its physical location, in the plan's file
+//! or in the sub-plan file it is in.
 
 use std::collections::BTreeMap;
 
 use manifest::critic::Review;
-use manifest::{Loaded, Severity};
+use manifest::{Loaded, Severity, Source};
 use serde_json::{Value, json};
 
-/// The SARIF log of a plan's errors and findings.
-pub fn report(loaded: &Loaded, review: &Review<'_>) -> Value {
-    let source = &loaded.source;
+/// The SARIF log of a plan's errors and findings; `subplans` are the reviews of the sub-plan
+/// files it includes, in the order of `loaded.included`.
+pub fn report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> Value {
     let mut rules: BTreeMap<String, Value> = BTreeMap::new();
     let mut results = Vec::new();
-    let mut add = |code: String, severity: Severity, message: String, help: Option<&str>, offset: usize, len: usize| {
+    let mut add = |source: &Source,
+                   code: String,
+                   severity: Severity,
+                   message: String,
+                   help: Option<&str>,
+                   offset: usize,
+                   len: usize| {
         let level = match severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -44,11 +51,16 @@ pub fn report(loaded: &Loaded, review: &Review<'_>) -> Value {
             }}],
         }));
     };
-    for e in loaded.errors() {
-        add(e.code(), e.severity, e.to_string(), e.help.as_deref(), e.loc.span.offset(), e.loc.span.len());
+    for (source, diagnostics) in crate::diagnostics::files(loaded) {
+        for e in diagnostics.iter().filter(|d| d.is_error()) {
+            add(source, e.code(), e.severity, e.to_string(), e.help.as_deref(), e.loc.span.offset(), e.loc.span.len());
+        }
     }
-    for f in review.findings() {
-        add(f.code(), f.severity, f.to_string(), f.help.as_deref(), f.loc.span.offset(), f.loc.span.len());
+    let sources = std::iter::once(&loaded.source).chain(loaded.included.iter().map(|i| &i.loaded.source));
+    for (source, review) in sources.zip(std::iter::once(review).chain(subplans)) {
+        for f in review.findings() {
+            add(source, f.code(), f.severity, f.to_string(), f.help.as_deref(), f.loc.span.offset(), f.loc.span.len());
+        }
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -63,6 +63,7 @@ fn every_critic_example_produces_the_finding_it_is_named_after() {
 const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("condition_never_holds", "condition_never_holds", Some("explain"), 19, 13),
     ("context_budget", "context_budget", Some("condense"), 19, 14),
+    ("expand_without_bounds", "expand_without_bounds", Some("investigate"), 12, 11),
     ("critical_path_mismatch", "critical_path_mismatch", None, 10, 21),
     ("critical_without_fallback", "critical_without_fallback", Some("publish"), 17, 19),
     ("destructive_without_review", "destructive_without_review", Some("clean"), 28, 11),

@@ -29,8 +29,10 @@ fn diagnostics(document: &Value) -> &Vec<Value> {
 /// Codes that have no example here: file-level problems and reader limits
 /// (`runner/tests/bad_input.rs` covers them), codes that are never errors, and
 /// `replacement_not_json`, which only a planner's replacement during a replan can have
-/// (`manifest/tests/splice.rs` covers it).
+/// (`manifest/tests/splice.rs` covers it), and `subplan_too_deep`, which takes a chain of 17
+/// files (`manifest/tests/subplans.rs` and its explain page's example cover it).
 const NOT_EXAMPLES: &[&str] = &[
+    "subplan_too_deep",
     "io",
     "too_large",
     "not_utf8",
@@ -78,8 +80,10 @@ fn invalid_examples_report_exactly_their_code_in_json() {
         let (code, document) = validate_json(&plan);
         assert_eq!(code, 2, "{plan}: exit code");
         assert_eq!(document["valid"], Value::Bool(false), "{plan}");
+        // A sub-plan's own diagnostics are listed too, under its file.
         let found: Vec<(&str, &str)> = diagnostics(&document)
             .iter()
+            .filter(|d| d["file"] == plan.as_str())
             .map(|d| (d["code"].as_str().unwrap_or(""), d["severity"].as_str().unwrap_or("")))
             .collect();
         let expected = format!("plan::{}", stem(&plan));
@@ -105,6 +109,10 @@ const LOCATIONS: &[(&str, &str, usize, usize, &str)] = &[
     ("replan_without_planner", "plan::replan_without_planner", 14, 19, "spec.workflow[0].on_failure"),
     ("self_dependency", "plan::self_dependency", 17, 27, "spec.workflow[1].depends_on[1]"),
     ("skip_on_critical", "plan::skip_on_critical", 15, 58, "spec.workflow[0].on_failure.then"),
+    ("subplan_cycle", "plan::subplan_cycle", 17, 13, "spec.workflow[1].plan"),
+    ("subplan_invalid", "plan::subplan_invalid", 12, 13, "spec.workflow[0].plan"),
+    ("subplan_missing", "plan::subplan_missing", 12, 13, "spec.workflow[0].plan"),
+    ("subplan_var", "plan::subplan_var", 14, 18, "spec.workflow[0].with.compnay"),
     ("template_not_ancestor", "plan::template_not_ancestor", 17, 29, "spec.workflow[1].input"),
     ("template_syntax", "plan::template_syntax", 16, 14, "spec.workflow[1].input"),
     ("template_unknown_variable", "plan::template_unknown_variable", 14, 40, "spec.workflow[0].input"),
@@ -118,6 +126,7 @@ const LOCATIONS: &[(&str, &str, usize, usize, &str)] = &[
     ("unknown_provider", "plan::unknown_provider", 14, 17, "spec.agent_definitions.researcher.provider"),
     ("unknown_tool", "plan::unknown_tool", 18, 15, "spec.agent_definitions.researcher.tools[0]"),
     ("unsupported_version", "plan::unsupported_version", 3, 13, "apiVersion"),
+    ("wrong_task_type", "plan::wrong_task_type", 15, 18, "spec.workflow[0].max_tasks"),
     ("wrong_type", "plan::wrong_type", 17, 19, "spec.workflow[1].depends_on"),
     ("yaml_syntax", "plan::yaml_syntax", 17, 19, ""),
 ];

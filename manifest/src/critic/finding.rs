@@ -247,6 +247,12 @@ pub enum Lint {
         /// For a comparison of a task's status, the word compared with, which no dependent sees.
         status: Option<String>,
     },
+    /// A `type: expand` step with no `max_tasks`: nothing bounds the plan its agent writes.
+    #[error("task `{task}` runs a plan its agent writes, and no `max_tasks` bounds how many tasks it may have")]
+    ExpandWithoutBounds {
+        /// The expand task.
+        task: String,
+    },
 }
 
 /// How many items a map has, for [`Lint::MapWithoutSynthesis`]'s message.
@@ -317,11 +323,13 @@ pub(crate) enum LintKind {
     MapWithoutSynthesis,
     /// [`Lint::ConditionNeverHolds`].
     ConditionNeverHolds,
+    /// [`Lint::ExpandWithoutBounds`].
+    ExpandWithoutBounds,
 }
 
 impl LintKind {
     /// Every kind, in the order of [`Lint`]'s variants.
-    pub(crate) const ALL: [LintKind; 23] = [
+    pub(crate) const ALL: [LintKind; 24] = [
         LintKind::SinglePointOfFailure,
         LintKind::OutputFormatCoupling,
         LintKind::ContextBudget,
@@ -345,6 +353,7 @@ impl LintKind {
         LintKind::CriticalPathMismatch,
         LintKind::MapWithoutSynthesis,
         LintKind::ConditionNeverHolds,
+        LintKind::ExpandWithoutBounds,
     ];
 
     /// The stable code and the dimension (`None` for the general checks) of each kind: the one
@@ -378,6 +387,7 @@ impl LintKind {
             LintKind::CriticalPathMismatch => ("critic::critical_path_mismatch", None),
             LintKind::MapWithoutSynthesis => ("critic::map_without_synthesis", Some(Dimension::ContextBudget)),
             LintKind::ConditionNeverHolds => ("critic::condition_never_holds", None),
+            LintKind::ExpandWithoutBounds => ("critic::expand_without_bounds", None),
         }
     }
 
@@ -395,8 +405,8 @@ impl LintKind {
 impl Lint {
     /// Every code [`Lint::code_str`] gives, in the order of the variants, for what names codes
     /// without a finding: a plan test's critic expectations.
-    pub const CODES: [&'static str; 23] = {
-        let mut codes = [""; 23];
+    pub const CODES: [&'static str; 24] = {
+        let mut codes = [""; 24];
         let mut i = 0;
         while i < codes.len() {
             codes[i] = LintKind::ALL[i].code();
@@ -431,6 +441,7 @@ impl Lint {
             Lint::CriticalPathMismatch { .. } => LintKind::CriticalPathMismatch,
             Lint::MapWithoutSynthesis { .. } => LintKind::MapWithoutSynthesis,
             Lint::ConditionNeverHolds { .. } => LintKind::ConditionNeverHolds,
+            Lint::ExpandWithoutBounds { .. } => LintKind::ExpandWithoutBounds,
         }
     }
 
@@ -559,6 +570,7 @@ mod tests {
             Lint::CriticalPathMismatch { declared: s(), computed: s() },
             Lint::MapWithoutSynthesis { task: s(), map: s(), items: None },
             Lint::ConditionNeverHolds { task: s(), condition: s(), status: None },
+            Lint::ExpandWithoutBounds { task: s() },
         ];
         for lint in &lints {
             let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
@@ -602,6 +614,7 @@ mod tests {
                 "critic::plain_http_secret",
                 "critic::critical_path_mismatch",
                 "critic::condition_never_holds",
+                "critic::expand_without_bounds",
             ],
             "the general checks, scored in no dimension"
         );

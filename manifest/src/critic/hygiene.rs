@@ -1,7 +1,7 @@
 //! General checks outside the five dimensions: unused definitions, unreliable agents on the
 //! critical path, long unverified chains, destructive tools without review, optimism bias,
-//! missing turn limits and a critical path the author got wrong. Each is linear in the plan
-//! (upstream facts are carried along the topological order).
+//! missing turn limits, `expand` steps nothing bounds and a critical path the author got wrong.
+//! Each is linear in the plan (upstream facts are carried along the topological order).
 
 use std::collections::HashSet;
 
@@ -28,6 +28,7 @@ pub(super) fn check(facts: &Facts<'_>, found: &mut Vec<Found>) {
     destructive(facts, found);
     optimism(facts, found);
     turn_limits(facts, found);
+    expand_bounds(facts, found);
     critical_path(facts, found);
 }
 
@@ -243,6 +244,21 @@ fn turn_limits(facts: &Facts<'_>, found: &mut Vec<Found>) {
     }
 }
 
+/// A `type: expand` step without `max_tasks`: the plan its agent writes at run time could have
+/// any number of tasks.
+fn expand_bounds(facts: &Facts<'_>, found: &mut Vec<Found>) {
+    let unbounded = facts.plan.tasks.iter().filter(|t| t.kind == TaskKind::Expand && t.extras().max_tasks.is_none());
+    for task in unbounded {
+        let id = task.id.value.as_str();
+        push_whole(
+            found,
+            Finding::warning(Lint::ExpandWithoutBounds { task: id.into() }, Some(id), &task.id.loc)
+                .label("nothing bounds the plan written for this step")
+                .help("set `max_tasks:` to the most tasks the plan written for this step may have"),
+        );
+    }
+}
+
 fn critical_path(facts: &Facts<'_>, found: &mut Vec<Found>) {
     let Some(analysis) = &facts.plan.mission_analysis else { return };
     let Some(first) = analysis.critical_path.first() else { return };
@@ -267,4 +283,34 @@ fn critical_path(facts: &Facts<'_>, found: &mut Vec<Found>) {
             .label("declared here")
             .help("update `mission_analysis.critical_path` to the longest chain of dependencies"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::critic::{Lint, critique};
+
+    /// The findings of `critic::expand_without_bounds` in a plan of one mock agent and `workflow`.
+    fn unbounded(workflow: &str) -> Vec<(Lint, String)> {
+        let text = format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: t}}\nspec:\n  agent_definitions: {{m: {{runtime: mock}}}}\n  workflow:\n{workflow}"
+        );
+        let loaded = crate::load_str("t.yaml", "t", &text, &|_| true);
+        let errors: Vec<String> = loaded.errors().map(ToString::to_string).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        let plan = loaded.plan.as_ref().expect("a valid plan");
+        critique(plan)
+            .findings
+            .into_iter()
+            .filter(|f| f.code() == "critic::expand_without_bounds")
+            .map(|f| (f.lint, loaded.source.slice(f.loc.span).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn an_expand_step_without_max_tasks_is_warned_at_its_id() {
+        let found = unbounded("    - {id: dig, type: expand, agent: m, input: x}\n");
+        assert_eq!(found, [(Lint::ExpandWithoutBounds { task: "dig".into() }, "dig".to_owned())]);
+        assert!(unbounded("    - {id: dig, type: expand, agent: m, input: x, max_tasks: 8}\n").is_empty());
+        assert!(unbounded("    - {id: plain, agent: m, input: x}\n").is_empty(), "only `expand` steps write plans");
+    }
 }

@@ -1,8 +1,12 @@
 //! The seed's evaluation metrics, computed from the graph and the findings' facts.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use serde::Serialize;
 
-use crate::plan::{Runtime, TaskKind};
+use crate::graph::TaskGraph;
+use crate::plan::{Plan, Runtime, Task, TaskKind};
 
 use super::Facts;
 use super::context::{estimate_input, output_budget};
@@ -30,7 +34,7 @@ pub struct Metrics {
     /// The longest chain of tasks, by count.
     pub critical_path: Vec<String>,
     /// Estimated tokens of the whole run: every task's input estimate and output budget, once
-    /// per item for a map.
+    /// per item for a map; a `type: plan` task's sub-plan's whole estimate, once per item.
     pub estimated_tokens: u64,
 }
 
@@ -68,14 +72,50 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
         synthesis_coverage: ratio(gated, wide.len()),
         phases: facts.graph.phases().len(),
         critical_path: facts.ids(&facts.critical_path).into_iter().map(str::to_owned).collect(),
-        estimated_tokens: (0..plan.tasks.len())
-            .map(|i| {
-                estimate_input(facts, i)
-                    .saturating_add(output_budget(&plan.tasks[i]))
-                    .saturating_mul(runs(&plan.tasks[i]))
-            })
-            .fold(0, u64::saturating_add),
+        estimated_tokens: estimated_tokens(facts, &mut HashMap::new()),
     }
+}
+
+/// The estimated tokens of a whole run: each task's input estimate and output budget, or for a
+/// `type: plan` task the estimate of the sub-plan it runs, once per item for a map. `known`
+/// holds the estimates of the sub-plans already made, so a sub-plan that many tasks (or many
+/// levels) run is estimated once.
+fn estimated_tokens(facts: &Facts<'_>, known: &mut HashMap<*const Plan, u64>) -> u64 {
+    let plan = facts.plan;
+    (0..plan.tasks.len())
+        .map(|i| {
+            let task = &plan.tasks[i];
+            let once = match subplan_of(plan, task) {
+                Some(child) => subplan_tokens(child, known),
+                None => estimate_input(facts, i).saturating_add(output_budget(task)),
+            };
+            once.saturating_mul(runs(task))
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// The sub-plan a `type: plan` task runs, when it was loaded with the plan (a plan read from
+/// text has none).
+fn subplan_of<'p>(plan: &'p Plan, task: &Task) -> Option<&'p Arc<Plan>> {
+    if task.kind != TaskKind::Plan {
+        return None;
+    }
+    plan.subplans.get(task.extras().plan.as_ref()?.value.as_str())
+}
+
+/// A sub-plan's estimated tokens for one run of it; 0 when its dependencies form no DAG (it
+/// cannot run, and loading it reported so).
+fn subplan_tokens(child: &Arc<Plan>, known: &mut HashMap<*const Plan, u64>) -> u64 {
+    let key = Arc::as_ptr(child);
+    if let Some(&tokens) = known.get(&key) {
+        return tokens;
+    }
+    let tokens = match TaskGraph::build(child) {
+        Ok(graph) => estimated_tokens(&Facts::new(child, &graph), known),
+        Err(_) => 0,
+    };
+    known.insert(key, tokens);
+    tokens
 }
 
 fn ratio(part: usize, whole: usize) -> f64 {

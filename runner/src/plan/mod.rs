@@ -208,7 +208,7 @@ pub fn run(args: &PlanArgs, store: Option<&str>) -> anyhow::Result<u8> {
         if !loaded.is_valid() {
             // The planners only hand over valid plans; an edit in $EDITOR can break one.
             let color = crate::diagnostics::color_stderr();
-            eprint!("{}", crate::diagnostics::render_human(&loaded.diagnostics, &loaded.source, color));
+            eprint!("{}", crate::diagnostics::render_loaded(&loaded, color));
             eprintln!("{}", crate::validate::summary(&loaded));
             if !args.apply {
                 return Ok(EXIT_USAGE);
@@ -271,10 +271,7 @@ fn read_stdin() -> anyhow::Result<String> {
 pub(crate) fn load_template(path: &Path) -> anyhow::Result<(Loaded, serde_json::Value)> {
     let loaded = manifest::load_file(path);
     if !loaded.is_valid() {
-        eprint!(
-            "{}",
-            crate::diagnostics::render_human(&loaded.diagnostics, &loaded.source, crate::diagnostics::color_stderr())
-        );
+        eprint!("{}", crate::diagnostics::render_loaded(&loaded, crate::diagnostics::color_stderr()));
         bail!("the template {} has errors", path.display());
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
