@@ -124,6 +124,8 @@ struct Live<'a> {
     tools: &'a str,
     /// The server the llm agents ask.
     server: Option<&'a testkit::FakeOpenAi>,
+    /// More files beside the plan (its sub-plans): name and text.
+    files: &'a [(&'a str, &'a str)],
 }
 
 /// Runs `runner ARGS` in `dir` with RUNNER_HOME `home` and no terminal; the exit code and
@@ -135,12 +137,37 @@ fn run_in(dir: &Path, home: &Path, args: &[&str]) -> (i32, String) {
     (output.status.code().expect("an exit code"), text)
 }
 
-/// The records of the one run kept under `home`, as JSON values.
+/// The records of the one run kept under `home` and of its child runs, as JSON values, by
+/// the part of their id after the run's (`""` for the run, `.sub` for a child).
+fn runs(home: &Path) -> Vec<(String, Vec<Value>)> {
+    let mut runs: Vec<(String, Vec<Value>)> = std::fs::read_dir(home.join("runs"))
+        .expect("a run was kept")
+        .flatten()
+        .map(|entry| {
+            let log = std::fs::read_to_string(entry.path().join("events.jsonl")).expect("the run's log");
+            let records = log.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect();
+            (entry.file_name().to_string_lossy().into_owned(), records)
+        })
+        .collect();
+    let tops: Vec<String> = runs
+        .iter()
+        .filter(|(_, records)| records.first().is_some_and(|created| created.get("parent").is_none()))
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(tops.len(), 1, "one run under {}, besides its children: {tops:?}", home.display());
+    runs.sort_by(|a, b| a.0.cmp(&b.0));
+    runs.into_iter()
+        .map(|(name, records)| {
+            let suffix =
+                name.strip_prefix(&tops[0]).unwrap_or_else(|| panic!("`{name}` is not a child of `{}`", tops[0]));
+            (suffix.to_owned(), records)
+        })
+        .collect()
+}
+
+/// The records of the run kept under `home` (not of its children).
 fn records(home: &Path) -> Vec<Value> {
-    let runs: Vec<_> = std::fs::read_dir(home.join("runs")).expect("a run was kept").flatten().collect();
-    assert_eq!(runs.len(), 1, "one run under {}", home.display());
-    let log = std::fs::read_to_string(runs[0].path().join("events.jsonl")).expect("the run's log");
-    log.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect()
+    runs(home).into_iter().find(|(suffix, _)| suffix.is_empty()).map(|(_, records)| records).unwrap_or_default()
 }
 
 /// Whether the last record ends the run.
@@ -148,13 +175,16 @@ fn ended(home: &Path) -> bool {
     records(home).last().is_some_and(|r| r["type"] == "RunCompleted" || r["type"] == "RunCancelled")
 }
 
-/// A record without what only the wall clock decides: its stamp and run id, how long an
-/// attempt took, a retry's jittered delay (a plan test draws jitter from a fixed seed), and
-/// the line's checksum, which sums them.
+/// A record without what only the wall clock decides: its stamp and run id (and a child's
+/// parent run's id, which `--keep` names), how long an attempt took, a retry's jittered delay
+/// (a plan test draws jitter from a fixed seed), and the line's checksum, which sums them.
 fn comparable(mut record: Value) -> Value {
     if let Some(fields) = record.as_object_mut() {
         for field in ["at", "run_id", "duration_ms", "delay_ms", "jitter", "crc"] {
             fields.remove(field);
+        }
+        if let Some(Value::Object(parent)) = fields.get_mut("parent") {
+            parent.remove("run");
         }
     }
     record
@@ -198,11 +228,14 @@ fn assert_parity_with(case: &Case, live: &Live<'_>) -> Vec<Value> {
     let scenario = case.scenario(live);
     std::fs::write(dir.path().join("plan.yaml"), &plan).expect("writes the plan");
     std::fs::write(dir.path().join("plan.test.yaml"), &scenario).expect("writes the scenario");
+    for (name, text) in live.files {
+        std::fs::write(dir.path().join(name), text).expect("writes a sub-plan");
+    }
 
     let tested = tempfile::tempdir().expect("a temp dir");
     let (code, report) = run_in(dir.path(), tested.path(), &["test", "plan.test.yaml", "--keep"]);
     assert!(code == 0, "{}: `runner test` did not run the scenario:\n{report}\n{scenario}", case.name);
-    let from_test = numbered_calls(records(tested.path()).into_iter().map(comparable).collect());
+    let from_test = comparable_runs(tested.path());
 
     let applied = tempfile::tempdir().expect("a temp dir");
     run_in(dir.path(), applied.path(), &["apply", "plan.yaml", "--yes", "--run-id", "parity"]);
@@ -228,10 +261,23 @@ fn assert_parity_with(case: &Case, live: &Live<'_>) -> Vec<Value> {
         }
         run_in(dir.path(), applied.path(), &["resume", "parity"]);
     }
-    let from_apply = numbered_calls(records(applied.path()).into_iter().map(comparable).collect());
+    let from_apply = comparable_runs(applied.path());
     if let Some(server) = live.server {
         assert!(!server.requests().is_empty(), "{}: the llm agent was asked", case.name);
     }
+    let (children_tested, children_applied) = (names(&from_test), names(&from_apply));
+    assert_eq!(children_tested, children_applied, "{}: the child runs differ", case.name);
+    for ((child, from_test), (_, from_apply)) in from_test.iter().zip(&from_apply).filter(|((c, _), _)| !c.is_empty()) {
+        assert!(
+            from_test == from_apply,
+            "{}: the child run `{child}` differs\nrunner test:\n{}\nrunner apply:\n{}",
+            case.name,
+            lines(from_test),
+            lines(from_apply)
+        );
+    }
+    let from_test = from_test.into_iter().find(|(c, _)| c.is_empty()).map(|(_, r)| r).unwrap_or_default();
+    let from_apply = from_apply.into_iter().find(|(c, _)| c.is_empty()).map(|(_, r)| r).unwrap_or_default();
     let first =
         from_test.iter().zip(&from_apply).position(|(a, b)| a != b).unwrap_or(from_test.len().min(from_apply.len()));
     let around = |records: &[Value]| {
@@ -251,6 +297,25 @@ fn assert_parity_with(case: &Case, live: &Live<'_>) -> Vec<Value> {
         scenario
     );
     from_test
+}
+
+/// The kept runs under `home` as [`runs`] gives them, each record [`comparable`] and each tool
+/// call numbered.
+fn comparable_runs(home: &Path) -> Vec<(String, Vec<Value>)> {
+    runs(home)
+        .into_iter()
+        .map(|(suffix, records)| (suffix, numbered_calls(records.into_iter().map(comparable).collect())))
+        .collect()
+}
+
+/// The ids of runs, as [`runs`] gives them.
+fn names(runs: &[(String, Vec<Value>)]) -> Vec<&str> {
+    runs.iter().map(|(suffix, _)| suffix.as_str()).collect()
+}
+
+/// Records one a line.
+fn lines(records: &[Value]) -> String {
+    records.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
 }
 
 /// The `type` of each record.
@@ -571,6 +636,7 @@ fn tool_calls_approved_and_rejected_on_a_real_llm_runtime() {
             scripts: &[("clean", &reply)],
             tools: "    tools:\n      delete_folder: {result: deleted build/old}\n",
             server: Some(&server),
+            files: &[],
         };
         let records = assert_parity_with(&case, &live);
         let kinds = types(&records);
@@ -581,4 +647,57 @@ fn tool_calls_approved_and_rejected_on_a_real_llm_runtime() {
         let clean = records.iter().find(|r| r["type"] == "TaskSucceeded" && r["task"] == "clean").expect("clean ends");
         assert_eq!(clean["output"], output);
     }
+}
+
+/// The sub-plan of [`sub_plans_and_expand`]: a draft, a person's review, and a final step.
+const CHILD: &str = "apiVersion: runner/v1
+kind: Plan
+metadata: {name: child}
+spec:
+  vars: {topic: none}
+  agent_definitions: {analyst: {runtime: mock}}
+  workflow:
+    - {id: draft, agent: analyst, input: 'draft on {{ vars.topic }}'}
+    - {id: check, type: human_review, depends_on: [draft], prompt: Is it good?}
+    - {id: final, agent: analyst, depends_on: [check], input: 'final {{ tasks.draft.output }}'}
+";
+
+#[test]
+fn sub_plans_and_expand() {
+    // The case is named `parity` as the applied run is: a child run's id, and the question its
+    // parent's task asks for it, hold the parent run's id.
+    let case = Case {
+        name: "parity",
+        spec: "  workflow:
+    - {id: first, agent: worker, input: hello}
+    - {id: sub, type: plan, plan: child.yaml, depends_on: [first], with: {topic: '{{ tasks.first.output }}'}}
+    - {id: grow, type: expand, agent: planner, depends_on: [sub], input: 'Go on from {{ tasks.sub.output }}'}
+    - {id: last, agent: worker, depends_on: [grow], input: 'got {{ tasks.grow.output }}'}
+",
+        agents: &[
+            Agent { name: "worker", latency: None, replies: &[] },
+            Agent {
+                name: "planner",
+                latency: None,
+                replies: &[(
+                    "grow",
+                    &[
+                        "not a plan",
+                        r#"'{"workflow": [{"id": "step", "agent": "worker", "input": "Step."}, {"id": "wrap", "agent": "worker", "input": "Wrap {{ tasks.step.output }}", "depends_on": ["step"]}]}'"#,
+                    ],
+                )],
+            },
+        ],
+        answers: &[],
+        reviews: &[("sub/check", true, "fine")],
+    };
+    let live = Live { files: &[("child.yaml", CHILD)], ..Live::default() };
+    let records = assert_parity_with(&case, &live);
+    assert_eq!(outcome(&records), "succeeded");
+    let last = records.iter().rfind(|r| r["type"] == "TaskSucceeded" && r["task"] == "last").expect("last ends");
+    assert_eq!(last["output"], "got Wrap Step.");
+    // The child's review paused the parent's task, and the approval reached the child.
+    let asked = records.iter().find(|r| r["type"] == "ClarificationRequested").expect("the parent's task asked");
+    assert_eq!(asked["task"], "sub");
+    assert!(asked["question"].as_str().is_some_and(|q| q.contains("runner approve parity sub/check")), "{asked}");
 }

@@ -1,6 +1,7 @@
 //! Running a scenario in virtual time: a current-thread tokio runtime with its clock paused,
 //! so latencies, backoffs and timeouts pass at once and in the same order every run; the
-//! records are stamped from that clock and kept in memory.
+//! records are stamped from that clock and kept in memory, the child runs of sub-plan and
+//! `expand` tasks beside them (see `children.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,9 +12,10 @@ use engine::clock::Clock;
 use engine::driver::Driver;
 use engine::script::Scripts;
 use engine::store::MemoryStore;
-use engine::{Command, Record, RunState, RunStatus, Start, TaskStatus};
+use engine::{Command, Record, RunState, RunStatus, Start};
 use tokio_util::sync::CancellationToken;
 
+use super::children::{Given, Runs, TestChildren, World};
 use super::scenario::Scenario;
 
 /// The virtual time a scenario's run starts at: 2026-01-01T00:00:00Z.
@@ -34,6 +36,8 @@ pub struct Ran {
     pub records: Vec<Record>,
     /// How long the run took in virtual time.
     pub makespan: Duration,
+    /// The child runs its sub-plan and `expand` tasks started.
+    pub children: Runs,
 }
 
 /// Runs a scenario to its end (or until it waits for an answer the scenario does not give).
@@ -50,11 +54,13 @@ pub fn run(scenario: &Scenario) -> anyhow::Result<Ran> {
 async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let store = MemoryStore::new();
     let scripts = Scripts::new(&scenario.plan, &scenario.test.overrides);
-    let clock = Clock::virtual_from(EPOCH_MS);
+    let world = World { runs: Runs::default(), clock: Clock::virtual_from(EPOCH_MS), seed: JITTER_SEED };
     let started = tokio::time::Instant::now();
     // `check_against` has refused a var the plan does not declare, with its location.
     let given = scenario.test.vars.iter().map(|(name, value)| (name.value.clone(), value.clone()));
     let vars = scenario.plan.run_vars(given)?;
+    let run_id = &scenario.test.name;
+    let children = Arc::new(TestChildren::new(world.clone(), run_id, vars.clone(), scenario.test.overrides.clone()));
     let start = Start {
         plan: Arc::clone(&scenario.plan),
         vars,
@@ -63,14 +69,16 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
         graph: Some(Arc::clone(&scenario.graph)),
         ..Start::default()
     };
+    let given = Given::of(&scenario.test);
     let mut commands = VecDeque::from([Command::Start(start)]);
     let mut state = RunState::new();
     let mut answers = 0;
     while let Some(command) = commands.pop_front() {
-        let driver = Driver::new(scenario.test.name.clone(), store.clone(), &store.records(), scenario.workdir.clone())
-            .with_clock(clock)
-            .with_jitter_seed(JITTER_SEED);
-        state = scripts.install(driver).run(command, CancellationToken::new()).await?;
+        let driver = Driver::new(run_id.clone(), store.clone(), &store.records(), scenario.workdir.clone())
+            .with_clock(world.clock)
+            .with_jitter_seed(world.seed);
+        let children: Arc<dyn engine::runtime::Children> = children.clone();
+        state = scripts.install(driver, Some(children)).run(command, CancellationToken::new()).await?;
         // A decision can end the run (a rejected review whose failure is not skipped); then,
         // as `runner reject` says to a person, there is nothing left to answer or continue.
         if state.status.is_final() {
@@ -79,31 +87,14 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
         if state.status != RunStatus::Paused || !commands.is_empty() || answers >= MAX_ANSWERS {
             continue;
         }
-        let replies = replies(scenario, &state);
+        // The scenario's answers and decisions for every task the paused run waits for, those
+        // for its child runs given to them first.
+        let replies = world.runs.replies(run_id, &state, &given, world.clock);
         answers += replies.len();
         if !replies.is_empty() {
             commands.extend(replies);
             commands.push_back(Command::Continue);
         }
     }
-    Ok(Ran { state, records: store.records(), makespan: started.elapsed() })
-}
-
-/// The scenario's answers and decisions for every task the paused run waits for.
-fn replies(scenario: &Scenario, state: &RunState) -> Vec<Command> {
-    let mut commands = Vec::new();
-    for (i, task) in state.tasks.iter().enumerate() {
-        if task.status != TaskStatus::Paused {
-            continue;
-        }
-        let id = &state.plan.tasks[i].id.value;
-        if task.question().is_some() {
-            if let Some((_, text)) = scenario.test.answers.iter().find(|(t, _)| &t.value == id) {
-                commands.push(Command::Answer { task: id.to_string(), text: text.clone() });
-            }
-        } else if let Some((_, approved, comment)) = scenario.test.reviews.iter().find(|(t, ..)| &t.value == id) {
-            commands.push(Command::Decide { task: id.to_string(), approved: *approved, comment: comment.clone() });
-        }
-    }
-    commands
+    Ok(Ran { state, records: store.records(), makespan: started.elapsed(), children: world.runs })
 }

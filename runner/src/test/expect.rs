@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use engine::{Event, Record};
+use engine::{Event, Record, RunState};
 use manifest::plan_test::{EventMatch, OutputCheck, TaskExpect};
 use model::tokens::{Tokenizer, count};
 
@@ -76,14 +76,33 @@ fn failure(what: &str, expected: &str, actual: String, around: Vec<String>) -> F
 }
 
 fn check_task(scenario: &Scenario, ran: &Ran, task: &str, expect: &TaskExpect, failures: &mut Vec<Failure>) {
-    let mine = |r: &&Record| r.event.task() == Some(task);
+    // The events around a child's task are those around the parent's task that started it.
+    let top = task.split_once('/').map_or(task, |(head, _)| head);
+    let mine =
+        |r: &&Record| r.event.task().is_some_and(|t| t == top || manifest::template::map_of_item(t) == Some(top));
     let last = ran.records.iter().rposition(|r| mine(&r)).unwrap_or(ran.records.len().saturating_sub(1));
     let context = || around(&ran.records, last);
-    let what = |field: &str| format!("tasks.{task}.{field}");
-    let Some(seen) = seen(ran, task) else {
-        failures.push(failure(&what("status"), "the task to exist", "the run has no such task".into(), context()));
-        return;
-    };
+    let top = Run { id: &scenario.test.name, plan: &scenario.plan, state: &ran.state, records: &ran.records };
+    let prompts = expect.max_prompt_tokens.is_some() || expect.min_prompt_tokens.is_some();
+    for (name, found) in find(ran, top, task, prompts) {
+        let what = |field: &str| format!("tasks.{name}.{field}");
+        let Some(seen) = found else {
+            let actual = if name.contains('/') { "no run has such a task" } else { "the run has no such task" };
+            failures.push(failure(&what("status"), "the task to exist", actual.into(), context()));
+            continue;
+        };
+        check_seen(&seen, expect, &what, &context, failures);
+    }
+}
+
+/// Checks what one task came to against `expect`.
+fn check_seen(
+    seen: &Seen,
+    expect: &TaskExpect,
+    what: &dyn Fn(&str) -> String,
+    context: &dyn Fn() -> Vec<String>,
+    failures: &mut Vec<Failure>,
+) {
     if let Some(status) = &expect.status
         && seen.status != status.value
     {
@@ -100,23 +119,67 @@ fn check_task(scenario: &Scenario, ran: &Ran, task: &str, expect: &TaskExpect, f
             failures.push(failure(&what("output"), &expected, actual, context()));
         }
     }
-    if expect.max_prompt_tokens.is_some() || expect.min_prompt_tokens.is_some() {
-        let most = largest_prompt(scenario, ran, task);
-        if let Some(cap) = expect.max_prompt_tokens.as_ref().filter(|cap| most > cap.value) {
-            let expected = format!("at most {} tokens", cap.value);
-            failures.push(failure(&what("max_prompt_tokens"), &expected, format!("{most} tokens"), context()));
-        }
-        if let Some(floor) = expect.min_prompt_tokens.as_ref().filter(|floor| most < floor.value) {
-            let expected = format!("at least {} tokens", floor.value);
-            failures.push(failure(&what("min_prompt_tokens"), &expected, format!("{most} tokens"), context()));
-        }
+    let most = seen.largest_prompt;
+    if let Some(cap) = expect.max_prompt_tokens.as_ref().filter(|cap| most > cap.value) {
+        let expected = format!("at most {} tokens", cap.value);
+        failures.push(failure(&what("max_prompt_tokens"), &expected, format!("{most} tokens"), context()));
+    }
+    if let Some(floor) = expect.min_prompt_tokens.as_ref().filter(|floor| most < floor.value) {
+        let expected = format!("at least {} tokens", floor.value);
+        failures.push(failure(&what("min_prompt_tokens"), &expected, format!("{most} tokens"), context()));
     }
 }
 
-/// The tokens of the largest rendered input of `task`.
-fn largest_prompt(scenario: &Scenario, ran: &Ran, task: &str) -> u64 {
-    let tokenizer = tokenizer_of(scenario, task);
-    let inputs = ran.records.iter().filter_map(|r| match &r.event {
+/// One run of a scenario: the scenario's own, or a child run.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    id: &'a str,
+    /// The plan whose agents count a task's tokens.
+    plan: &'a manifest::Plan,
+    state: &'a RunState,
+    records: &'a [Record],
+}
+
+/// The tasks `name` stands for in `run`, each named as an expectation names it and with what
+/// it came to (with its largest prompt when `prompts`), or `None` when there is no such task.
+/// A name `TASK/CHILD_TASK` is read in the child run that TASK started last; when TASK is a
+/// map, in the child run of each of its items.
+fn find(ran: &Ran, run: Run<'_>, name: &str, prompts: bool) -> Vec<(String, Option<Seen>)> {
+    if let Some(mut seen) = seen(run.state, run.records, name) {
+        if prompts {
+            seen.largest_prompt = largest_prompt(run.plan, run.records, name);
+        }
+        return vec![(name.to_owned(), Some(seen))];
+    }
+    let Some((head, rest)) = name.split_once('/') else { return vec![(name.to_owned(), None)] };
+    let items: Vec<&str> = run
+        .state
+        .plan
+        .tasks
+        .iter()
+        .map(|t| t.id.value.as_str())
+        .filter(|id| manifest::template::map_of_item(id) == Some(head))
+        .collect();
+    let tasks = if items.is_empty() { vec![head] } else { items };
+    let mut all = Vec::new();
+    for task in tasks {
+        match ran.children.child_of(run.id, run.state, task) {
+            Some((id, state, records)) => {
+                let child = Run { id: &id, plan: &state.plan, state: &state, records: &records };
+                all.extend(
+                    find(ran, child, rest, prompts).into_iter().map(|(name, seen)| (format!("{task}/{name}"), seen)),
+                );
+            }
+            None => all.push((format!("{task}/{rest}"), None)),
+        }
+    }
+    all
+}
+
+/// The tokens of the largest rendered input of `task` in a run of `plan` with `records`.
+fn largest_prompt(plan: &manifest::Plan, records: &[Record], task: &str) -> u64 {
+    let tokenizer = tokenizer_of(plan, task);
+    let inputs = records.iter().filter_map(|r| match &r.event {
         Event::TaskDispatched { task: t, input, .. } if t == task => Some(count(input, tokenizer)),
         _ => None,
     });
@@ -163,16 +226,19 @@ struct Seen {
     status: &'static str,
     attempts: u32,
     output: Option<Arc<str>>,
+    /// The tokens of its largest rendered input, when an expectation asks.
+    largest_prompt: u64,
 }
 
-fn seen(ran: &Ran, task: &str) -> Option<Seen> {
-    if let Some(i) = ran.state.index_of(task) {
-        let state = &ran.state.tasks[i];
-        return Some(Seen { status: state.status.as_str(), attempts: state.attempts, output: state.output.clone() });
+fn seen(state: &RunState, records: &[Record], task: &str) -> Option<Seen> {
+    if let Some(i) = state.index_of(task) {
+        let state = &state.tasks[i];
+        let (status, attempts, output) = (state.status.as_str(), state.attempts, state.output.clone());
+        return Some(Seen { status, attempts, output, largest_prompt: 0 });
     }
-    let mut seen = Seen { status: "replaced", attempts: 0, output: None };
+    let mut seen = Seen { status: "replaced", attempts: 0, output: None, largest_prompt: 0 };
     let mut any = false;
-    for record in ran.records.iter().filter(|r| r.event.task() == Some(task)) {
+    for record in records.iter().filter(|r| r.event.task() == Some(task)) {
         any = true;
         match &record.event {
             Event::TaskDispatched { .. } => seen.attempts += 1,
@@ -247,17 +313,17 @@ fn run_tokens(scenario: &Scenario, ran: &Ran) -> u64 {
         .records
         .iter()
         .map(|r| match &r.event {
-            Event::TaskDispatched { task, input, .. } => count(input, tokenizer_of(scenario, task)),
-            Event::TaskSucceeded { task, output, .. } => count(output, tokenizer_of(scenario, task)),
+            Event::TaskDispatched { task, input, .. } => count(input, tokenizer_of(&scenario.plan, task)),
+            Event::TaskSucceeded { task, output, .. } => count(output, tokenizer_of(&scenario.plan, task)),
             _ => 0,
         })
         .sum();
     counted as u64
 }
 
-fn tokenizer_of(scenario: &Scenario, task: &str) -> Tokenizer {
-    let agent = scenario.plan.tasks.iter().find(|t| t.id.value == task).and_then(|t| scenario.plan.agent_of(t));
-    Tokenizer::of_agent(&scenario.plan, agent)
+fn tokenizer_of(plan: &manifest::Plan, task: &str) -> Tokenizer {
+    let agent = plan.tasks.iter().find(|t| t.id.value == task).and_then(|t| plan.agent_of(t));
+    Tokenizer::of_agent(plan, agent)
 }
 
 fn found_codes(scenario: &Scenario) -> String {

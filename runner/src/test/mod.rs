@@ -2,6 +2,7 @@
 //! line per scenario and a summary. Exit 0 when all pass, 1 when any fails, 2 when a scenario
 //! file is invalid.
 
+mod children;
 mod execute;
 mod expect;
 mod report;
@@ -242,7 +243,8 @@ fn one(path: &Path, filter: Option<&str>, planning: &Planning, color: bool) -> O
     })
 }
 
-/// Writes a scenario's records as a run under RUNNER_HOME; returns its id.
+/// Writes a scenario's records as a run under RUNNER_HOME, and its child runs as runs named
+/// after it (`ID.TASK`, as a run's children are); returns its id.
 fn keep_run(scenario: &Scenario, ran: &Ran) -> anyhow::Result<String> {
     let name = format!("test-{}", scenario.test.name);
     // Run ids end in four random hex digits; many scenarios kept in one second may draw the
@@ -254,11 +256,36 @@ fn keep_run(scenario: &Scenario, ran: &Ran) -> anyhow::Result<String> {
         }
         id = crate::home::new_run_id(&name);
     }
-    let (_run, _lock, store) = crate::home::RunDir::create(&id)?;
-    let run_id: Arc<str> = id.as_str().into();
-    let records = ran.records.iter().cloned().map(|r| engine::Record { run_id: Arc::clone(&run_id), ..r }).collect();
-    crate::home::append(&store, records)?;
+    write_run(&id, ran.records.clone(), |_| None)?;
+    // A child's id, and the ids its `RunCreated` names, begin with the scenario's run id.
+    let renamed = |child: &str| child.strip_prefix(&scenario.test.name).map(|rest| format!("{id}{rest}"));
+    for (child, records) in ran.children.all() {
+        let Some(child) = renamed(&child) else { continue };
+        write_run(&child, records, renamed)?;
+    }
     Ok(id)
+}
+
+/// Writes `records` as run `id` under RUNNER_HOME, with the runs its `RunCreated` names
+/// (parent and retried run) renamed by `renamed`.
+fn write_run(id: &str, records: Vec<engine::Record>, renamed: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+    let (_run, _lock, store) = crate::home::RunDir::create(id)?;
+    let run_id: Arc<str> = id.into();
+    let records = records
+        .into_iter()
+        .map(|mut record| {
+            if let engine::Event::RunCreated(created) = &mut record.event {
+                if let Some(parent) = &mut created.parent {
+                    parent.run = renamed(&parent.run).unwrap_or_else(|| parent.run.clone());
+                }
+                if let Some(retried) = &mut created.retry_of {
+                    *retried = renamed(retried).unwrap_or_else(|| retried.clone());
+                }
+            }
+            engine::Record { run_id: Arc::clone(&run_id), ..record }
+        })
+        .collect();
+    crate::home::append(&store, records)
 }
 
 #[cfg(test)]

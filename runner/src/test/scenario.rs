@@ -88,7 +88,7 @@ pub fn prepare(
         let errors = plan_loaded.errors().count().max(1);
         let problem = Problem::PlanInvalid { path: at.value.clone(), errors };
         let mut report = render_human(&[Diagnostic::error(problem, at.loc.clone())], &loaded.source, color);
-        report.push_str(&render_human(&plan_loaded.diagnostics, &plan_loaded.source, color));
+        report.push_str(&crate::diagnostics::render_loaded(&plan_loaded, color));
         return Err(invalid(report));
     };
     let problems = test.check_against(plan);
