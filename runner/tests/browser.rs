@@ -1,7 +1,8 @@
 //! `runner serve` in a real browser: headless Chromium driven by chromedriver over the
 //! WebDriver protocol. A run whose review pauses it is watched live, approved from the page,
 //! seen to finish (its Cancel and Resume buttons gone), and scrubbed back with the replay
-//! slider; a screenshot is saved under `target/`. Skipped, with a message saying why, only
+//! slider; a screenshot is saved under `target/`. A sub-plan is drawn as a box of its child
+//! plan's tasks whose items link their child runs, each linking back. Skipped, with a message saying why, only
 //! when no browser is installed; with `RUNNER_REQUIRE_BROWSER=1` (as `.ci/run` sets after
 //! installing one) a missing browser fails.
 
@@ -386,4 +387,46 @@ fn a_map_is_one_node_with_its_counts_that_expands_into_its_items() {
     };
     replay(expanded, "read ×3: 3 pending");
     replay(expanded - 1, "read: map over tasks.search.output (≤ 10), not expanded yet");
+}
+
+#[test]
+fn a_sub_plan_is_a_box_of_its_child_tasks_and_each_item_links_its_child_run() {
+    let Some((chromium, driver)) = installed() else { return };
+    let _alone = ONE_BROWSER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let env = Env::new();
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    std::fs::create_dir_all(env.dir().join("plans")).expect("a plans folder");
+    for file in ["competitors.yaml", "plans/company.yaml"] {
+        std::fs::copy(examples.join(file), env.dir().join(file)).expect("the example is copied");
+    }
+    let output = env.runner().args(["apply", "competitors.yaml", "--yes", "--run-id", "sp"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let server = Server::start(&env, &[]);
+    let profile = tempfile::tempdir().expect("a profile folder");
+    let browser = Browser::start(&chromium, &driver, profile.path());
+
+    browser.go(&format!("{}/#/run/sp", server.url));
+    browser.wait("the sub-plan's box", "return !!document.querySelector('#graph [data-subplan=\"brief\"]')");
+    let rows = browser.run(
+        "return [...document.querySelectorAll('#graph [data-subplan=\"brief\"] [data-child-task]')]\
+         .map(n => n.getAttribute('data-child-task'))",
+    );
+    assert_eq!(rows, json!(["profile", "news", "brief"]), "the child plan's tasks, by phase");
+    browser.click("#graph [data-map=\"brief\"] .map-head");
+    browser.wait(
+        "each item's link to its child run",
+        "return document.querySelectorAll('#graph [data-item-of=\"brief\"] a.child-link').length === 3",
+    );
+    let links = browser
+        .run("return [...document.querySelectorAll('#graph a.child-link')].map(a => a.getAttribute('data-child-run'))");
+    assert_eq!(links, json!(["sp.brief.0", "sp.brief.1", "sp.brief.2"]));
+    browser.screenshot(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-subplan.png"));
+
+    browser.click("#graph [data-task=\"brief[1]\"] a.child-link");
+    browser.wait("the child run's page", "return !!document.querySelector('#parent-run a')");
+    let parent = browser.run(
+        "return [location.hash, document.getElementById('parent-run').textContent, \
+         document.querySelector('#parent-run a').getAttribute('href')]",
+    );
+    assert_eq!(parent, json!(["#/run/sp.brief.1", "a sub-plan of run sp, task brief[1]", "#/run/sp"]));
 }

@@ -1,5 +1,7 @@
 //! Plan previews: a manifest under the served folder, or pasted text, read and reviewed the
-//! way `runner validate` and `runner critic` do, with every problem at its line.
+//! way `runner validate` and `runner critic` do, with every problem at its line. A manifest
+//! opened by path has its sub-plans loaded with it, each of which must be under the served
+//! folder too; a pasted one names no folder, so its sub-plan tasks have no child graph.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -80,7 +82,8 @@ pub struct ByPath {
     path: String,
 }
 
-/// `GET /api/plan?path=P`: a manifest under the served folder.
+/// `GET /api/plan?path=P`: a manifest under the served folder, with its sub-plans (a sub-plan
+/// file outside the folder is refused as the manifest would be).
 pub async fn by_path(
     State(served): State<Arc<Served>>,
     Query(query): Query<ByPath>,
@@ -96,7 +99,14 @@ pub async fn by_path(
         let stem = path.file_stem().map_or_else(|| "plan".to_owned(), |s| s.to_string_lossy().into_owned());
         let root = &served.root;
         let files = |file: &str| inside(&base, file).is_ok_and(|found| found.starts_with(root) && found.is_file());
-        Ok(PlanReport::new(&manifest::load_str(&query.path, &stem, &text, &files)))
+        let mut loaded = manifest::load_str(&query.path, &stem, &text, &files);
+        manifest::subplan::resolve(&mut loaded, &path);
+        if let Some(outside) =
+            loaded.included.iter().find(|file| !file.path.canonicalize().is_ok_and(|p| p.starts_with(root)))
+        {
+            return Err(ApiError::Outside(outside.path.display().to_string()));
+        }
+        Ok(PlanReport::new(&loaded))
     })
     .await??;
     Ok(Json(report))

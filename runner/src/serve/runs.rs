@@ -1,6 +1,7 @@
 //! The JSON views of runs: the list, one run (its graph from the start, its events and its
 //! state), the state after any event (for the replay), and one task. Every state is the
-//! engine's fold of the log, up to the event asked for.
+//! engine's fold of the log, up to the event asked for. A run links the child runs its
+//! sub-plan tasks started, and a child run the run and task that started it.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use engine::{Event, Record, RunState, TaskStatus, Tokens};
+use manifest::plan::TaskKind;
 use serde::{Deserialize, Serialize};
 
 use super::Served;
@@ -159,6 +161,9 @@ pub struct StateView {
     /// What the run takes now (the live state only; a replayed one has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     actions: Option<Allowed>,
+    /// The child run of each sub-plan or `expand` task (a map's items each have their own),
+    /// by task id: the child of its latest attempt that is in the run store.
+    children: BTreeMap<String, String>,
 }
 
 /// A task that waits for a person.
@@ -205,7 +210,13 @@ impl StateView {
             skipped_by_condition,
             waiting,
             actions: None,
+            children: BTreeMap::new(),
         }
+    }
+
+    /// The same view with the child runs of run `id` that `runs` holds.
+    pub fn with_children(self, state: &RunState, runs: &Runs, id: &str) -> Result<Self, ApiError> {
+        Ok(StateView { children: children(state, runs, id)?, ..self })
     }
 
     /// The view of a run's state now: its status as shown and the actions it takes, asking at
@@ -218,11 +229,35 @@ impl StateView {
     }
 }
 
-/// One run: its plan's graph (every task, pending ones included), its events and its state.
+/// The child run each sub-plan or `expand` task of run `id` started, by task id: the child of
+/// its latest attempt that `runs` holds (as `children::child_of` finds it, without reading
+/// the child's log). A task not dispatched yet has none, even replayed to before a child that
+/// exists now; a map starts none itself, each of its items does.
+fn children(state: &RunState, runs: &Runs, id: &str) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut children = BTreeMap::new();
+    for (spec, task) in state.plan.tasks.iter().zip(&state.tasks) {
+        if !matches!(spec.kind, TaskKind::Plan | TaskKind::Expand) || spec.extras().for_each.is_some() {
+            continue;
+        }
+        for attempt in (1..=task.attempts).rev() {
+            let child = engine::child::child_run_id(id, &spec.id.value, attempt);
+            if runs.find(&child).map_err(|e| ApiError::Internal(format!("{e:#}")))?.is_some() {
+                children.insert(spec.id.value.to_string(), child);
+                break;
+            }
+        }
+    }
+    Ok(children)
+}
+
+/// One run: its plan's graph (every task, pending ones included), its events and its state,
+/// and the run and task that started it when it is a sub-plan's child run.
 #[derive(Debug, Serialize)]
 pub struct RunView {
     id: String,
     source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<engine::child::Parent>,
     graph: GraphView,
     events: Vec<EventView>,
     state: StateView,
@@ -237,11 +272,12 @@ pub async fn run(State(served): State<Arc<Served>>, Path(id): Path<String>) -> R
             .ok_or_else(|| ApiError::NotFound(format!("run `{id}` has no RunCreated event: it never started")))?;
         let state = fold(&records);
         Ok::<_, ApiError>(RunView {
-            id,
             source: created.source,
+            parent: created.parent,
             graph: GraphView::of_run(&state)?,
             events: records.iter().map(EventView::new).collect(),
-            state: StateView::live(&state, &run),
+            state: StateView::live(&state, &run).with_children(&state, &served.runs, &id)?,
+            id,
         })
     })
     .await??;
@@ -278,7 +314,7 @@ pub async fn state(
             Some(_) => StateView::new(&state, state.status.as_str()),
             None => StateView::live(&state, &run),
         };
-        Ok::<_, ApiError>(view)
+        view.with_children(&state, &served.runs, &id)
     })
     .await??;
     Ok(Json(view))

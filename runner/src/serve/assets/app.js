@@ -12,6 +12,9 @@ const TIMELINE_ROWS = 300;
 const EVENT_ROWS = 300;
 // At most this many items drawn inside an expanded map; the task panel lists them all.
 const MAP_ROWS = 40;
+// A sub-plan's box: the height of a child task's row, of the caption naming the child plan,
+// and the room left around a nested box and on the right for the child's edges.
+const ROW_H = 20, CAPTION_H = 18, NEST = 6, ARCS = 18;
 
 // An element with attributes (`on*` functions become listeners) and children (strings
 // become text nodes).
@@ -128,21 +131,29 @@ async function runsPage() {
 // ---- graphs ---------------------------------------------------------------------------
 
 // What the page knows of a run at one point, from a state the server sent: each task's
-// status, the maps expanded so far (their items in order and how many have each status), and
-// the tasks skipped because their condition was false.
+// status, the maps expanded so far (their items in order and how many have each status), the
+// tasks skipped because their condition was false, and the child run each sub-plan task (or
+// item) started.
 function snapshot(state) {
   return {
     tasks: new Map(Object.entries(state ? state.tasks : {})),
     maps: new Map(Object.entries(state && state.maps ? state.maps : {})),
     byCondition: new Set(state && state.skipped_by_condition ? state.skipped_by_condition : []),
+    children: new Map(Object.entries(state && state.children ? state.children : {})),
   };
 }
 
-// Adds what a stream message says to a snapshot.
+// Adds what a stream message (or a state fetched again) says to a snapshot.
 function absorb(snap, update) {
   for (const [task, status] of Object.entries(update.tasks)) snap.tasks.set(task, status);
   for (const [map, items] of Object.entries(update.maps || {})) snap.maps.set(map, items);
   for (const task of update.skipped_by_condition || []) snap.byCondition.add(task);
+  for (const [task, run] of Object.entries(update.children || {})) snap.children.set(task, run);
+}
+
+// A link to run `run`, for a sub-plan's child or a child's parent.
+function runLink(run) {
+  return el("a", { href: "#/run/" + encodeURIComponent(run), "data-run": run }, run);
 }
 
 function statusIn(snap, id) {
@@ -167,6 +178,70 @@ function countsText(map) {
 // A map in one line: `read ×12: 9 succeeded, 2 running, 1 failed`.
 function mapSummary(id, map) {
   return id + " ×" + map.items.length + ": " + countsText(map);
+}
+
+// What a task node says under its id: its agent, or what kind of step it is.
+function detailOf(task) {
+  switch (task.kind) {
+    case "review": return "human review";
+    case "gate": return "gate" + (task.agent ? ": " + task.agent : "");
+    case "plan": return "plan: " + (task.plan || "");
+    case "expand": return "planned at run time" + (task.agent ? " by " + task.agent : "") + (task.max_tasks ? ", ≤ " + task.max_tasks + " tasks" : "");
+    default: return task.agent || "";
+  }
+}
+
+// The tasks of a sub-plan drawn in its box: the first MAP_ROWS, by phase then plan order.
+function childRows(graph) {
+  return graph.tasks.map((_, i) => i).sort((a, b) => graph.tasks[a].phase - graph.tasks[b].phase || a - b).slice(0, MAP_ROWS);
+}
+
+// The height of a sub-plan's rows in its box: a caption, a row per task (a nested sub-plan's
+// row holds its own box), and a line for the tasks not drawn.
+function subplanHeight(graph) {
+  let h = CAPTION_H;
+  for (const i of childRows(graph)) {
+    const sub = graph.tasks[i].subplan;
+    h += ROW_H + 4 + (sub ? subplanHeight(sub) + NEST : 0);
+  }
+  return h + (graph.tasks.length > MAP_ROWS ? ROW_H : 0);
+}
+
+// The rows of sub-plan `graph` (the plan at `path`) from (x, y), `w` wide: each child task a
+// row with its id and agent, its edges arcs on the rows' right, a nested sub-plan framed with
+// its own rows. They are the child plan's tasks, not the run's: they carry no status.
+function drawSubplan(graph, path, x, y, w) {
+  const parts = [svg("text", { x: x + 2, y: y + 12, class: "grouplabel" }, clip("plan " + graph.name + (path ? " · " + path : ""), w / 6.5))];
+  const rowY = new Map();
+  let cy = y + CAPTION_H;
+  for (const i of childRows(graph)) {
+    const task = graph.tasks[i];
+    rowY.set(i, cy);
+    const label = task.id + " · " + detailOf(task);
+    const row = svg("g", { class: "child-task " + task.kind, "data-child-task": task.id },
+      svg("rect", { x, y: cy, width: w, height: ROW_H, rx: task.kind === "review" ? 0 : 4 }),
+      svg("title", {}, label + (task.when ? ", when " + task.when : "") + (task.map ? ", " + mapSource(task.map) : "")),
+      svg("text", { x: x + 6, y: cy + 14 }, clip(label, (w - 12) / 6.8)));
+    if (task.subplan) {
+      const inner = subplanHeight(task.subplan);
+      parts.push(svg("rect", { class: "subplan-frame", x: x - 2, y: cy - 2, width: w + 4, height: ROW_H + inner + NEST, rx: 6 }));
+      parts.push(row, drawSubplan(task.subplan, task.plan, x + NEST, cy + ROW_H + 2, w - NEST - ARCS));
+      cy += ROW_H + inner + NEST + 4;
+    } else {
+      parts.push(row);
+      cy += ROW_H + 4;
+    }
+  }
+  if (graph.tasks.length > MAP_ROWS) parts.push(svg("text", { x: x + 6, y: cy + 12, class: "grouplabel" }, "… and " + (graph.tasks.length - MAP_ROWS) + " more tasks"));
+  graph.tasks.forEach((task, i) => {
+    if (!rowY.has(i)) return;
+    for (const d of task.deps) {
+      if (!rowY.has(d)) continue;
+      const y1 = rowY.get(d) + ROW_H / 2, y2 = rowY.get(i) + ROW_H / 2, bend = x + w + Math.min(4 + (y2 - y1) / 10, ARCS - 2);
+      parts.unshift(svg("path", { class: "edge child-edge", d: `M${x + w},${y1} C${bend},${y1} ${bend},${y2} ${x + w},${y2}` }));
+    }
+  });
+  return svg("g", { class: "subplan-rows" }, parts);
 }
 
 // What a map runs over before it has expanded, as the manifest says.
@@ -196,8 +271,9 @@ function columns(graph) {
 // Every task a node; a map (`for_each`) one stacked node with its item counts, which a click
 // expands to show its first MAP_ROWS items as their own nodes inside it (and collapses again).
 function drawTasks(box, graph, onPick) {
-  const hasMaps = graph.tasks.some((t) => t.map);
-  const W = hasMaps ? 220 : 140, H = 34, MAP_H = 50, ITEM_H = 20, GAP_X = 40, GAP_Y = 10, PAD = 16, TOP = 28;
+  const hasMaps = graph.tasks.some((t) => t.map), hasSubplans = graph.tasks.some((t) => t.subplan);
+  const W = hasSubplans ? 260 : hasMaps ? 220 : 140, H = 34, MAP_H = 50, ITEM_H = 20, GAP_X = 40, PAD = 16, TOP = 28;
+  const GAP_Y = hasSubplans ? 20 : 10;
   const critical = new Set(graph.critical);
   const criticalEdges = new Set(graph.critical.slice(1).map((t, k) => graph.critical[k] + ">" + t));
   const expanded = new Set();
@@ -212,12 +288,14 @@ function drawTasks(box, graph, onPick) {
     const items = map ? map.items : [];
     return { shown: items.slice(0, MAP_ROWS), more: Math.max(items.length - MAP_ROWS, 0), known: !!map };
   };
-  const heightOf = (task) => {
+  // The height of a task's node (a map's with its items when open), then with its sub-plan's box.
+  const nodeHeight = (task) => {
     if (!task.map) return H;
     if (!expanded.has(task.id)) return MAP_H;
     const { shown, more } = itemsOf(task.id);
     return MAP_H + 4 + Math.max(shown.length, 1) * (ITEM_H + 4) + (more ? ITEM_H : 0);
   };
+  const heightOf = (task) => nodeHeight(task) + (task.subplan ? 6 + subplanHeight(task.subplan) : 0);
   // What decides the layout: which maps are open and how many items each draws.
   const layoutKey = () => [...expanded].sort().map((id) => id + ":" + itemsOf(id).shown.length).join(",");
 
@@ -259,6 +337,7 @@ function drawTasks(box, graph, onPick) {
         }));
       }
       nodesLayer.append(task.map ? mapNode(task, i, x, y) : taskNode(task, i, x, y));
+      if (task.subplan) groupsLayer.append(subplanBox(task, x, y));
     });
     const width = PAD * 2 + graph.phases * (W + GAP_X) - GAP_X;
     box.replaceChildren(svg("svg", { width, height: height + PAD, class: "graph-svg" }, labels, groupsLayer, edgesLayer, nodesLayer));
@@ -272,13 +351,13 @@ function drawTasks(box, graph, onPick) {
       : svg("rect", { x, y, width: W, height: H, rx: task.kind === "review" ? 0 : 6, class: "s-pending" });
     const about = task.id + (task.agent ? " (" + task.agent + ")" : "") + " — " + task.kind + (task.when ? ", when " + task.when : "");
     const title = svg("title", {}, about);
-    const plain = task.kind === "review" ? "human review" : task.kind === "gate" ? "gate" + (task.agent ? ": " + task.agent : "") : (task.agent || "");
+    const plain = detailOf(task);
     const detail = svg("text", { x: x + 8, y: y + 28, class: "grouplabel" }, clip(plain, W / 6.5));
     const node = svg("g", {
       class: nodeClass(task, i), "data-task": task.id, "data-status": "pending",
       onclick: () => onPick(task.id),
     }, shape, title, svg("text", { x: x + 8, y: y + 14 }, clip(task.id, W / 7.3)), detail);
-    nodes.set(task.id, { node, shape, kind: "task", title, about, detail, plain });
+    nodes.set(task.id, { node, shape, kind: "task", title, about, detail, plain, link: null, child: null });
     return node;
   };
   const itemNode = (map, id, x, y) => {
@@ -288,7 +367,7 @@ function drawTasks(box, graph, onPick) {
       class: "node item", "data-task": id, "data-item-of": map, "data-status": "pending",
       onclick: (e) => { e.stopPropagation(); onPick(id); },
     }, shape, title, svg("text", { x: x + 6, y: y + 14 }, clip(id, (W - 16) / 7.3)));
-    nodes.set(id, { node, shape, kind: "item", title, about: id, detail: null, plain: "" });
+    nodes.set(id, { node, shape, kind: "item", title, about: id, detail: null, plain: "", link: null, child: null });
     return node;
   };
   const mapNode = (task, i, x, y) => {
@@ -302,7 +381,7 @@ function drawTasks(box, graph, onPick) {
     };
     const parts = [];
     if (open) {
-      parts.push(svg("rect", { class: "map-frame", x: x - 4, y: y - 4, width: W + 8, height: heightOf(task) + 8, rx: 8 }));
+      parts.push(svg("rect", { class: "map-frame", x: x - 4, y: y - 4, width: W + 8, height: nodeHeight(task) + 8, rx: 8 }));
     } else {
       parts.push(svg("rect", { class: "map-stack", x: x + 5, y: y - 5, width: W, height: MAP_H, rx: 6 }));
     }
@@ -329,6 +408,31 @@ function drawTasks(box, graph, onPick) {
     }, parts);
     nodes.set(task.id, { node, shape, kind: "map", task, head, detail, bars, title, painted: null });
     return node;
+  };
+
+  // A sub-plan task's box: a frame around its node and the child plan's rows under it; a click
+  // on it opens the task.
+  const subplanBox = (task, x, y) => {
+    const top = y + nodeHeight(task) + 6;
+    return svg("g", { class: "subplan", "data-subplan": task.id, onclick: () => onPick(task.id) },
+      svg("rect", { class: "subplan-frame", x: x - 6, y: y - 6, width: W + 12, height: heightOf(task) + 12, rx: 8 }),
+      drawSubplan(task.subplan, task.plan, x + NEST, top, W - NEST - ARCS));
+  };
+
+  // A link to the child run a sub-plan task or item started, at its node's right, once the
+  // run store has it.
+  const paintLink = (id, n) => {
+    const child = snap.children.get(id) || null;
+    if (n.child === child) return;
+    n.child = child;
+    if (n.link) n.link.remove();
+    n.link = null;
+    if (!child) return;
+    const x = Number(n.shape.getAttribute("x")) + Number(n.shape.getAttribute("width")) - 6;
+    const y = Number(n.shape.getAttribute("y")) + 14;
+    n.link = svg("a", { class: "child-link", href: "#/run/" + encodeURIComponent(child), "data-child-run": child, onclick: (e) => e.stopPropagation() },
+      svg("title", {}, "its child run: " + child), svg("text", { x, y, "text-anchor": "end" }, "run ↗"));
+    n.node.append(n.link);
   };
 
   const paintMap = (id, n, byCondition) => {
@@ -366,6 +470,7 @@ function drawTasks(box, graph, onPick) {
       }
       const byCondition = snap.byCondition.has(id);
       if (n.kind === "map") paintMap(id, n, byCondition);
+      else paintLink(id, n);
       if ((n.node.getAttribute("data-skip") === "condition") !== byCondition) {
         if (byCondition) n.node.setAttribute("data-skip", "condition");
         else n.node.removeAttribute("data-skip");
@@ -536,6 +641,11 @@ async function runPage(id) {
   const events = view.events;
   const live = snapshot(view.state);
   const graphTask = new Map(view.graph.tasks.map((t) => [t.id, t]));
+  // Whether a task (or an item of a map) starts a child run, whose link the state then has.
+  const startsChild = (task) => {
+    const node = graphTask.get(task) || graphTask.get(task.replace(/\[\d+\]$/, ""));
+    return !!node && (node.kind === "plan" || node.kind === "expand");
+  };
   let liveState = view.state;
   let position = events.length;
   let picked = null;
@@ -574,7 +684,8 @@ async function runPage(id) {
 
   show(
     el("div", { class: "runhead" },
-      el("h1", {}, "Run " + id), statusBadge, el("span", {}, "plan ", el("b", {}, view.graph.name)), tokens),
+      el("h1", {}, "Run " + id), statusBadge, el("span", {}, "plan ", el("b", {}, view.graph.name)), tokens,
+      view.parent ? el("span", { id: "parent-run" }, "a sub-plan of run ", runLink(view.parent.run), ", task " + view.parent.task) : null),
     el("div", { class: "actions" },
       cancelButton,
       resumeButton,
@@ -681,6 +792,7 @@ async function runPage(id) {
       offer(liveState.actions);
       if (position === events.length) paint();
       recheckLater();
+      lookForChildren();
     } catch (error) {
       notice(error.message, true);
     }
@@ -702,6 +814,16 @@ async function runPage(id) {
   };
   recheckLater();
 
+  // A sub-plan task runs before its child run is in the store, and the child's progress adds
+  // nothing to this run's log: while one runs without a link, look again every second.
+  let childCheck = null;
+  const lookForChildren = () => {
+    clearTimeout(childCheck);
+    const missing = [...live.tasks].some(([t, s]) => s === "running" && startsChild(t) && !live.children.has(t));
+    if (missing) childCheck = setTimeout(refreshState, 1000);
+  };
+  lookForChildren();
+
   let frame = null;
   let taskChanged = false;
   const schedulePaint = () => {
@@ -722,6 +844,7 @@ async function runPage(id) {
     if (update.replanned) {
       source.close();
       clearTimeout(recheck);
+      clearTimeout(childCheck);
       runPage(id);
       return;
     }
@@ -729,6 +852,7 @@ async function runPage(id) {
     for (const e of update.events) events.push(e);
     absorb(live, update);
     taskChanged = taskChanged || (picked !== null && (picked in update.tasks || picked in (update.maps || {})));
+    if (Object.keys(update.tasks).some((t) => startsChild(t) && !live.children.has(t))) refreshState();
     const changed = liveState.status !== update.status;
     liveState = Object.assign({}, liveState, { status: update.status, tokens: update.tokens });
     slider.max = events.length;
@@ -745,6 +869,7 @@ async function runPage(id) {
   stop = () => {
     source.close();
     clearTimeout(recheck);
+    clearTimeout(childCheck);
   };
 }
 
@@ -770,7 +895,8 @@ function taskList(ids, snap, pick) {
   const draw = () => {
     const wanted = filter.value.toLowerCase();
     list.replaceChildren(...ids.filter((t) => t.toLowerCase().includes(wanted)).slice(0, 200).map((t) =>
-      el("div", {}, el("a", { href: "#", "data-task": t, onclick: (e) => { e.preventDefault(); pick(t); } }, t), " ", badge(statusIn(snap, t)))));
+      el("div", {}, el("a", { href: "#", "data-task": t, onclick: (e) => { e.preventDefault(); pick(t); } }, t), " ", badge(statusIn(snap, t)),
+        snap.children.has(t) ? [" run ", runLink(snap.children.get(t))] : null)));
   };
   filter.addEventListener("input", draw);
   draw();
@@ -783,6 +909,9 @@ function dynamicPart(t, { snap, pick, node }) {
   if (t.skipped_by_condition) parts.push(el("div", { class: "condition" }, "skipped: condition false" + (t.when ? " (when: " + t.when + ")" : "")));
   else if (t.when) parts.push(el("div", { class: "muted" }, "runs only when " + t.when));
   if (t.map) parts.push(el("div", {}, "an item of map ", el("a", { href: "#", onclick: (e) => { e.preventDefault(); pick(t.map); } }, t.map)));
+  const child = snap.children.get(t.id);
+  if (child) parts.push(el("div", { class: "child-run" }, "its child run: ", runLink(child)));
+  else if (node && node.kind === "plan" && !node.map) parts.push(el("div", { class: "muted" }, "runs " + node.plan + " as a child run once it starts"));
   const map = snap.maps.get(t.id);
   if (map) parts.push(el("h2", {}, "Items"), el("div", { class: "map-summary" }, mapSummary(t.id, map)), taskList(map.items, snap, pick));
   else if (node && node.map) parts.push(el("div", { class: "map-summary" }, mapSource(node.map) + ", not expanded yet"));
