@@ -1,9 +1,10 @@
-//! A model's plan that declares variables, conditions and maps (`spec.vars`, `when`,
-//! `for_each`, `max_items`) is read back whole: by the author, through its repair, and in the
-//! YAML `runner plan` writes.
+//! A model's plan that declares variables, conditions, maps and steps planned at run time
+//! (`spec.vars`, `when`, `for_each`, `max_items`, `type: expand` with `max_tasks`) is read back
+//! whole: by the author, through its repair, and in the YAML `runner plan` writes. A sub-plan
+//! (`type: plan`, `plan`, `with`) names a file the author cannot write, and is sent back.
 
 use manifest::Plan;
-use manifest::plan::ForEach;
+use manifest::plan::{ForEach, TaskKind};
 use model::Endpoint;
 use planner::author::{Authored, Outcome, Request, author};
 use serde_json::{Value, json};
@@ -145,7 +146,91 @@ async fn the_prompt_shows_each_dynamic_field_with_an_example() {
         "{{ item.url }}",
         "{{ index }}",
         "\"type\": \"synthesis_gate\", \"inputs\": [\"read_source\"]",
+        "`type: expand`",
+        "\"type\": \"expand\", \"agent\": \"planner\"",
+        "\"max_tasks\": 6",
+        "Never write `type: plan`, `plan` or `with`",
     ] {
         assert!(system.contains(shown), "the prompt lacks {shown}:\n{system}");
+    }
+}
+
+/// A triage, a compound step its agent plans once the triage has run, and the write-up that
+/// reads the step's output; `step` is the compound step.
+fn compound(step: Value) -> String {
+    json!({
+        "apiVersion": "runner/v1",
+        "kind": "Plan",
+        "metadata": {"name": "brief"},
+        "spec": {
+            "mission": "Find out why checkout failed and what to do about it.",
+            "agent_definitions": {"sre": {"runtime": "mock"}, "planner": {"runtime": "mock"}},
+            "workflow": [
+                {"id": "triage", "agent": "sre", "input": "What kind of failure is it? {{ mission }}", "on_failure": "retry"},
+                step,
+                {"id": "write_up", "agent": "sre", "depends_on": ["investigate"], "critical": true,
+                 "on_failure": "retry", "input": "Write the report from {{ tasks.investigate.output }}."}
+            ]
+        }
+    })
+    .to_string()
+}
+
+/// The compound step as an `expand` task whose agent writes at most six tasks.
+fn expand_step() -> Value {
+    json!({"id": "investigate", "type": "expand", "agent": "planner", "depends_on": ["triage"], "max_tasks": 6,
+           "input": "Plan the investigation of: {{ tasks.triage.output }}"})
+}
+
+/// The plan carries the compound step as the answer wrote it.
+fn assert_expand(plan: &Plan) {
+    let step = task(plan, "investigate");
+    assert_eq!(step.kind, TaskKind::Expand);
+    assert_eq!(step.agent.as_ref().map(|agent| agent.value.as_str()), Some("planner"));
+    assert_eq!(step.extras().max_tasks.as_ref().map(|max| max.value), Some(6));
+}
+
+#[tokio::test]
+async fn a_step_planned_at_run_time_in_an_answer_reaches_the_plan() {
+    let server = FakeOpenAi::script(vec![Step::Answer(compound(expand_step()))]);
+    let authored = run(&server).await;
+
+    assert_eq!(authored.fallback, None);
+    assert!(matches!(authored.attempts[0].outcome, Outcome::Valid { tasks: 3, .. }), "{:?}", authored.attempts);
+    let manifest = authored.manifest.expect("the plan is accepted");
+    assert_expand(&load(&manifest, "authored.json"));
+    let yaml = planner::yaml::to_yaml(&serde_json::from_str(&manifest).expect("the manifest is JSON"));
+    assert_expand(&load(&yaml, "plan.yaml"));
+}
+
+#[tokio::test]
+async fn a_sub_plan_in_an_answer_is_sent_back_and_the_repair_is_kept() {
+    let with_file = json!({"id": "investigate", "type": "plan", "plan": "plans/investigate.yaml",
+                           "depends_on": ["triage"], "with": {"kind": "{{ tasks.triage.output }}"}});
+    // Read from text, the sub-plan's file is never looked at: the loader alone would let it
+    // through, and the run would fail on a file that does not exist.
+    assert_eq!(task(&load(&compound(with_file.clone()), "sub.json"), "investigate").kind, TaskKind::Plan);
+    let without_file = json!({"id": "investigate", "type": "plan", "agent": "planner", "depends_on": ["triage"],
+                              "input": "Investigate."});
+    let plan_on_a_task = json!({"id": "investigate", "agent": "planner", "depends_on": ["triage"],
+                                "plan": "investigate.yaml", "input": "Investigate."});
+    for broken in [with_file, without_file, plan_on_a_task] {
+        let server =
+            FakeOpenAi::script(vec![Step::Answer(compound(broken.clone())), Step::Answer(compound(expand_step()))]);
+        let authored = run(&server).await;
+
+        let Outcome::Invalid(problems) = &authored.attempts[0].outcome else {
+            panic!("the sub-plan is refused: {broken} {:?}", authored.attempts[0].outcome)
+        };
+        assert!(problems.starts_with("author::sub_plan: task `investigate` runs a plan file"), "{problems}");
+        assert!(problems.contains("`type: expand`"), "the help points to expand: {problems}");
+        for asks_for_a_file in ["plan::missing_field", "plan::wrong_task_type", "plan::invalid_value"] {
+            assert!(!problems.contains(asks_for_a_file), "{asks_for_a_file} is left out: {problems}");
+        }
+        let messages = server.requests()[1].body["messages"].as_array().cloned().unwrap_or_default();
+        let repair = messages.last().and_then(|m| m["content"].as_str().map(str::to_owned)).unwrap_or_default();
+        assert!(repair.contains("author::sub_plan"), "the repair prompt names the refusal: {repair}");
+        assert_eq!(authored.chosen, Some(1));
+        assert_expand(&load(authored.manifest.as_deref().expect("the repair is accepted"), "repaired.json"));
     }
 }

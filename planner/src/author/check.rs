@@ -1,11 +1,11 @@
 //! Checking a candidate manifest: load and validate it as `runner critic` would, hold it to
-//! what the template allows, and score it with the critic.
+//! what the template allows (and to naming no sub-plan file), and score it with the critic.
 
 use std::fmt;
 
-use manifest::Plan;
 use manifest::critic::critique;
-use manifest::plan::Runtime;
+use manifest::plan::{Runtime, TaskKind};
+use manifest::{Diagnostic, Plan, Problem as LoadProblem};
 use serde_json::{Map, Value};
 
 /// A candidate that can run, with its critic score.
@@ -73,10 +73,16 @@ pub(crate) fn check(
     // The authored plan may attach no files: nothing here may look at the disk, and a model
     // must not point a run at files it has never seen.
     let loaded = manifest::load_str(&format!("candidate-{number}.json"), name, &manifest, &|_| false);
-    let mut problems: Vec<Problem> = loaded
-        .errors()
-        .map(|d| Problem { code: d.code(), message: d.to_string(), path: d.loc.path.to_string(), help: d.help.clone() })
-        .collect();
+    // A sub-plan is refused before anything else is said of it: the loader's own errors about
+    // its fields would ask for the plan file a written plan cannot have.
+    let mut problems = loaded.plan.as_ref().map(sub_plans).unwrap_or_default();
+    let refused = |d: &Diagnostic| loaded.plan.as_ref().is_some_and(|plan| about_sub_plans(d, plan));
+    problems.extend(loaded.errors().filter(|d| !refused(d)).map(|d| Problem {
+        code: d.code(),
+        message: d.to_string(),
+        path: d.loc.path.to_string(),
+        help: d.help.clone(),
+    }));
     let plan = match (&loaded.plan, problems.is_empty()) {
         (Some(plan), true) => plan,
         (None, true) => return Err(Rejected::Unreadable),
@@ -88,6 +94,44 @@ pub(crate) fn check(
     }
     let critique = critique(plan);
     Ok(Accepted { manifest, score: critique.scores.overall, tasks: plan.tasks.len() })
+}
+
+/// The tasks that would run a plan file (`type: plan`, or `plan` or `with` on another type):
+/// plan files are written by people, and the author writes one manifest and names no file.
+fn sub_plans(plan: &Plan) -> Vec<Problem> {
+    plan.tasks
+        .iter()
+        .filter(|task| {
+            let extras = task.extras();
+            task.kind == TaskKind::Plan || extras.plan.is_some() || !extras.with.is_empty()
+        })
+        .map(|task| {
+            Problem::policy(
+                "author::sub_plan",
+                format!(
+                    "task `{}` runs a plan file (`type: plan`, `plan`, `with`), and a written plan can name no file",
+                    task.id.value
+                ),
+                task.id.loc.path.to_string(),
+                "write the step's tasks into this plan, or make it a `type: expand` task whose agent plans the \
+                 step at run time; remove `plan` and `with`",
+            )
+        })
+        .collect()
+}
+
+/// Whether the loader's error `d` is about a sub-plan's fields, which [`sub_plans`] refuses
+/// whole: `plan` or `with` on a task of another type, a `type: plan` task without `plan`, or
+/// its agent.
+fn about_sub_plans(d: &Diagnostic, plan: &Plan) -> bool {
+    match &d.problem {
+        LoadProblem::WrongTaskType { field, .. } => field == "plan" || field == "with",
+        LoadProblem::MissingField { field, .. } => field == "plan",
+        LoadProblem::InvalidValue { what, .. } if what == "agent" => plan.tasks.iter().any(|task| {
+            task.kind == TaskKind::Plan && task.agent.as_ref().is_some_and(|agent| agent.loc.span == d.loc.span)
+        }),
+        _ => false,
+    }
 }
 
 /// What an authored plan may define: with a template, only its providers and tools, and
@@ -184,16 +228,19 @@ mod tests {
 
     #[test]
     fn dynamic_examples_load_with_their_fields() {
-        use super::super::prompt::{MAP_EXAMPLE, VARS_EXAMPLE, WHEN_EXAMPLE};
+        use super::super::prompt::{EXPAND_EXAMPLE, MAP_EXAMPLE, VARS_EXAMPLE, WHEN_EXAMPLE};
         let upstream = r#"{"id": "triage", "agent": "researcher", "input": "Web page or document?"},
             {"id": "search", "agent": "researcher", "input": "Search; answer {\"results\": [{\"url\": \"...\"}]}"}"#;
-        let workflow: Value = serde_json::from_str(&format!("[{upstream}, {WHEN_EXAMPLE}, {MAP_EXAMPLE}]")).unwrap();
+        let workflow: Value =
+            serde_json::from_str(&format!("[{upstream}, {WHEN_EXAMPLE}, {MAP_EXAMPLE}, {EXPAND_EXAMPLE}]")).unwrap();
         let manifest = serde_json::json!({
             "apiVersion": "runner/v1", "kind": "Plan", "metadata": {"name": "example"},
             "spec": {
                 "mission": "Brief tea buyers.",
                 "vars": serde_json::from_str::<Value>(VARS_EXAMPLE).unwrap(),
-                "agent_definitions": {"researcher": {"runtime": "mock"}, "editor": {"runtime": "mock"}},
+                "agent_definitions": {
+                    "researcher": {"runtime": "mock"}, "editor": {"runtime": "mock"}, "planner": {"runtime": "mock"}
+                },
                 "workflow": workflow,
             }
         });
@@ -204,6 +251,9 @@ mod tests {
         assert!(extras("read_source").for_each.as_ref().is_some_and(|f| f.value.expr().is_some()));
         assert_eq!(extras("read_source").max_items.as_ref().map(|max| max.value), Some(10));
         assert!(plan.vars.as_ref().is_some_and(|vars| vars.contains_key("audience")));
+        let investigate = plan.tasks.iter().find(|t| t.id.value.as_str() == "investigate").unwrap();
+        assert_eq!(investigate.kind, manifest::plan::TaskKind::Expand);
+        assert_eq!(extras("investigate").max_tasks.as_ref().map(|max| max.value), Some(6));
     }
 
     #[test]

@@ -185,6 +185,13 @@ mod tests {
     }
 
     #[test]
+    fn the_default_window_gets_the_schema_without_its_descriptions() {
+        // docs/planning.md says so: the rules sent always must leave the bare schema room.
+        let (_, chosen) = fit("m", &Windows::default(), &system, "Request: tea", &[]).unwrap();
+        assert_eq!(chosen, Parts::BareSchema);
+    }
+
+    #[test]
     fn a_prompt_that_cannot_fit_is_refused_naming_the_window_and_its_size() {
         let error = fit("m", &windows(1024), &system, "Request: tea", &[]).unwrap_err();
         assert_eq!(error.window, 1024);

@@ -1,6 +1,7 @@
 //! The author's prompt, versioned by [`PROMPT_VERSION`]: the instructions (with the rules for
-//! variables, conditions and maps), what the template makes available, the manifest's JSON
-//! Schema and two examples (the optional [`Parts`], left out of a prompt too large for the
+//! variables, conditions, maps and steps planned at run time), what the template makes
+//! available, the manifest's JSON Schema (without the sub-plan fields, which name files) and
+//! two examples (the optional [`Parts`], left out of a prompt too large for the
 //! model's context window); and the repair message.
 
 use manifest::Plan;
@@ -9,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 /// The version of the prompt below; change it whenever the prompt's text changes, so that
 /// provenance and per-model reliability can be compared across versions.
-pub const PROMPT_VERSION: &str = "author-3";
+pub const PROMPT_VERSION: &str = "author-4";
 
 /// A small research plan: a parallel group, a synthesis gate and a writer.
 pub(crate) const RESEARCH_EXAMPLE: &str = include_str!("examples/research.json");
@@ -20,6 +21,8 @@ pub(crate) const SEQUENTIAL_EXAMPLE: &str = include_str!("examples/sequential.js
 pub(crate) const MAP_EXAMPLE: &str = r#"{"id": "read_source", "agent": "researcher", "depends_on": ["search"], "for_each": "tasks.search.output.results", "max_items": 10, "input": "Summarise {{ item.url }} for {{ vars.audience }}."}, {"id": "combine", "type": "synthesis_gate", "inputs": ["read_source"], "agent": "editor"}"#;
 /// A task that runs only when a triage task's output says so.
 pub(crate) const WHEN_EXAMPLE: &str = r#"{"id": "fetch_page", "agent": "researcher", "depends_on": ["triage"], "when": "tasks.triage.output.kind == \"web\"", "input": "Fetch the page."}"#;
+/// A compound step whose agent writes its plan once the triage has run, at most `max_tasks` tasks.
+pub(crate) const EXPAND_EXAMPLE: &str = r#"{"id": "investigate", "type": "expand", "agent": "planner", "depends_on": ["triage"], "max_tasks": 6, "input": "Plan the investigation of: {{ tasks.triage.output }}"}"#;
 /// The `spec.vars` the examples read.
 pub(crate) const VARS_EXAMPLE: &str = r#"{"audience": "tea buyers"}"#;
 
@@ -70,7 +73,7 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
     };
     let mut optional = String::new();
     if with_schema {
-        let mut schema = manifest::schema::manifest_schema();
+        let mut schema = for_authors(manifest::schema::manifest_schema());
         if parts == Parts::BareSchema {
             schema = without_descriptions(&schema);
         }
@@ -130,11 +133,12 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
 }
 
 /// The rules for the fields that shape a plan at run time (`vars`, `when`, `for_each`,
-/// `max_items`), each with a short example. Always sent, so it is kept short: the schema is
-/// close to filling the default context window on its own.
+/// `max_items`, `type: expand` with `max_tasks`), each with a short example, and the one task
+/// type never to write. Always sent, so it is kept short: the schema is close to filling the
+/// default context window on its own.
 fn dynamic() -> String {
     format!(
-        "## Variables, conditions and maps (only when the request needs them)\n\
+        "## Variables, conditions, maps and steps planned later (only when the request needs them)\n\
          - `vars` in `spec` declares variables with defaults (any JSON value), read as `{{{{ vars.NAME }}}}`; \
          declare every one you read: \"vars\": {VARS_EXAMPLE}\n\
          - `when`: a condition over what templates read, without braces; when false the task is skipped and its \
@@ -142,8 +146,25 @@ fn dynamic() -> String {
          - `for_each` runs the task once per item of a list, written out or an expression such as \
          `tasks.ID.output.FIELD` of a task it depends on that answers in JSON; then `max_items` (more items fail \
          the task) is required. The input reads `{{{{ item }}}}`, `{{{{ item.FIELD }}}}`, `{{{{ index }}}}` (from \
-         0); the output is a JSON array of the item outputs, combined by a `synthesis_gate`: {MAP_EXAMPLE}"
+         0); the output is a JSON array of the item outputs, combined by a `synthesis_gate`: {MAP_EXAMPLE}\n\
+         - `type: expand` is a compound step that can only be broken down once the steps before it have run: its \
+         `agent` writes the step's plan then, and the step's output is that plan's last task's output. Set \
+         `max_tasks`, the most tasks it may write: {EXPAND_EXAMPLE}\n\
+         - Never write `type: plan`, `plan` or `with`: they run plan files people wrote."
     )
+}
+
+/// The manifest's JSON Schema as the author sends it: without the sub-plan task type and its
+/// fields (`type: plan`, `plan`, `with`), which name plan files a written plan cannot have.
+fn for_authors(mut schema: Value) -> Value {
+    if let Some(task) = schema.pointer_mut("/definitions/Task/properties").and_then(Value::as_object_mut) {
+        task.remove("plan");
+        task.remove("with");
+    }
+    if let Some(words) = schema.pointer_mut("/definitions/TaskKind/enum").and_then(Value::as_array_mut) {
+        words.retain(|word| word != "plan");
+    }
+    schema
 }
 
 /// A JSON Schema without its `description`s, which are more than half of the manifest's; a
@@ -326,7 +347,8 @@ mod tests {
         let schema = manifest::schema::manifest_schema();
         let task = &schema["definitions"]["Task"]["properties"];
         let spec = &schema["definitions"]["Spec"]["properties"];
-        for (field, declared) in [("when", task), ("for_each", task), ("max_items", task), ("vars", spec)] {
+        let fields = [("when", task), ("for_each", task), ("max_items", task), ("max_tasks", task), ("vars", spec)];
+        for (field, declared) in fields {
             assert!(declared.get(field).is_some(), "the manifest declares no `{field}`");
             for parts in Parts::LARGEST_FIRST {
                 let prompt = system("brief", None, parts);
@@ -334,11 +356,38 @@ mod tests {
                 assert!(prompt.contains(&format!("\"{field}\": ")), "{parts:?} has no example of `{field}`");
             }
         }
+        assert!(schema["definitions"]["TaskKind"]["enum"].as_array().is_some_and(|w| w.contains(&json!("expand"))));
+        for parts in Parts::LARGEST_FIRST {
+            let prompt = system("brief", None, parts);
+            assert!(prompt.contains("`type: expand`") && prompt.contains(EXPAND_EXAMPLE), "{parts:?}");
+            assert!(prompt.contains("Never write `type: plan`, `plan` or `with`"), "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn the_schema_sent_offers_no_sub_plan_but_every_other_field_and_word() {
+        let schema = manifest::schema::manifest_schema();
+        let sent = for_authors(schema.clone());
+        let fields = |schema: &Value| schema["definitions"]["Task"]["properties"].as_object().cloned().unwrap();
+        let words = |schema: &Value| schema["definitions"]["TaskKind"]["enum"].as_array().cloned().unwrap();
+        let (declared, offered) = (fields(&schema), fields(&sent));
+        assert!(declared.contains_key("plan") && declared.contains_key("with"), "the manifest declares sub-plans");
+        let missing: Vec<&String> = declared.keys().filter(|name| !offered.contains_key(*name)).collect();
+        assert_eq!(missing, ["plan", "with"]);
+        assert!(offered.contains_key("max_tasks"));
+        let mut kept = words(&schema);
+        kept.retain(|word| word != "plan");
+        assert_eq!(words(&sent), kept);
+        assert!(kept.contains(&json!("expand")) && kept.len() + 1 == words(&schema).len());
+        for parts in [Parts::Schema, Parts::BareSchema] {
+            let prompt = system("brief", None, parts);
+            assert!(!prompt.contains("\"with\":{") && !prompt.contains("\"plan\":{"), "{parts:?} offers a sub-plan");
+        }
     }
 
     #[test]
     fn the_bare_schema_keeps_every_field_and_word_but_no_description() {
-        let schema = manifest::schema::manifest_schema();
+        let schema = for_authors(manifest::schema::manifest_schema());
         let bare = without_descriptions(&schema);
         let text = serde_json::to_string(&bare).unwrap();
         assert!(!text.contains("\"description\":\""), "a description is left: {text}");
