@@ -1,6 +1,7 @@
 //! `--store postgres://...` on the command line, against the real server (a schema per test):
 //! a run applied into the database is seen by `runs`, `status`, `logs` and `events`; a paused
-//! run is answered, approved and resumed; `cancel` reaches the process that drives a run;
+//! run is answered, approved and resumed; a sub-plan keeps its child run there; `cancel`
+//! reaches the process that drives a run;
 //! `RUNNER_STORE` stands for the flag; `runner serve` shows and acts on the database's runs; a URL of another kind and a dead server are clear
 //! errors that never show the password. Skipped without a server, unless
 //! `RUNNER_REQUIRE_POSTGRES=1`.
@@ -254,4 +255,26 @@ fn serve_shows_streams_and_acts_on_the_runs_in_the_database() {
     let state = server.wait_for("/api/runs/rv/state", Duration::from_secs(30), |s| s["status"] == "succeeded");
     assert_eq!(state["tasks"]["publish"], "succeeded");
     assert!(store.types("rv").contains(&"RunResumed".to_owned()));
+}
+
+#[test]
+fn a_sub_plan_keeps_its_child_run_in_the_database_and_is_answered_through_the_parent() {
+    let Some(store) = Store::new("subplan") else { return };
+    store.env.write(
+        "child.yaml",
+        &review_plan().replace("  agent_definitions:", "  vars: {topic: x}\n  agent_definitions:"),
+    );
+    let workflow = "    - {id: sub, type: plan, plan: child.yaml, with: {topic: y}}\n    - {id: after, agent: echo, depends_on: [sub], input: \"got {{ tasks.sub.output }}\"}";
+    store.env.write("parent.yaml", &plan("parent", ECHO, workflow));
+    let paused = store.run(&["apply", "parent.yaml", "--yes", "--run-id", "pgsub"]);
+    assert_eq!(paused.status.code(), Some(3), "{}", text(&paused));
+    assert_eq!(store.status("pgsub.sub")["status"], "paused");
+    assert_eq!(store.status("pgsub.sub")["parent"], json!({"run": "pgsub", "task": "sub"}));
+    let approved = store.run(&["approve", "pgsub", "sub/approve"]);
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let resumed = store.run(&["resume", "pgsub"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(store.status("pgsub")["tasks"]["after"]["output"], "got published the draft");
+    assert_eq!(store.status("pgsub.sub")["status"], "succeeded");
+    assert!(!store.env.home().join("runs").join("pgsub.sub").exists(), "the child is in the database");
 }
