@@ -650,17 +650,7 @@ fn tool_calls_approved_and_rejected_on_a_real_llm_runtime() {
 }
 
 /// The sub-plan of [`sub_plans_and_expand`]: a draft, a person's review, and a final step.
-const CHILD: &str = "apiVersion: runner/v1
-kind: Plan
-metadata: {name: child}
-spec:
-  vars: {topic: none}
-  agent_definitions: {analyst: {runtime: mock}}
-  workflow:
-    - {id: draft, agent: analyst, input: 'draft on {{ vars.topic }}'}
-    - {id: check, type: human_review, depends_on: [draft], prompt: Is it good?}
-    - {id: final, agent: analyst, depends_on: [check], input: 'final {{ tasks.draft.output }}'}
-";
+const CHILD: &str = include_str!("fixtures/subplans/reviewed.yaml");
 
 #[test]
 fn sub_plans_and_expand() {

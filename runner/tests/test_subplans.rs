@@ -10,18 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 use shipped::runner;
 
-/// The child plan: a draft, a person's review, and a final step.
-const REVIEWED_CHILD: &str = "apiVersion: runner/v1
-kind: Plan
-metadata: {name: child}
-spec:
-  vars: {topic: none}
-  agent_definitions: {analyst: {runtime: mock}}
-  workflow:
-    - {id: draft, agent: analyst, input: 'draft on {{ vars.topic }}'}
-    - {id: check, type: human_review, depends_on: [draft], prompt: Is it good?}
-    - {id: final, agent: analyst, depends_on: [check], input: 'final {{ tasks.draft.output }}'}
-";
+/// The child plan: a draft, a person's review, and a final step (shared with `parity.rs`).
+const REVIEWED_CHILD: &str = include_str!("fixtures/subplans/reviewed.yaml");
 
 /// The child plan without a review.
 const CHILD: &str = "apiVersion: runner/v1
