@@ -15,20 +15,30 @@ use tokio_util::sync::CancellationToken;
 use crate::home::fold;
 use crate::store::{Run, Runs};
 
-/// The child runs of one parent run in its store, driven with the parent's cancel token.
+/// The child runs of one parent run in its store, driven with the parent's cancel and halt
+/// tokens.
 pub struct StoreChildren {
     runs: Runs,
     parent: String,
     vars: Vars,
     cancel: CancellationToken,
+    halt: CancellationToken,
     reason: Arc<OnceLock<String>>,
 }
 
 impl StoreChildren {
-    /// The children of run `parent` (whose variables are `vars`) in `runs`; `cancel` is the
-    /// parent's, so a cancelled parent cancels its children too.
-    pub fn new(runs: Runs, parent: &str, vars: Vars, cancel: CancellationToken, reason: Arc<OnceLock<String>>) -> Self {
-        StoreChildren { runs, parent: parent.to_owned(), vars, cancel, reason }
+    /// The children of run `parent` (whose variables are `vars`) in `runs`; `cancel` and `halt`
+    /// are the parent's, so a cancelled parent cancels its children (each records it) and a
+    /// halted one (SIGTERM) stops them without recording anything, to be resumed.
+    pub fn new(
+        runs: Runs,
+        parent: &str,
+        vars: Vars,
+        cancel: CancellationToken,
+        halt: CancellationToken,
+        reason: Arc<OnceLock<String>>,
+    ) -> Self {
+        StoreChildren { runs, parent: parent.to_owned(), vars, cancel, halt, reason }
     }
 
     /// The runtimes a run's driver uses, with its sub-plans' children kept in `runs`.
@@ -67,6 +77,17 @@ impl Children for StoreChildren {
         stop: CancellationToken,
     ) -> ChildFuture<'_, RunState> {
         let (runs, cancel, reason) = (self.runs.clone(), self.cancel.clone(), Arc::clone(&self.reason));
+        // The parent's halt, or the attempt's stop (a timeout): either leaves the child as its
+        // log has it. The parent's cancel token is a child of its halt, so a halt fires both,
+        // and the driver takes the halt first.
+        let halt = self.halt.child_token();
+        let stopped = halt.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => stopped.cancel(),
+                () = stopped.cancelled() => {}
+            }
+        });
         Box::pin(async move {
             let (opening_id, opening_runs) = (id.clone(), runs.clone());
             let opened =
@@ -74,12 +95,12 @@ impl Children for StoreChildren {
             let ((run, lock, store, records), first) =
                 opened.await.map_err(|e| e.to_string())?.map_err(|e| format!("{e:#}"))?;
             let vars = vars_of(&first, &records);
-            let children = StoreChildren::new(runs, &id, vars, cancel.clone(), Arc::clone(&reason));
+            let children = StoreChildren::new(runs, &id, vars, cancel.clone(), halt.clone(), Arc::clone(&reason));
             let driver = Driver::new(id.clone(), store, &records, workdir)
                 .with_runtimes(children.registry(Registry::builtin()))
                 .cancel_reason(reason)
                 .mark_processes(run.mark())
-                .halt_on(stop);
+                .halt_on(halt);
             let driven = driver.run(first, cancel).await;
             let _ = tokio::task::spawn_blocking(move || lock.release()).await;
             driven.map_err(|e| format!("{e}"))

@@ -78,7 +78,8 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
     // With the PostgreSQL store, attempts go to the workers' queue.
     let cluster = Coordination::start(&run, &runtime, local_work)?;
     let children = || {
-        let children = StoreChildren::new(run.runs(), run.id(), vars.clone(), cancel.clone(), Arc::clone(&reason));
+        let children =
+            StoreChildren::new(run.runs(), run.id(), vars.clone(), cancel.clone(), halt.clone(), Arc::clone(&reason));
         children.registry(cluster.as_ref().map_or_else(Registry::builtin, Coordination::registry))
     };
     while let Some(command) = commands.pop_front() {

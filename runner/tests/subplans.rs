@@ -319,3 +319,21 @@ fn a_review_rejected_in_the_child_fails_the_parent_task_without_starting_another
     assert!(status["tasks"]["sub"]["error"].as_str().is_some_and(|e| e.contains("rejected: no")), "{status}");
     assert!(!env.home().join("runs").join("j.sub.2").exists(), "a person's rejection is not retried");
 }
+
+#[test]
+fn a_parent_stopped_by_sigterm_leaves_its_child_to_be_resumed_not_cancelled() {
+    let env = setup(MIDDLE, "");
+    let mut runner = env.spawn_apply("parent.yaml", "h");
+    let started = Instant::now();
+    while !env.succeeded("h.sub").contains("first") {
+        assert!(started.elapsed() < Duration::from_secs(60), "the child's first task did not succeed within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill").args(["-TERM", &runner.id().to_string()]).status();
+    assert!(sent.expect("kill runs").success());
+    runner.wait().expect("the runner exits");
+    assert!(!env.types("h.sub").contains(&"RunCancelled".to_owned()), "{:?}", env.types("h.sub"));
+    let resumed = env.runner().args(["resume", "h"]).output().expect("runner runs");
+    assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(env.status("h")["tasks"]["after"]["output"], "got last first chess");
+}
