@@ -52,6 +52,7 @@ fn created(plan: Arc<manifest::Plan>) -> Event {
         parent: None,
         trace: None,
         approved_tools: Vec::new(),
+        growing: None,
     }))
 }
 

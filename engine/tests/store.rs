@@ -75,6 +75,7 @@ async fn records_round_trip() {
                 parent: None,
                 trace: None,
                 approved_tools: Vec::new(),
+                growing: None,
             })),
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),

@@ -7,7 +7,7 @@ use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
 use crate::conversation::ToolCallRecord;
-use crate::event::{ContextCompacted, ErrorClass, ModelTurn, Replanned, Tokens, ToolCallFinished};
+use crate::event::{ContextCompacted, ErrorClass, Growing, ModelTurn, Replanned, TaskPlanned, Tokens, ToolCallFinished};
 
 /// What starting a run needs.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +32,8 @@ pub struct Start {
     pub reuse: BTreeMap<String, String>,
     /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
     pub graph: Option<Arc<TaskGraph>>,
+    /// Set when a planner is still writing the plan: the run waits for its tasks.
+    pub growing: Option<Growing>,
 }
 
 impl PartialEq for Start {
@@ -46,6 +48,7 @@ impl PartialEq for Start {
             && self.trace == other.trace
             && self.approved_tools == other.approved_tools
             && self.reuse == other.reuse
+            && self.growing == other.growing
     }
 }
 
@@ -149,6 +152,30 @@ pub enum Command {
         reason: String,
         /// Tokens the planner used.
         tokens: Option<Tokens>,
+    },
+    /// The planner of a growing plan wrote a task, as its `TaskPlanned` event records it; a
+    /// task that cannot join the plan (a duplicate id, an unknown agent, a dependency on no
+    /// task) is recorded as a `LineRejected` instead.
+    PlanTask(TaskPlanned),
+    /// The planner of a growing plan wrote a line that cannot be taken.
+    RejectLine {
+        /// The planner's line, from 1.
+        line: u32,
+        /// The task it named, if it could be read.
+        task: Option<String>,
+        /// The diagnostic code.
+        code: String,
+        /// Why.
+        reason: String,
+    },
+    /// The planner of a growing plan finished, or stopped midway with an `error`.
+    ClosePlan {
+        /// Why it stopped before the end.
+        error: Option<String>,
+        /// The critic's score of the whole plan.
+        score: Option<f64>,
+        /// The critic's findings on the whole plan, one line each.
+        findings: Vec<String>,
     },
     /// A retry's backoff has passed.
     TimerFired {

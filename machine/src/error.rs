@@ -43,6 +43,10 @@ pub enum EngineError {
         /// The task.
         task: String,
     },
+    /// A planner's task or line for a run whose plan does not grow, or has been written.
+    #[error("the run's plan is not being written: no task can join it")]
+    #[diagnostic(code(engine::not_growing), help("only a run `runner do` started grows while it runs, until its planner finishes"))]
+    NotGrowing,
     /// A decision for a task that is not a review waiting for one.
     #[error("task `{task}` is not a human review waiting for a decision")]
     #[diagnostic(code(engine::no_review), help("`runner status RUN` shows which tasks wait for what"))]

@@ -66,6 +66,9 @@ fn in_conversation(event: &Event) -> bool {
         | Event::ReplanRequested { .. }
         | Event::Replanned(_)
         | Event::ReplanFailed { .. }
+        | Event::TaskPlanned(_)
+        | Event::LineRejected { .. }
+        | Event::PlanWritten { .. }
         | Event::BudgetExhausted { .. }
         | Event::RunPaused { .. }
         | Event::RunResumed
@@ -86,6 +89,29 @@ fn details(event: &Event) -> String {
             format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
         }
         Event::TaskReused { output, .. } => format!("output: {}", preview(output, PREVIEW)),
+        Event::TaskPlanned(planned) => {
+            let task = &planned.task;
+            let agent = task.agent.as_ref().map_or("no agent", |a| a.value.as_str());
+            let after: Vec<&str> = task.depends_on.iter().map(|d| d.value.as_str()).collect();
+            match after.is_empty() {
+                true => format!("line {} ({agent})", planned.line),
+                false => format!("line {} ({agent}) after {}", planned.line, after.join(", ")),
+            }
+        }
+        Event::LineRejected { line, code, reason, .. } => format!("line {line} {code}: {}", preview(reason, PREVIEW)),
+        Event::PlanWritten { error, score, findings } => {
+            let mut text = match error {
+                Some(error) => format!("stopped early: {}", preview(error, PREVIEW)),
+                None => "complete".to_owned(),
+            };
+            if let Some(score) = score {
+                text.push_str(&format!(", critic score {score:.1}/10"));
+            }
+            if !findings.is_empty() {
+                text.push_str(&format!(", {} finding(s)", findings.len()));
+            }
+            text
+        }
         Event::TaskDispatched { attempt, input, .. } => format!("attempt {attempt} input: {}", preview(input, PREVIEW)),
         Event::TaskSucceeded { attempt, output, duration_ms, .. } => {
             format!("attempt {attempt} in {duration_ms} ms output: {}", preview(output, PREVIEW))

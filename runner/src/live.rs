@@ -308,6 +308,9 @@ fn note(record: &Record) -> Option<String> {
         | Event::Replanned(_)
         | Event::ReplanFailed { .. }
         | Event::BudgetExhausted { .. }
+        | Event::TaskPlanned(_)
+        | Event::LineRejected { .. }
+        | Event::PlanWritten { .. }
         | Event::RunCancelled { .. } => Some(line(record)),
         Event::RunCreated(_)
         | Event::TaskDispatched { .. }

@@ -74,6 +74,8 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         graph: None,
         trace,
         approved_tools: created.approved_tools.clone(),
+        // The plan as far as it was written runs whole: nobody writes more of it.
+        growing: None,
     };
     drive(
         Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true },

@@ -47,12 +47,13 @@ impl<S: EventStore> Driver<S> {
                     (task.clone(), i.and_then(|i| self.state.tasks[i].error()).unwrap_or_default().to_owned())
                 })),
                 Event::RunCompleted { .. } | Event::RunCancelled { .. } => followups.ended = true,
-                Event::MapExpanded { .. } => expanded = true,
+                Event::MapExpanded { .. } | Event::TaskPlanned(_) => expanded = true,
                 _ => {}
             }
         }
         if expanded {
-            // The runtimes are by task index: the state's plan has the items of every map so far.
+            // The runtimes are by task index: the state's plan has the items of every map and
+            // every task a growing plan's planner wrote so far.
             self.agents = Some(self.agents_for(&Arc::clone(&self.state.plan)));
         }
         self.close_task_spans(records);

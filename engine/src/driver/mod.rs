@@ -99,6 +99,8 @@ pub struct Driver<S: EventStore> {
     /// The span of each task that has started and not ended, by id; empty when nobody
     /// records spans.
     task_spans: HashMap<String, tracing::Span>,
+    /// Commands from a planner still writing the run's plan (`runner do`).
+    feed: Option<mpsc::UnboundedReceiver<Command>>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -127,6 +129,7 @@ impl<S: EventStore> Driver<S> {
             summarizer: None,
             jitter_seed: None,
             dispatched: Vec::new(),
+            feed: None,
         }
     }
 
@@ -185,6 +188,14 @@ impl<S: EventStore> Driver<S> {
         self
     }
 
+    /// Takes the commands of a planner that is still writing the run's plan (`PlanTask`,
+    /// `RejectLine`, `ClosePlan`) as they come. A feed that closes while the plan is still
+    /// growing ends the plan with an error, so the run never waits for a planner that is gone.
+    pub fn with_feed(mut self, feed: mpsc::UnboundedReceiver<Command>) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
     /// The state so far.
     pub fn state(&self) -> &RunState {
         &self.state
@@ -200,6 +211,7 @@ impl<S: EventStore> Driver<S> {
         let stop_attempts = CancellationToken::new();
         let mut batch = Vec::new();
         let mut replies: VecDeque<Known> = VecDeque::new();
+        let mut feed = self.feed.take();
         self.take(first, &mut batch)?;
         loop {
             if batch.is_empty() {
@@ -210,6 +222,9 @@ impl<S: EventStore> Driver<S> {
             }
             while let Ok(command) = inbox.try_recv() {
                 // A refused command (a late result, say) changes nothing.
+                let _ = self.take(command, &mut batch);
+            }
+            while let Some(command) = feed.as_mut().and_then(|f| f.try_recv().ok()) {
                 let _ = self.take(command, &mut batch);
             }
             while let Ok(entry) = journal_inbox.try_recv() {
@@ -241,8 +256,11 @@ impl<S: EventStore> Driver<S> {
             if self.state.status.is_final() || (self.state.status == RunStatus::Paused && self.state.running() == 0) {
                 break;
             }
-            let waiting =
-                !inbox.is_empty() || !journal_inbox.is_empty() || !replies.is_empty() || self.state.held_back();
+            let waiting = !inbox.is_empty()
+                || !journal_inbox.is_empty()
+                || !replies.is_empty()
+                || feed.as_ref().is_some_and(|f| !f.is_empty())
+                || self.state.held_back();
             if waiting && !self.halt.is_cancelled() && !cancel.is_cancelled() {
                 // Commands are waiting already (attempts done at once): take them without a
                 // select, which would register with both tokens and deregister again.
@@ -262,6 +280,18 @@ impl<S: EventStore> Driver<S> {
                         self.take_journal(entry, &mut batch, &mut verdicts);
                     }
                 }
+                fed = next_fed(&mut feed), if feed.is_some() => match fed {
+                    Some(command) => {
+                        let _ = self.take(command, &mut batch);
+                    }
+                    None => {
+                        feed = None;
+                        if self.state.growing {
+                            let error = Some("the planner stopped without finishing the plan".to_owned());
+                            let _ = self.take(Command::ClosePlan { error, score: None, findings: Vec::new() }, &mut batch);
+                        }
+                    }
+                },
                 () = cancel.cancelled(), if !self.state.status.is_final() => {
                     let reason = self.cancel_reason.get().cloned().unwrap_or_else(|| "interrupted".to_owned());
                     let _ = self.take(Command::Cancel { reason }, &mut batch);
@@ -379,5 +409,13 @@ impl<S: EventStore> Driver<S> {
             None => self.store.append(records).await?,
         }
         Ok(())
+    }
+}
+
+/// The next command of a planner's feed (`None` once it has closed).
+async fn next_fed(feed: &mut Option<mpsc::UnboundedReceiver<Command>>) -> Option<Command> {
+    match feed {
+        Some(feed) => feed.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -36,6 +36,7 @@ pub fn created() -> Record {
             parent: None,
             trace: None,
             approved_tools: Vec::new(),
+            growing: None,
         })),
     )
 }

@@ -12,14 +12,15 @@ use serde::{Deserialize, Serialize};
 
 pub use compaction::{ContextCompacted, Scope};
 pub use conversation::{ModelTurn, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished, ToolCallStarted};
-pub use plan::{Replanned, RunCreated};
+pub use plan::{Growing, Replanned, RunCreated, TaskPlanned};
 
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their
 /// `TaskDispatched`, classes failures and records the jittered retry delay; version 3 leaves
 /// a task's fields at their defaults out of the recorded plan; version 4 records an llm
 /// attempt's model turns and tool calls, and the approvals of tool calls; version 5 records
-/// what a `when` skipped and the items of a map.
-pub const SCHEMA_VERSION: u32 = 5;
+/// what a `when` skipped and the items of a map; version 6 records the tasks of a plan that
+/// grows while it runs (`TaskPlanned`, `LineRejected`, `PlanWritten`).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -355,6 +356,35 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<Tokens>,
     },
+    /// The planner of a growing plan wrote one more task; it joins the plan at the end.
+    TaskPlanned(Box<TaskPlanned>),
+    /// A line the planner of a growing plan wrote was not taken: it cannot be read, or its task
+    /// could not run whatever came later (an unknown agent, a dependency on no earlier task, a
+    /// destructive tool with no review before it).
+    LineRejected {
+        /// The planner's line, from 1.
+        line: u32,
+        /// The task the line named, if it could be read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+        /// The diagnostic code.
+        code: String,
+        /// Why.
+        reason: String,
+    },
+    /// The planner of a growing plan finished: no more tasks join it. With an `error`, it
+    /// stopped midway; the run ends, `failed`, once the tasks it wrote are done.
+    PlanWritten {
+        /// Why the planner stopped before the end of the plan.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The critic's score of the whole plan (0-10).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+        /// The critic's findings on the whole plan, one line each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        findings: Vec<String>,
+    },
     /// The token budget or a phase's turns ran out: nothing more is dispatched.
     BudgetExhausted {
         /// Which budget, and how much was used.
@@ -421,7 +451,10 @@ impl Event {
             Event::ToolApprovalDecided(e) => Some(&e.task),
             Event::ContextCompacted(e) => Some(&e.task),
             Event::Replanned(e) => Some(&e.task),
+            Event::TaskPlanned(e) => Some(e.task.id.value.as_str()),
+            Event::LineRejected { task, .. } => task.as_deref(),
             Event::RunCreated(_)
+            | Event::PlanWritten { .. }
             | Event::BudgetExhausted { .. }
             | Event::RunPaused { .. }
             | Event::RunResumed

@@ -1,4 +1,5 @@
-//! The events that carry a whole plan: a run's start and a replan's splice.
+//! The events that carry a plan or part of one: a run's start, a replan's splice, and the
+//! tasks of a plan that grows while it runs.
 
 use std::sync::Arc;
 
@@ -37,6 +38,36 @@ pub struct RunCreated {
     /// Tools whose calls need no approval in this run (`runner apply --approve-tool`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved_tools: Vec<String>,
+    /// Set when a planner is still writing the plan (`runner do`): more tasks follow as
+    /// `TaskPlanned` events until `PlanWritten`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growing: Option<Growing>,
+}
+
+/// What a plan that grows while it runs was asked for, so that a resumed run can ask the
+/// planner to go on from the lines recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Growing {
+    /// The request in plain words.
+    pub request: String,
+    /// The lines the planner had written when the run was created (its header and the first
+    /// task), as it wrote them; the rest are in `TaskPlanned` events.
+    pub lines: Vec<String>,
+    /// How the planner was set up (provider, models, template), as the command that started
+    /// the run recorded it for itself; the machine does not read it.
+    #[serde(default)]
+    pub author: serde_json::Value,
+}
+
+/// The planner wrote one more task of a growing plan: it joins the plan at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPlanned {
+    /// The planner's line it came from, from 1 (the header is line 1).
+    pub line: u32,
+    /// The line as the planner wrote it.
+    pub text: String,
+    /// The task, normalised as the loader reads it.
+    pub task: manifest::plan::Task,
 }
 
 /// The planner's replacement was spliced in: the failed task and its unstarted

@@ -27,6 +27,7 @@ impl<C: TokenCounter> RunState<C> {
         match event {
             Event::RunCreated(created) => {
                 self.approved_tools.clone_from(&created.approved_tools);
+                self.growing = created.growing.is_some();
                 self.created(&created.plan, &created.vars, created.strategy);
             }
             Event::TaskReused { task, output } => self.reused(task, known, output),
@@ -66,6 +67,12 @@ impl<C: TokenCounter> RunState<C> {
             Event::ReplanFailed { task, tokens, .. } => {
                 self.add_tokens(*tokens);
                 self.replanning.remove(task);
+            }
+            Event::TaskPlanned(planned) => self.planned(&planned.task),
+            Event::LineRejected { .. } => {}
+            Event::PlanWritten { error, .. } => {
+                self.growing = false;
+                self.plan_error.clone_from(error);
             }
             Event::BudgetExhausted { reason } => self.exhausted = Some(reason.clone()),
             Event::RunPaused { .. } => self.status = RunStatus::Paused,

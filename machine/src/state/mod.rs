@@ -6,7 +6,8 @@
 //!
 //! The files of this module: `process.rs` (one function per command), `apply.rs` (one per
 //! event), `schedule/` (one scheduler per strategy), `failure.rs` (retries, replans, skips),
-//! `dynamic.rs` (a task's `when` and the items of its `for_each`),
+//! `dynamic.rs` (a task's `when` and the items of its `for_each`), `growth.rs` (a plan that
+//! grows while it runs),
 //! `budget.rs`, `input.rs` (rendering a task's input), `rebuild.rs` (installing a plan),
 //! `tools.rs` (an llm task's conversation: turns, tool calls and their approval),
 //! `transitions.rs` (where the task flags and the tally change), `tally.rs` and
@@ -18,6 +19,7 @@ mod apply;
 mod budget;
 mod dynamic;
 mod failure;
+mod growth;
 mod input;
 mod process;
 mod queue;
@@ -82,6 +84,12 @@ pub struct RunState<C> {
     pub conversations: BTreeMap<String, Conversation>,
     /// Tools whose calls need no approval in this run.
     pub approved_tools: Vec<String>,
+    /// Whether a planner is still writing the plan: more tasks may join it, so the run
+    /// neither pauses nor ends yet.
+    pub growing: bool,
+    /// Why the planner of a growing plan stopped before the end of the plan: the run fails
+    /// once the tasks it wrote are done.
+    pub plan_error: Option<String>,
     /// The lists of the map tasks expanded so far, by map task id.
     pub maps: BTreeMap<String, Arc<[serde_json::Value]>>,
     /// Outputs a retried run took over for items of maps not expanded yet, by item id.
@@ -136,6 +144,8 @@ impl<C> PartialEq for RunState<C> {
             && self.seq == other.seq
             && self.conversations == other.conversations
             && self.approved_tools == other.approved_tools
+            && self.growing == other.growing
+            && self.plan_error == other.plan_error
             && self.maps == other.maps
             && self.reused_items == other.reused_items
             && self.summary_pending == other.summary_pending
@@ -166,6 +176,8 @@ impl<C: TokenCounter + Default> RunState<C> {
             seq: 0,
             conversations: BTreeMap::new(),
             approved_tools: Vec::new(),
+            growing: false,
+            plan_error: None,
             maps: BTreeMap::new(),
             reused_items: BTreeMap::new(),
             summary: SummaryMode::Unused,

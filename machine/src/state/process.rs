@@ -22,7 +22,7 @@ use crate::tokens::{Meter, TokenCounter, Tokenizer};
 
 /// What follows a command's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Next {
+pub(super) enum Next {
     /// Scheduling: what may start now, a pause or the end of the run.
     Schedule,
     /// Nothing more.
@@ -95,6 +95,9 @@ impl<C: TokenCounter> RunState<C> {
                 self.tool_result(finished, out)?;
                 Next::Stop
             }
+            Command::PlanTask(planned) => self.plan_task(planned, out)?,
+            Command::RejectLine { line, task, code, reason } => self.reject_line(line, task, code, reason, out)?,
+            Command::ClosePlan { error, score, findings } => self.close_plan(error, score, findings, out)?,
             Command::TimerFired { task } => self.timer_fired(task, out)?,
             Command::Cancel { reason } => self.cancel(reason, out)?,
             Command::Answer { task, text } => self.answer(task, text, out)?,
@@ -136,6 +139,7 @@ impl<C: TokenCounter> RunState<C> {
             parent: start.parent,
             trace: start.trace,
             approved_tools: start.approved_tools,
+            growing: start.growing,
         }));
         self.emit(event, out);
         for (task, output) in start.reuse {

@@ -19,6 +19,10 @@
 //! | `approve ID [COMMENT]`, `reject ID [COMMENT]` | `Decide` |
 //! | `replan-failed ID REASON` | `ReplanFailed` |
 //! | `cancel [REASON]` | `Cancel` (reason `stop` unless given) |
+//! | `start growing` | `Start` of a plan a planner is still writing |
+//! | `plan LINE TASK_JSON` | `PlanTask`: the task, as JSON, written on that line |
+//! | `reject-line LINE CODE REASON` | `RejectLine` |
+//! | `close [ERROR]` | `ClosePlan`, with the error when given |
 //! | `continue` | `Continue` |
 //! | `crash` | the process dies: the state is folded again from the events so far |
 //! | `limit N`, `next-slice` | `RunState::limit_dispatches(N)`, `RunState::next_slice` |
@@ -149,6 +153,21 @@ fn parse(step: &str, plan: &Arc<Plan>) -> Step {
             Command::ReplanFailed { task: first(&mut words), reason: text(&words, "no idea"), tokens: None }
         }
         "cancel" => Command::Cancel { reason: text(&words, "stop") },
+        "plan" => {
+            let line = first(&mut words).parse().unwrap_or_else(|_| panic!("`{step}`: plan LINE TASK_JSON"));
+            let text = words.join(" ");
+            let task = serde_json::from_str(&text).unwrap_or_else(|e| panic!("`{step}`: the task is not a task: {e}"));
+            Command::PlanTask(machine::event::TaskPlanned { line, text, task })
+        }
+        "reject-line" => {
+            let line = first(&mut words).parse().unwrap_or_else(|_| panic!("`{step}`: reject-line LINE CODE REASON"));
+            let code = first(&mut words);
+            Command::RejectLine { line, task: None, code, reason: text(&words, "unreadable") }
+        }
+        "close" => {
+            let error = (!words.is_empty()).then(|| words.join(" "));
+            Command::ClosePlan { error, score: None, findings: Vec::new() }
+        }
         "continue" => Command::Continue,
         "crash" => return Step::Crash,
         "limit" => return Step::Limit(text(&words, "").parse().unwrap_or_else(|_| panic!("`{step}`: limit N"))),
@@ -167,6 +186,7 @@ fn start(words: &[&str], plan: &Arc<Plan>) -> Command {
             "phased" => start.strategy = Some(Strategy::Phased),
             "sequential" => start.strategy = Some(Strategy::Sequential),
             "reuse" => {}
+            "growing" => start.growing = Some(machine::event::Growing::default()),
             var if var.starts_with("var:") => {
                 let (name, json) =
                     var["var:".len()..].split_once('=').unwrap_or_else(|| panic!("`start {var}`: var:NAME=JSON"));
@@ -306,6 +326,14 @@ pub fn line(event: &Event, plan: &Plan) -> String {
         }
         Event::ReplanRequested { task, reason } => format!("ReplanRequested {task}: {reason}"),
         Event::ReplanFailed { task, reason, tokens } => format!("ReplanFailed {task}{}: {reason}", used(*tokens)),
+        Event::TaskPlanned(planned) => format!("TaskPlanned {} line {}", planned.task.id.value, planned.line),
+        Event::LineRejected { line, task, code, reason } => {
+            format!("LineRejected line {line} {} {code}: {reason}", task.as_deref().unwrap_or("-"))
+        }
+        Event::PlanWritten { error, .. } => match error {
+            Some(error) => format!("PlanWritten: {error}"),
+            None => "PlanWritten".to_owned(),
+        },
         Event::BudgetExhausted { reason } => format!("BudgetExhausted: {reason}"),
         Event::RunPaused { reason } => format!("RunPaused: {reason}"),
         Event::RunResumed => "RunResumed".to_owned(),

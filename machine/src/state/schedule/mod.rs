@@ -54,6 +54,10 @@ impl<C: TokenCounter> RunState<C> {
             self.end_exhausted(reason, out);
             return;
         }
+        // More tasks may join: a person is asked, and the run ends, once the plan is written.
+        if self.growing {
+            return;
+        }
         if self.tally.paused > 0 {
             let Some(i) = self.tasks.iter().position(|t| t.status == TaskStatus::Paused) else { return };
             let task = self.id(i).to_owned();
@@ -75,7 +79,10 @@ impl<C: TokenCounter> RunState<C> {
             .map(|i| self.id(i))
             .collect();
         let by_condition = self.tasks.iter().filter(|t| t.skipped_by_condition).count();
-        let (outcome, summary) = if skipped.is_empty() && by_condition > 0 {
+        let (outcome, summary) = if let Some(error) = &self.plan_error {
+            let ran = self.tasks.len() - skipped.len();
+            (Outcome::Failed, format!("the planner stopped after {} tasks ({ran} succeeded): {error}", self.tasks.len()))
+        } else if skipped.is_empty() && by_condition > 0 {
             let ran = self.tasks.len() - by_condition;
             (Outcome::Succeeded, format!("{ran} tasks succeeded and {by_condition} were skipped by their condition"))
         } else if skipped.is_empty() {
