@@ -177,7 +177,7 @@ async fn an_unreadable_attachment_fails_without_a_request() {
 }
 
 #[tokio::test]
-async fn a_schema_asks_for_a_json_object() {
+async fn a_schema_is_sent_in_the_providers_dialect() {
     let server = FakeOpenAi::script(vec![Step::Answer(r#"{"filings": []}"#.to_owned())]);
     let dir = tempfile::tempdir().expect("a temp dir");
     let schema = json!({"type": "object", "required": ["filings"]});
@@ -186,7 +186,8 @@ async fn a_schema_asks_for_a_json_object() {
     let reply = run(&Setup::new(&server).runtime(), attempt).await;
     assert!(matches!(&reply, Reply::Output { text, .. } if text == r#"{"filings": []}"#), "{reply:?}");
     let body = &server.requests()[0].body;
-    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
     let user = messages(body)[1]["content"].as_str().expect("text");
     assert!(user.contains("one JSON object only"), "{user}");
     assert!(user.contains(&serde_json::to_string_pretty(&schema).expect("json")), "{user}");

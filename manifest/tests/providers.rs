@@ -66,3 +66,28 @@ fn bad_generation_settings_are_errors_at_their_values() {
         assert_eq!(error.loc.path, path, "{error}");
     }
 }
+
+#[test]
+fn schema_dialect_is_read_and_defaults_to_json_schema() {
+    use manifest::plan::SchemaDialect;
+    let dialect_of = |provider: &str| {
+        let loaded = manifest::load_str("t.yaml", "t", &with_settings(provider, ""), &|_| true);
+        let plan = loaded.plan.expect("the plan loads");
+        plan.providers["local"].schema_dialect()
+    };
+    assert_eq!(dialect_of(""), SchemaDialect::JsonSchema);
+    for dialect in SchemaDialect::ALL {
+        assert_eq!(dialect_of(&format!("      schema_dialect: {}", dialect.as_str())), dialect);
+    }
+}
+
+#[test]
+fn an_unknown_schema_dialect_is_an_error_at_its_value_with_a_suggestion() {
+    let text = with_settings("      schema_dialect: json_shema", "");
+    let loaded = manifest::load_str("t.yaml", "t", &text, &|_| true);
+    let error = loaded.errors().next().expect("an unknown dialect is an error");
+    assert_eq!(error.code(), "plan::invalid_value");
+    assert_eq!(error.loc.path, "spec.providers.local.schema_dialect");
+    let rendered = format!("{error} {:?}", error.help);
+    assert!(rendered.contains("json_schema"), "{rendered}");
+}

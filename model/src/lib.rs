@@ -4,12 +4,14 @@
 //! An [`Endpoint`] is one provider's `POST /chat/completions`: its requests (streamed or not)
 //! wait for the provider's [`limiter`], are retried when a retry could help, and fail with a
 //! classified [`LlmError`] whose texts never hold the API key ([`redact`]). [`protocol`] holds
-//! the wire types, [`catalog`] what a server lists at `GET /models`, [`tokens`] counting with
+//! the wire types, [`dialect`] how a request asks for an answer that holds to a JSON Schema,
+//! [`catalog`] what a server lists at `GET /models`, [`tokens`] counting with
 //! tiktoken (the [`Tiktoken`](tokens::Tiktoken) counter the engine's run state counts with),
 //! and [`spans`] the `tracing` span of a model request.
 
 mod answer;
 pub mod catalog;
+pub mod dialect;
 mod endpoint;
 mod error;
 mod error_map;

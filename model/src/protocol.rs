@@ -104,9 +104,13 @@ pub struct ChatRequest<'a> {
     /// `auto`, `required` or `none`, sent with the tools: some servers ignore tools without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<&'static str>,
-    /// `{"type": "json_object"}` when the answer must be JSON.
+    /// `{"type": "json_object"}` when the answer must be JSON, or a schema in the server's
+    /// [`dialect`](crate::dialect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<Value>,
+    /// The schema the answer must hold to, in Ollama's dialect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<Value>,
 }
 
 /// The parts of a chat completion that are read.

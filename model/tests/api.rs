@@ -12,5 +12,5 @@ fn matched_enums_are_non_exhaustive() {
 fn only_api_modules_are_public() {
     let public = testkit::api::public_modules(env!("CARGO_MANIFEST_DIR"));
     // The endpoint's parts (retries, streaming, error mapping) are reached through `Endpoint`.
-    assert_eq!(public, ["catalog", "limiter", "protocol", "redact", "spans", "tokens"]);
+    assert_eq!(public, ["catalog", "dialect", "limiter", "protocol", "redact", "spans", "tokens"]);
 }

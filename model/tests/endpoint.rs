@@ -27,7 +27,7 @@ fn messages() -> Vec<Message> {
 }
 
 fn request(messages: &[Message]) -> ChatRequest<'_> {
-    ChatRequest { model: "m", messages, tools: &[], tool_choice: None, response_format: None }
+    ChatRequest { model: "m", messages, tools: &[], tool_choice: None, response_format: None, format: None }
 }
 
 #[tokio::test]

@@ -1,16 +1,18 @@
 //! `runner probe PROVIDER`: what a server serves, each model's context window, and whether
-//! tool calls and JSON mode actually work there, learnt from one tiny request each, so a
-//! user finds out before a run that a server drops tools or ignores JSON mode.
+//! tool calls, JSON mode and each schema dialect actually work there, learnt from one tiny
+//! request each, so a user finds out before a run that a server drops tools, ignores JSON mode
+//! or accepts a schema it then ignores.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
 use model::catalog::{self, Catalog};
+use model::dialect::{Constraint, SchemaDialect};
 use model::protocol::{ChatRequest, ChatResponse, FunctionDefinition, Message, Sampling, ToolDefinition};
 use model::redact::excerpt;
 use model::{Endpoint, LlmError};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::diagnostics::print;
@@ -73,6 +75,16 @@ struct Tried {
     context_window: Option<ContextWindow>,
     tool_calls: Verdict,
     json_mode: Verdict,
+    /// Whether each dialect that sends a schema holds the answer to it.
+    #[serde(serialize_with = "by_dialect")]
+    schema_dialects: Vec<(SchemaDialect, Verdict)>,
+    /// The dialect to give the provider's `schema_dialect`.
+    schema_dialect: SchemaDialect,
+}
+
+/// The dialects' verdicts as a JSON object keyed by the dialect's word.
+fn by_dialect<S: Serializer>(verdicts: &[(SchemaDialect, Verdict)], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(verdicts.iter().map(|(dialect, verdict)| (dialect.as_str(), verdict)))
 }
 
 /// Whether a feature works, and what showed it.
@@ -80,6 +92,16 @@ struct Tried {
 struct Verdict {
     works: bool,
     detail: String,
+    /// For a schema dialect: whether the answer held to every rule of the schema, not only to
+    /// its keys, types and words.
+    #[serde(skip)]
+    whole: bool,
+}
+
+impl Verdict {
+    fn new(works: bool, detail: String) -> Verdict {
+        Verdict { works, detail, whole: works }
+    }
 }
 
 /// Probes the server; returns the exit code.
@@ -132,12 +154,19 @@ pub fn run(args: &ProbeArgs) -> anyhow::Result<u8> {
         let redact = |verdict: Verdict| Verdict { detail: endpoint.redactor.apply(&verdict.detail), ..verdict };
         let tool_calls = redact(runtime.block_on(tools(&endpoint, &model)));
         let json_mode = redact(runtime.block_on(json_mode(&endpoint, &model)));
+        let schema_dialects: Vec<(SchemaDialect, Verdict)> = SchemaDialect::ALL
+            .into_iter()
+            .filter(|dialect| *dialect != SchemaDialect::None)
+            .map(|dialect| (dialect, redact(runtime.block_on(schema_dialect(&endpoint, &model, dialect)))))
+            .collect();
         report.models.push(Tried {
             listed: report.served.as_ref().map(|served| served.contains(&model)),
             model,
             context_window: window,
             tool_calls,
             json_mode,
+            schema_dialect: recommended(&schema_dialects),
+            schema_dialects,
         });
     }
     finish(&report, args.format)
@@ -187,10 +216,17 @@ fn human(report: &Report) -> String {
             ),
         };
         out.push_str(&format!("  context window: {window}\n"));
-        for (what, verdict) in [("tool calls work", &tried.tool_calls), ("JSON mode works", &tried.json_mode)] {
+        let features =
+            [("tool calls work".to_owned(), &tried.tool_calls), ("JSON mode works".to_owned(), &tried.json_mode)];
+        let dialects = tried
+            .schema_dialects
+            .iter()
+            .map(|(dialect, verdict)| (format!("schema dialect {}", dialect.as_str()), verdict));
+        for (what, verdict) in features.into_iter().chain(dialects) {
             let works = if verdict.works { "yes" } else { "NO" };
             out.push_str(&format!("  {what}: {works}: {}\n", verdict.detail));
         }
+        out.push_str(&format!("  recommended schema_dialect: {}\n", tried.schema_dialect.as_str()));
     }
     out
 }
@@ -216,6 +252,7 @@ async fn tools(endpoint: &Endpoint, model: &str) -> Verdict {
         tools: std::slice::from_ref(&tool),
         tool_choice: Some(manifest::plan::ToolChoice::Auto.as_str()),
         response_format: None,
+        format: None,
     };
     let response = match ask(endpoint, &request).await {
         Ok(response) => response,
@@ -227,27 +264,24 @@ async fn tools(endpoint: &Endpoint, model: &str) -> Verdict {
     match calls.iter().find(|call| call.function.name == TOOL) {
         Some(call) => match serde_json::from_str::<Value>(&call.function.arguments) {
             Ok(Value::Object(_)) => {
-                Verdict { works: true, detail: format!("called `{TOOL}` with {}", quote(&call.function.arguments)) }
+                Verdict::new(true, format!("called `{TOOL}` with {}", quote(&call.function.arguments)))
             }
-            _ => Verdict {
-                works: false,
-                detail: format!(
+            _ => Verdict::new(
+                false,
+                format!(
                     "called `{TOOL}` with arguments that are not a JSON object: {}",
                     quote(&call.function.arguments)
                 ),
-            },
+            ),
         },
         None if !calls.is_empty() => {
             let names: Vec<&str> = calls.iter().map(|call| call.function.name.as_str()).collect();
-            Verdict { works: false, detail: format!("called {} instead of `{TOOL}`", names.join(", ")) }
+            Verdict::new(false, format!("called {} instead of `{TOOL}`", names.join(", ")))
         }
-        None => Verdict {
-            works: false,
-            detail: format!(
-                "answered in text instead of calling the tool (the server may drop tools): {}",
-                quote(text)
-            ),
-        },
+        None => Verdict::new(
+            false,
+            format!("answered in text instead of calling the tool (the server may drop tools): {}", quote(text)),
+        ),
     }
 }
 
@@ -265,6 +299,7 @@ async fn json_mode(endpoint: &Endpoint, model: &str) -> Verdict {
         tools: &[],
         tool_choice: None,
         response_format: Some(json!({"type": "json_object"})),
+        format: None,
     };
     let response = match ask(endpoint, &request).await {
         Ok(response) => response,
@@ -272,17 +307,96 @@ async fn json_mode(endpoint: &Endpoint, model: &str) -> Verdict {
     };
     let text = response.choices.into_iter().next().and_then(|choice| choice.message.content).unwrap_or_default();
     match serde_json::from_str::<Value>(text.trim()) {
-        Ok(Value::Object(_)) => Verdict { works: true, detail: format!("answered {}", quote(&text)) },
-        _ => Verdict { works: false, detail: format!("the answer is not a JSON object: {}", quote(&text)) },
+        Ok(Value::Object(_)) => Verdict::new(true, format!("answered {}", quote(&text))),
+        _ => Verdict::new(false, format!("the answer is not a JSON object: {}", quote(&text))),
     }
+}
+
+/// The colours the probe's schema allows: words a model asked for "red" does not give by chance.
+const COLOURS: [&str; 2] = ["vermilion", "chartreuse"];
+
+/// The schema each dialect is asked to hold an answer to; the question asks for an answer that
+/// breaks it (`red`, `1`), so only a server that holds the answer to it answers one that conforms.
+fn probe_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "colour": {"type": "string", "enum": COLOURS},
+            "count": {"type": "integer", "minimum": 3, "maximum": 9},
+        },
+        "required": ["colour", "count"],
+        "additionalProperties": false,
+    })
+}
+
+/// The probe's schema without its integer bounds, which some servers' grammars leave out
+/// (llama-cpp-python holds keys, types and enums, not `minimum` and `maximum`).
+fn unbounded_schema() -> Value {
+    let mut schema = probe_schema();
+    if let Some(count) = schema.pointer_mut("/properties/count").and_then(Value::as_object_mut) {
+        count.remove("minimum");
+        count.remove("maximum");
+    }
+    schema
+}
+
+/// Asks `model` for an answer held to [`probe_schema`] in `dialect`, and says whether the
+/// answer conforms: the status code alone proves nothing, as some servers accept a schema and
+/// ignore it.
+async fn schema_dialect(endpoint: &Endpoint, model: &str, dialect: SchemaDialect) -> Verdict {
+    let schema = probe_schema();
+    let messages = [
+        Message::System { content: "Answer with one JSON object and nothing else.".to_owned() },
+        Message::User {
+            content: "Give a JSON object with the key \"colour\" set to \"red\" and the key \"count\" set to 1."
+                .to_owned(),
+        },
+    ];
+    let constraint = Constraint::new(dialect, "probe", &schema);
+    let request = ChatRequest {
+        model,
+        messages: &messages,
+        tools: &[],
+        tool_choice: None,
+        response_format: constraint.response_format,
+        format: constraint.format,
+    };
+    let response = match ask(endpoint, &request).await {
+        Ok(response) => response,
+        Err(failed) => return failed,
+    };
+    let text = response.choices.into_iter().next().and_then(|choice| choice.message.content).unwrap_or_default();
+    let Ok(answer) = serde_json::from_str::<Value>(text.trim()) else {
+        return Verdict::new(false, format!("accepted the schema but the answer is not JSON: {}", quote(&text)));
+    };
+    if jsonschema::is_valid(&schema, &answer) {
+        return Verdict::new(true, format!("the answer holds to the schema: {}", quote(&text)));
+    }
+    if jsonschema::is_valid(&unbounded_schema(), &answer) {
+        return Verdict {
+            works: true,
+            detail: format!(
+                "the answer holds to the schema's keys, types and enum but not its integer bounds: {}",
+                quote(&text)
+            ),
+            whole: false,
+        };
+    }
+    Verdict::new(false, format!("accepted the schema but the answer ignores it: {}", quote(&text)))
+}
+
+/// The dialect to use: the first that held the answer to the whole schema, else the first that
+/// held it in part, else `none` (JSON mode).
+fn recommended(verdicts: &[(SchemaDialect, Verdict)]) -> SchemaDialect {
+    let first = |holds: fn(&Verdict) -> bool| verdicts.iter().find(|(_, verdict)| holds(verdict)).map(|(d, _)| *d);
+    first(|verdict| verdict.whole).or_else(|| first(|verdict| verdict.works)).unwrap_or(SchemaDialect::None)
 }
 
 /// One request at temperature 0 with a short answer; a failed one is a verdict saying why.
 async fn ask(endpoint: &Endpoint, request: &ChatRequest<'_>) -> Result<ChatResponse, Verdict> {
     let sampling = Sampling { temperature: Some(0.0), max_tokens: Some(PROBE_MAX_TOKENS), seed: None };
-    endpoint.complete_with(request, sampling).await.map_err(|error| Verdict {
-        works: false,
-        detail: format!("the request failed: {}", endpoint.redactor.apply(&error.to_string())),
+    endpoint.complete_with(request, sampling).await.map_err(|error| {
+        Verdict::new(false, format!("the request failed: {}", endpoint.redactor.apply(&error.to_string())))
     })
 }
 

@@ -145,7 +145,8 @@ fn research_plan_runs_end_to_end_through_a_review_across_processes() {
     }
     let analyst = bodies(&server, |b| is_agent(b, "analyst"));
     assert_eq!(analyst.len(), 1);
-    assert_eq!(analyst[0]["response_format"], json!({"type": "json_object"}), "a schema asks for JSON");
+    assert_eq!(analyst[0]["response_format"]["type"], "json_schema", "a schema is sent in the provider's dialect");
+    assert_eq!(analyst[0]["response_format"]["json_schema"]["name"], "search_filings");
     let gate = bodies(&server, |b| is_agent(b, "editor"));
     assert_eq!(gate.len(), 1);
     let gate_input = user(&gate[0]);
@@ -206,7 +207,8 @@ fn a_failed_schema_check_is_retried_with_its_reason_in_the_prompt() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");
-    assert_eq!(requests[0].body["response_format"], json!({"type": "json_object"}));
+    let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
+    assert_eq!(requests[0].body["response_format"]["json_schema"]["schema"], schema);
     assert!(user(&requests[0].body).contains("JSON Schema"), "the first prompt states the schema");
 
     let failed = events_of(&env, "v1", "VerificationFailed");
@@ -393,7 +395,7 @@ fn a_replan_splices_the_planners_tasks_in_place_of_the_failed_ones() {
     let prompt = user(&planner[0]);
     assert!(prompt.contains("flaky_fetch") && prompt.contains("UNSUPPORTED-MODEL-FEATURE"), "{prompt}");
     assert!(prompt.contains("seed-out"), "the planner sees the outputs so far: {prompt}");
-    assert_eq!(planner[0]["response_format"], json!({"type": "json_object"}));
+    assert_eq!(planner[0]["response_format"]["type"], "json_schema");
     assert_eq!(bodies(&server, |b| user(b).starts_with("FLAKY:")).len(), 1, "a 400 is not retried");
     assert!(bodies(&server, |b| user(b).starts_with("OLDREPORT:")).is_empty());
 
@@ -449,7 +451,7 @@ fn a_replacement_still_invalid_after_one_repair_fails_the_run() {
     assert!(second.contains("It has these problems") && second.contains("ghost"), "{second}");
     assert!(second.contains("You are the planner of a running workflow"), "the repair repeats the prompt: {second}");
     assert!(second.contains("retry_fetch"), "the repair quotes the invalid answer: {second}");
-    assert_eq!(planner[1]["response_format"], json!({"type": "json_object"}));
+    assert_eq!(planner[1]["response_format"]["type"], "json_schema");
 
     let failed = events_of(&env, "p2", "ReplanFailed");
     assert_eq!(failed.len(), 1, "{failed:#?}");

@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use manifest::plan::ToolChoice;
+use model::dialect::Constraint;
 use model::protocol::{AssistantMessage, ChatRequest, FunctionCall, Message, Sampling, ToolCall};
 use model::redact::{Redactor, excerpt};
 use model::tokens::Tokenizer;
 use model::{Endpoint, LlmError};
 
+use super::dialect::{ProviderDialect, refuses_request};
 use super::prompt::user_message;
 use super::tools::{ASK_USER, Outcome, Toolbox};
 use super::{DEFAULT_MAX_TOKENS, Substitutions};
@@ -39,6 +40,8 @@ pub struct LlmRuntime {
     pub(super) substitutions: Substitutions,
     /// Counts a turn's tokens when the server reports no usage.
     pub(super) tokenizer: Tokenizer,
+    /// How the provider is asked to hold an answer to the attempt's schema.
+    pub(super) dialect: Arc<ProviderDialect>,
 }
 
 impl LlmRuntime {
@@ -93,16 +96,34 @@ impl LlmRuntime {
         }
         let tools = self.toolbox.definitions(attempt.may_ask);
         let tool_choice = (!tools.is_empty()).then(|| self.tool_choice.as_str());
-        let response_format = attempt.schema.as_ref().map(|_| json!({"type": "json_object"}));
         for turn in first..=self.max_turns {
+            let constraint = attempt
+                .schema
+                .as_ref()
+                .map(|schema| self.dialect.constraint(&attempt.task, schema))
+                .unwrap_or_default();
+            let sends_schema = attempt.schema.is_some() && constraint != Constraint::json_mode();
             let request = ChatRequest {
                 model: &self.model,
                 messages: &messages,
                 tools: &tools,
                 tool_choice,
-                response_format: response_format.clone(),
+                response_format: constraint.response_format,
+                format: constraint.format,
             };
-            let answer = self.endpoint.answer(&request, self.sampling).await?;
+            let answer = match self.endpoint.answer(&request, self.sampling).await {
+                Err(refusal) if sends_schema && refuses_request(&refusal) => {
+                    let json_mode = Constraint::json_mode();
+                    let plain = ChatRequest { response_format: json_mode.response_format, format: None, ..request };
+                    let answer = self.endpoint.answer(&plain, self.sampling).await;
+                    // The same request refused without the schema too: the schema was not the cause.
+                    if !answer.as_ref().is_err_and(refuses_request) {
+                        self.dialect.refuse(&refusal);
+                    }
+                    answer?
+                }
+                answer => answer?,
+            };
             let tokens = Some(match answer.usage {
                 Some(usage) => Tokens {
                     prompt: usage.prompt_tokens.unwrap_or(0),

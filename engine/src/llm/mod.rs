@@ -4,10 +4,12 @@
 //! [`Endpoint`] (of the `model` crate) whose limiter every agent on that provider shares. Its
 //! [`runtime`](LlmAgents::runtime) gives each `llm` agent an [`LlmRuntime`], which chats with
 //! the model, runs the tools it calls (argv, never a shell; arguments on stdin) and replies
-//! with the final answer, a question for a person, or a classified [`LlmError`]. The API key
-//! never appears in a reply.
+//! with the final answer, a question for a person, or a classified [`LlmError`]. A task with a
+//! `schema_check` sends its schema in the provider's `schema_dialect`. The API key never appears in a
+//! reply.
 
 mod agent;
+mod dialect;
 pub mod prompt;
 pub mod tools;
 
@@ -25,6 +27,7 @@ use model::tokens::Tokenizer;
 use model::{Endpoint, LlmError, ToolError};
 
 use crate::runtime::AgentRuntime;
+use dialect::ProviderDialect;
 use tools::{Tool, Toolbox};
 
 /// The most tokens one answer may have when neither the agent nor its provider sets
@@ -42,6 +45,7 @@ pub struct LlmAgents {
     models: BTreeMap<String, Option<String>>,
     generation: BTreeMap<String, Generation>,
     tokenizers: BTreeMap<String, Tokenizer>,
+    dialects: BTreeMap<String, Arc<ProviderDialect>>,
     tools: BTreeMap<String, Result<Arc<Tool>, ToolError>>,
     hidden: Arc<[String]>,
     substitutions: Substitutions,
@@ -105,12 +109,18 @@ impl LlmAgents {
             .iter()
             .map(|(name, p)| (name.clone(), Tokenizer::named(p.tokenizer.as_deref()).unwrap_or_default()))
             .collect();
+        let dialects = plan
+            .providers
+            .iter()
+            .map(|(name, p)| (name.clone(), Arc::new(ProviderDialect::new(name, p.schema_dialect()))))
+            .collect();
         LlmAgents {
             agents: plan.agents.clone(),
             endpoints,
             models,
             generation,
             tokenizers,
+            dialects,
             tools,
             hidden,
             substitutions: Substitutions::default(),
@@ -165,6 +175,11 @@ impl LlmAgents {
                 }
             }
         }
+        let dialect = self
+            .dialects
+            .get(provider)
+            .cloned()
+            .ok_or_else(|| LlmError::UnknownProvider { agent: name.to_owned(), provider: provider.to_owned() })?;
         let generation = generation.or(self.generation.get(provider).copied().unwrap_or_default());
         let sampling = Sampling {
             temperature: generation.temperature.map(|t| t as f32),
@@ -181,6 +196,7 @@ impl LlmAgents {
             sampling,
             substitutions: self.substitutions.clone(),
             tokenizer: self.tokenizers.get(provider).copied().unwrap_or_default(),
+            dialect,
         })
     }
 

@@ -47,6 +47,11 @@ pub(crate) static PROVIDER: Section = Section::of(&[
         "Whether agents' requests are streamed (`true` when not given); set `false` for a server that cannot stream tool calls.",
     ),
     Field::new(
+        "schema_dialect",
+        Shape::Named(&SCHEMA_DIALECT),
+        "How the server is asked to hold an answer to a JSON Schema (a task's `schema_check`): `json_schema` (the default: OpenAI, vLLM, llama.cpp's server, Ollama's `/v1`), `json_object` (llama-cpp-python), `ollama` (a top-level `format`) or `none` (JSON mode only). `runner probe` finds the one a server honours.",
+    ),
+    Field::new(
         "max_tokens",
         MAX_TOKENS,
         "The most tokens one answer may have, for agents that set none (4096 when neither sets it).",
@@ -68,6 +73,13 @@ static PROVIDER_DEF: Named = Named {
 /// The words of a provider's `kind`.
 pub(crate) static PROVIDER_KIND: Named =
     Named { name: "ProviderKind", doc: "The API dialect of a provider.", kind: Kind::Words(&["openai"]) };
+
+/// The words of a provider's `schema_dialect`, in the order of `SchemaDialect::ALL`.
+pub(crate) static SCHEMA_DIALECT: Named = Named {
+    name: "SchemaDialectWord",
+    doc: "How a server is asked to hold an answer to a JSON Schema.",
+    kind: Kind::Words(&["json_schema", "json_object", "ollama", "none"]),
+};
 
 /// A tool.
 pub(crate) static TOOL: Section = Section::of(&[

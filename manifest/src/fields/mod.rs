@@ -23,7 +23,8 @@ mod tasks;
 pub(crate) use crate::plan::task::TASK;
 pub use agents::TOKENIZERS;
 pub(crate) use agents::{
-    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOOL, TOOL_CHOICE, USAGE, USAGE_DEF,
+    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, SCHEMA_DIALECT, TOOL, TOOL_CHOICE, USAGE,
+    USAGE_DEF,
 };
 pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
 pub(crate) use declare::declare_task;

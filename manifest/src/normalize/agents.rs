@@ -4,12 +4,13 @@ use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{
-    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, TOKENIZERS, TOOL, TOOL_CHOICE, USAGE,
+    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, SCHEMA_DIALECT, TOKENIZERS, TOOL, TOOL_CHOICE,
+    USAGE,
 };
 use crate::node_path::NodePath;
 use crate::plan::{
     Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockOutcome, MockResponse, Provider, Runtime,
-    Tool, ToolChoice, Usage,
+    SchemaDialect, Tool, ToolChoice, Usage,
 };
 use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
@@ -45,6 +46,10 @@ pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &NodePath, n
     provider.timeout = reader.duration_of(&fields, "timeout");
     provider.idle_timeout = reader.duration_of(&fields, "idle_timeout");
     provider.stream = reader.boolean_of(&fields, "stream");
+    let dialects = words_of::<SchemaDialect>(&SCHEMA_DIALECT);
+    provider.schema_dialect = fields
+        .get("schema_dialect")
+        .and_then(|(entry, path)| reader.word(entry, path, "schema_dialect", &dialects, &[]));
     provider.generation = read_generation(reader, &fields);
     Some(provider)
 }

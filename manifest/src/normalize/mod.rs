@@ -297,8 +297,8 @@ pub(crate) fn append_dependency_outputs(reader: &mut Reader, task: &mut Task) {
 
 #[cfg(test)]
 mod tests {
-    use crate::fields::{ACTION, COMPLEXITY, Named, RETRY_ON, STRATEGY, TASK_KIND, TOOL_CHOICE};
-    use crate::plan::{Action, Complexity, RetryOn, Strategy, TaskKind, ToolChoice};
+    use crate::fields::{ACTION, COMPLEXITY, Named, RETRY_ON, SCHEMA_DIALECT, STRATEGY, TASK_KIND, TOOL_CHOICE};
+    use crate::plan::{Action, Complexity, RetryOn, SchemaDialect, Strategy, TaskKind, ToolChoice};
     use crate::read::words_of;
 
     fn all_read<T: serde::de::DeserializeOwned>(named: &Named) {
@@ -313,5 +313,12 @@ mod tests {
         all_read::<Action>(&ACTION);
         all_read::<RetryOn>(&RETRY_ON);
         all_read::<ToolChoice>(&TOOL_CHOICE);
+        all_read::<SchemaDialect>(&SCHEMA_DIALECT);
+    }
+
+    #[test]
+    fn the_schema_dialect_words_are_the_dialects_in_order() {
+        let words: Vec<&str> = SchemaDialect::ALL.iter().map(|dialect| dialect.as_str()).collect();
+        assert_eq!(SCHEMA_DIALECT.words(), words.as_slice());
     }
 }

@@ -33,12 +33,54 @@ pub struct Provider {
     pub idle_timeout: Option<Duration>,
     /// Whether agents' requests are streamed (`true` when not set).
     pub stream: Option<bool>,
+    /// How the server is asked to hold an answer to a JSON Schema; the kind's default when not set.
+    pub schema_dialect: Option<SchemaDialect>,
     /// The generation settings of every agent on this provider, unless the agent sets its own.
     #[serde(default, skip_serializing_if = "Generation::is_unset")]
     pub generation: Generation,
     /// Where the provider was defined.
     #[serde(skip)]
     pub loc: Loc,
+}
+
+impl Provider {
+    /// How the server is asked to hold an answer to a JSON Schema: the manifest's word, else the
+    /// default of the provider's `kind` (`json_schema` for `openai`).
+    pub fn schema_dialect(&self) -> SchemaDialect {
+        self.schema_dialect.unwrap_or(SchemaDialect::JsonSchema)
+    }
+}
+
+/// How a server is asked to hold an answer to a JSON Schema: servers speak different dialects, and
+/// some accept a schema they then ignore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaDialect {
+    /// `response_format: {"type": "json_schema", "json_schema": {...}}`: OpenAI, vLLM, llama.cpp's
+    /// `llama-server`, Ollama's `/v1`.
+    JsonSchema,
+    /// `response_format: {"type": "json_object", "schema": ...}`: llama-cpp-python.
+    JsonObject,
+    /// A top-level `format: SCHEMA`: Ollama's own API.
+    Ollama,
+    /// No schema: JSON mode only (`{"type": "json_object"}`).
+    None,
+}
+
+impl SchemaDialect {
+    /// Every dialect, in the order `runner probe` tries them.
+    pub const ALL: [SchemaDialect; 4] =
+        [SchemaDialect::JsonSchema, SchemaDialect::JsonObject, SchemaDialect::Ollama, SchemaDialect::None];
+
+    /// The word a manifest gives.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaDialect::JsonSchema => "json_schema",
+            SchemaDialect::JsonObject => "json_object",
+            SchemaDialect::Ollama => "ollama",
+            SchemaDialect::None => "none",
+        }
+    }
 }
 
 /// A program an llm agent can call.

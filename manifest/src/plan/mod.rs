@@ -20,8 +20,8 @@ mod vars;
 mod verification;
 
 pub use agent::{
-    Agent, Approval, DEFAULT_MAX_OUTPUT_BYTES, Generation, MockOutcome, MockResponse, Provider, Runtime, Tool,
-    ToolChoice, Usage,
+    Agent, Approval, DEFAULT_MAX_OUTPUT_BYTES, Generation, MockOutcome, MockResponse, Provider, Runtime, SchemaDialect,
+    Tool, ToolChoice, Usage,
 };
 pub use control::{ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
