@@ -5,6 +5,7 @@
 pub mod author;
 pub mod complexity;
 pub mod deterministic;
+pub mod lines;
 pub mod steps;
 pub mod yaml;
 

@@ -28,6 +28,7 @@ fn request(models: &[&str]) -> Request {
         candidates: 1,
         stream: false,
         temperature: 0.2,
+        schema_dialect: None,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::diagnostics::print;
 use crate::exit::EXIT_USAGE;
 
 /// The explanation files, one per family of codes, as written in `docs/explain/`.
-pub const FAMILIES: [(&str, &str); 14] = [
+pub const FAMILIES: [(&str, &str); 15] = [
     ("plan", include_str!("../../docs/explain/plan.md")),
     ("test", include_str!("../../docs/explain/test.md")),
     ("critic", include_str!("../../docs/explain/critic.md")),
@@ -22,6 +22,7 @@ pub const FAMILIES: [(&str, &str); 14] = [
     ("http", include_str!("../../docs/explain/http.md")),
     ("verify", include_str!("../../docs/explain/verify.md")),
     ("planner", include_str!("../../docs/explain/planner.md")),
+    ("author", include_str!("../../docs/explain/author.md")),
     ("cli", include_str!("../../docs/explain/cli.md")),
     ("serve", include_str!("../../docs/explain/serve.md")),
 ];

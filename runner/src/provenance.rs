@@ -28,6 +28,9 @@ pub struct Provenance {
     /// The version of the prompt template, for model-written plans.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_version: Option<String>,
+    /// The version of the line protocol, for plans written a line at a time (`--lines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// The provider asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
@@ -47,6 +50,13 @@ pub struct Provenance {
     /// Questions the model asked instead of planning, with the answers given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<String>,
+    /// The lines dropped from a plan written a line at a time, each with its problem.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<LineProblem>,
+    /// Why the model stopped short of a whole plan (the request failed midway); the lines
+    /// accepted before are the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// The manifest chosen, and what validation and the critic said of it.
     pub chosen: Chosen,
 }
@@ -77,6 +87,20 @@ pub struct Attempt {
     pub prompt_file: String,
     /// The file holding the raw answer.
     pub output_file: String,
+}
+
+/// A line left out of a plan written a line at a time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineProblem {
+    /// The line's number.
+    pub line: usize,
+    /// The task it was, when it had an id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The diagnostic code.
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
 }
 
 /// A model's context window and where it was learnt.
@@ -176,6 +200,22 @@ impl PlanDir {
         std::fs::write(&path, self.redact(text)).with_context(|| format!("cannot write {}", path.display()))
     }
 
+    /// Appends `line` and a line end to a file of the folder, redacted, and flushes it: for a
+    /// record written as things happen.
+    pub fn append(&self, name: &str, line: &str) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let Some(folder) = &self.path else { return Ok(()) };
+        let path = folder.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        file.write_all(format!("{}\n", self.redact(line)).as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
     /// Writes `provenance.json`, redacted.
     pub fn finish(&self, provenance: &Provenance) -> anyhow::Result<()> {
         self.write("provenance.json", &(serde_json::to_string_pretty(provenance)? + "\n"))
@@ -203,7 +243,10 @@ pub fn show(id: &str) -> anyhow::Result<u8> {
     }
     if let Some(provider) = &record.provider {
         let temperature = record.temperature.map(|t| format!(", temperature {t}")).unwrap_or_default();
-        let version = record.prompt_version.as_deref().unwrap_or("-");
+        let mut version = record.prompt_version.clone().unwrap_or_else(|| "-".to_owned());
+        if let Some(protocol) = &record.protocol {
+            version.push_str(&format!(" (line protocol {protocol}, lines.ndjson)"));
+        }
         let _ =
             writeln!(out, "provider: {provider}, prompt {version}{temperature}, {} candidate(s)", record.candidates);
     }
@@ -235,6 +278,13 @@ pub fn show(id: &str) -> anyhow::Result<u8> {
     }
     for question in &record.questions {
         let _ = writeln!(out, "asked: {question}");
+    }
+    for problem in &record.problems {
+        let task = problem.task.as_ref().map(|t| format!(" (task `{t}`)")).unwrap_or_default();
+        let _ = writeln!(out, "dropped line {}{task}: {}: {}", problem.line, problem.code, problem.message);
+    }
+    if let Some(why) = &record.failed {
+        let _ = writeln!(out, "the model stopped short: {why}");
     }
     if let Some(why) = &record.fallback {
         let _ = writeln!(out, "fell back to the deterministic planner: {why}");

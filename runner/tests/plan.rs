@@ -270,31 +270,9 @@ fn keys_and_token_values_never_reach_the_provenance() {
     assert!(!stderr.contains(key), "{stderr}");
 }
 
-/// Runs `runner ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
+/// Runs `runner ARGS` on a pseudo-terminal with `EDITOR` set, typing `input`.
 fn on_terminal(env: &Env, args: &[&str], editor: &str, input: &str) -> Out {
-    use std::io::Write as _;
-    // `script` takes one command line; the arguments are fixed test strings, quoted.
-    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))).collect();
-    let line = format!("'{}' {}", assert_cmd::cargo::cargo_bin("runner").display(), quoted.join(" "));
-    let mut child = std::process::Command::new("script")
-        .current_dir(env.dir())
-        .env("RUNNER_HOME", env.home())
-        .env("NO_COLOR", "1")
-        .env("EDITOR", editor)
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("typed");
-    let output = child.wait_with_output().expect("script ends");
-    Out {
-        args: args.iter().map(|a| (*a).to_owned()).collect(),
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    llm_support::on_terminal(env, args, &[("EDITOR", editor)], input)
 }
 
 #[test]
@@ -582,7 +560,7 @@ fn probe_reports_the_models_served_their_windows_and_that_tools_and_json_mode_wo
     assert_eq!(report["models"][1]["listed"], false);
     assert_eq!(report["models"][1]["context_window"], Value::Null);
     let requests = server.requests();
-    assert_eq!(requests.len(), 4, "one tool request and one JSON-mode request per model");
+    assert_eq!(requests.len(), 10, "per model one tool request, one JSON-mode request and one per schema dialect");
     assert!(requests.iter().all(|r| r.body["temperature"] == 0.0), "the probes are repeatable");
     let human = runner(&env, &["probe", &base, "--model", "m"]);
     assert_eq!(human.code, Some(0), "{human}");

@@ -35,11 +35,11 @@ pub(crate) enum Rejected {
 /// One thing wrong with a candidate, shown as `code: message (at path); help: ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Problem {
-    code: String,
-    message: String,
+    pub(crate) code: String,
+    pub(crate) message: String,
     /// The YAML path of the part concerned; empty for the whole plan.
-    path: String,
-    help: Option<String>,
+    pub(crate) path: String,
+    pub(crate) help: Option<String>,
 }
 
 impl fmt::Display for Problem {
@@ -98,7 +98,7 @@ pub(crate) fn check(
 
 /// The tasks that would run a plan file (`type: plan`, or `plan` or `with` on another type):
 /// plan files are written by people, and the author writes one manifest and names no file.
-fn sub_plans(plan: &Plan) -> Vec<Problem> {
+pub(crate) fn sub_plans(plan: &Plan) -> Vec<Problem> {
     plan.tasks
         .iter()
         .filter(|task| {
@@ -123,7 +123,7 @@ fn sub_plans(plan: &Plan) -> Vec<Problem> {
 /// Whether the loader's error `d` is about a sub-plan's fields, which [`sub_plans`] refuses
 /// whole: `plan` or `with` on a task of another type, a `type: plan` task without `plan`, or
 /// its agent.
-fn about_sub_plans(d: &Diagnostic, plan: &Plan) -> bool {
+pub(crate) fn about_sub_plans(d: &Diagnostic, plan: &Plan) -> bool {
     match &d.problem {
         LoadProblem::WrongTaskType { field, .. } => field == "plan" || field == "with",
         LoadProblem::MissingField { field, .. } => field == "plan",
@@ -137,7 +137,7 @@ fn about_sub_plans(d: &Diagnostic, plan: &Plan) -> bool {
 /// What an authored plan may define: with a template, only its providers and tools, and
 /// command agents that run one of its agents' commands; without one, mock agents only. A
 /// model must not be able to point a run at a new endpoint or a new program.
-fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<Problem>) {
+pub(crate) fn policy(plan: &Plan, template: Option<&Plan>, problems: &mut Vec<Problem>) {
     let empty = Plan::default();
     let allowed = template.unwrap_or(&empty);
     for (name, provider) in &plan.providers {

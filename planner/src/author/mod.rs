@@ -14,10 +14,10 @@
 //! that only asks questions ends the search with the questions. Every prompt is fitted to the
 //! model's context window first ([`fit`]); one that cannot fit is not sent.
 
-mod check;
+pub(crate) mod check;
 mod extract;
 pub mod fit;
-mod prompt;
+pub(crate) mod prompt;
 
 pub use extract::{Answer, ExtractError, extract};
 pub use fit::{DEFAULT_CONTEXT_WINDOW, Window, Windows};
@@ -30,9 +30,9 @@ use std::time::Instant;
 
 use machine::Tokens;
 use model::Endpoint;
+use model::dialect::{Constraint, SchemaDialect};
 use model::protocol::{ChatRequest, Message, Sampling, Usage};
 use serde::Serialize;
-use serde_json::json;
 use tracing::Instrument as _;
 
 use check::Accepted;
@@ -58,6 +58,9 @@ pub struct Request {
     pub stream: bool,
     /// The sampling temperature.
     pub temperature: f32,
+    /// How the server is asked to hold the answer to a JSON Schema: with a dialect, the plan's
+    /// schema ([`crate::lines::schema`]) is sent in it; `None`: plain JSON mode.
+    pub schema_dialect: Option<SchemaDialect>,
 }
 
 /// What came of one request to a model.
@@ -336,12 +339,21 @@ impl Author<'_> {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> (AttemptRecord, Step) {
         let redactor = &self.endpoint.redactor;
+        let constraint = match self.request.schema_dialect {
+            Some(dialect) => Constraint::new(
+                dialect,
+                "runner_plan",
+                &crate::lines::schema::manifest_schema(self.request.template.as_ref()),
+            ),
+            None => Constraint::json_mode(),
+        };
         let chat = ChatRequest {
             model,
             messages,
             tools: &[],
             tool_choice: None,
-            response_format: Some(json!({"type": "json_object"})),
+            response_format: constraint.response_format,
+            format: constraint.format,
         };
         let limit = fit::answer_limit(model, self.windows, messages);
         let sampling = Sampling {
@@ -418,12 +430,12 @@ enum Step {
     Failed,
 }
 
-fn tokens(usage: Usage) -> Tokens {
+pub(crate) fn tokens(usage: Usage) -> Tokens {
     Tokens { prompt: usage.prompt_tokens.unwrap_or(0), completion: usage.completion_tokens.unwrap_or(0) }
 }
 
 /// The messages as text, each under a `[role]` line.
-fn render(messages: &[Message]) -> String {
+pub(crate) fn render(messages: &[Message]) -> String {
     let parts: Vec<String> = messages
         .iter()
         .map(|message| match message {

@@ -136,7 +136,7 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
 /// `max_items`, `type: expand` with `max_tasks`), each with a short example, and the one task
 /// type never to write. Always sent, so it is kept short: the schema is close to filling the
 /// default context window on its own.
-fn dynamic() -> String {
+pub(crate) fn dynamic() -> String {
     format!(
         "## Variables, conditions, maps and steps planned later (only when the request needs them)\n\
          - `vars` in `spec` declares variables with defaults (any JSON value), read as `{{{{ vars.NAME }}}}`; \
@@ -156,7 +156,7 @@ fn dynamic() -> String {
 
 /// The manifest's JSON Schema as the author sends it: without the sub-plan task type and its
 /// fields (`type: plan`, `plan`, `with`), which name plan files a written plan cannot have.
-fn for_authors(mut schema: Value) -> Value {
+pub(crate) fn for_authors(mut schema: Value) -> Value {
     if let Some(task) = schema.pointer_mut("/definitions/Task/properties").and_then(Value::as_object_mut) {
         task.remove("plan");
         task.remove("with");
@@ -169,7 +169,7 @@ fn for_authors(mut schema: Value) -> Value {
 
 /// A JSON Schema without its `description`s, which are more than half of the manifest's; a
 /// field of that name under `properties` stays.
-fn without_descriptions(schema: &Value) -> Value {
+pub(crate) fn without_descriptions(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
@@ -207,7 +207,7 @@ pub(crate) fn repair(problems: &str) -> String {
 }
 
 /// One line per agent and tool of the template, for a reader in a hurry.
-fn describe(plan: &Plan) -> String {
+pub(crate) fn describe(plan: &Plan) -> String {
     let mut lines = Vec::new();
     for (name, agent) in &plan.agents {
         let what = agent
@@ -261,6 +261,9 @@ pub(crate) fn available_spec(plan: &Plan) -> Value {
             if t.destructive {
                 out.insert("destructive".into(), json!(true));
             }
+            if !t.approval.is_default() {
+                out.insert("approval".into(), json!(t.approval));
+            }
             (name.clone(), Value::Object(out))
         })
         .collect();
@@ -271,11 +274,17 @@ pub(crate) fn available_spec(plan: &Plan) -> Value {
             let mut out = Map::new();
             out.insert("runtime".into(), json!(a.runtime.name()));
             match &a.runtime {
-                Runtime::Llm { provider, model, tools, max_turns, .. } => {
+                Runtime::Llm { provider, model, tools, allow_tools, max_turns, .. } => {
                     insert(&mut out, "provider", provider.as_ref().map(|p| json!(p.value)));
                     insert(&mut out, "model", model.as_ref().map(|m| json!(m)));
                     if !tools.is_empty() {
                         out.insert("tools".into(), json!(tools.iter().map(|t| &t.value).collect::<Vec<_>>()));
+                    }
+                    if !allow_tools.is_empty() {
+                        out.insert(
+                            "allow_tools".into(),
+                            json!(allow_tools.iter().map(|t| &t.value).collect::<Vec<_>>()),
+                        );
                     }
                     insert(&mut out, "max_turns", max_turns.map(|m| json!(m)));
                 }
@@ -412,9 +421,9 @@ spec:
   providers:
     local: {kind: openai, base_url: "http://localhost:1/v1", api_key_env: KEY, model: m, timeout: 30s}
   tools:
-    search: {description: Search the web, command: [python3, s.py], input_schema: {type: object}}
+    search: {description: Search the web, command: [python3, s.py], input_schema: {type: object}, approval: always}
   agent_definitions:
-    researcher: {runtime: llm, provider: local, tools: [search], system_prompt: "Find things.\nCarefully."}
+    researcher: {runtime: llm, provider: local, tools: [search], allow_tools: [search], system_prompt: "Find things.\nCarefully."}
     counter: {runtime: command, command: [wc, -w]}
   workflow:
     - {id: a, agent: researcher, input: x}

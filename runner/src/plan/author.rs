@@ -60,6 +60,8 @@ pub fn write(
         candidates: usize::from(args.candidates),
         stream: args.stream,
         temperature: args.temperature,
+        // The provider's own dialect wins; a base URL has none but `--schema-dialect`.
+        schema_dialect: provider.schema_dialect.or(args.schema_dialect),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let timeout = provider.timeout.map_or(model::DEFAULT_TIMEOUT, |t| t.to_std());
@@ -68,12 +70,6 @@ pub fn write(
         .block_on(catalog::list(&provider_name, &provider.base_url, key.as_deref(), timeout))
         .unwrap_or_default();
     let windows = windows(&served, &provider, &authoring.models);
-    let mut stream = Stream { dir: &dir, held: String::new() };
-    let mut show = |piece: &str| stream.show(piece);
-    let authored: Authored = runtime.block_on(author_within(&authoring, &windows, &endpoint, &mut show));
-    if args.stream {
-        stream.finish();
-    }
     let mut provenance = Provenance {
         planner: "llm".to_owned(),
         prompt_version: Some(PROMPT_VERSION.to_owned()),
@@ -88,11 +84,57 @@ pub fn write(
                 (model.clone(), ContextWindow { tokens: window.tokens, from: window.learnt_from.clone() })
             })
             .collect(),
-        questions: authored.questions.clone(),
         ..Provenance::default()
     };
+    if args.lines {
+        let written = super::lines::write(&authoring, &windows, &endpoint, &runtime, &dir, provenance)?;
+        return Ok(written.unwrap_or_else(|(why, provenance)| fall_back(request, name, bindings, why, provenance)));
+    }
+    let mut stream = Stream { dir: &dir, held: String::new() };
+    let mut show = |piece: &str| stream.show(piece);
+    let authored: Authored = runtime.block_on(author_within(&authoring, &windows, &endpoint, &mut show));
+    if args.stream {
+        stream.finish();
+    }
+    provenance.questions.clone_from(&authored.questions);
+    record_attempts(&dir, &authored.attempts, &mut provenance)?;
+    if let Some(manifest) = &authored.manifest {
+        let value: serde_json::Value =
+            serde_json::from_str(manifest).context("the author handed over a manifest that is not JSON")?;
+        return Ok(Outcome { yaml: planner::yaml::to_yaml(&value), provenance });
+    }
+    if !authored.questions.is_empty() {
+        return Ok(Outcome { yaml: String::new(), provenance });
+    }
+    let why = authored.fallback.unwrap_or_else(|| "no model gave a valid plan".to_owned());
+    Ok(fall_back(request, name, bindings, why, provenance))
+}
+
+/// The deterministic planner's plan for `request`, with the provenance of the models that
+/// could not write one and why.
+fn fall_back(request: &str, name: &str, bindings: &Bindings, why: String, provenance: Provenance) -> Outcome {
+    eprintln!("warning: {why}; falling back to the deterministic planner");
+    let mut outcome = deterministic(request, name, bindings, Some(why));
+    outcome.provenance.prompt_version = provenance.prompt_version;
+    outcome.provenance.protocol = provenance.protocol;
+    outcome.provenance.provider = provenance.provider;
+    outcome.provenance.temperature = provenance.temperature;
+    outcome.provenance.candidates = provenance.candidates;
+    outcome.provenance.context_windows = provenance.context_windows;
+    outcome.provenance.attempts = provenance.attempts;
+    outcome.provenance.problems = provenance.problems;
+    outcome
+}
+
+/// Writes each attempt's prompt and answer into the folder, records it in `provenance`, and
+/// counts it in models.json when the plan is kept.
+pub(crate) fn record_attempts(
+    dir: &PlanDir,
+    attempts: &[planner::author::AttemptRecord],
+    provenance: &mut Provenance,
+) -> anyhow::Result<()> {
     let mut counts = Models::default();
-    for (n, attempt) in authored.attempts.iter().enumerate() {
+    for (n, attempt) in attempts.iter().enumerate() {
         let (prompt_file, output_file) = (format!("prompt-{:02}.txt", n + 1), format!("output-{:02}.txt", n + 1));
         dir.write(&prompt_file, &attempt.prompt)?;
         dir.write(&output_file, &attempt.raw)?;
@@ -122,24 +164,7 @@ pub fn write(
     if dir.is_kept() {
         counts.add_to_file()?;
     }
-    if let Some(manifest) = &authored.manifest {
-        let value: serde_json::Value =
-            serde_json::from_str(manifest).context("the author handed over a manifest that is not JSON")?;
-        return Ok(Outcome { yaml: planner::yaml::to_yaml(&value), provenance });
-    }
-    if !authored.questions.is_empty() {
-        return Ok(Outcome { yaml: String::new(), provenance });
-    }
-    let why = authored.fallback.unwrap_or_else(|| "no model gave a valid plan".to_owned());
-    eprintln!("warning: {why}; falling back to the deterministic planner");
-    let mut outcome = deterministic(request, name, bindings, Some(why));
-    outcome.provenance.prompt_version = provenance.prompt_version;
-    outcome.provenance.provider = provenance.provider;
-    outcome.provenance.temperature = provenance.temperature;
-    outcome.provenance.candidates = provenance.candidates;
-    outcome.provenance.context_windows = provenance.context_windows;
-    outcome.provenance.attempts = provenance.attempts;
-    Ok(outcome)
+    Ok(())
 }
 
 /// The API key of `provider`, from the variable its `api_key_env` names; an error when that
@@ -171,7 +196,7 @@ pub(crate) fn known_window(served: &Catalog, provider: &Provider, model: &str) -
 
 /// Each model's context window (the default when neither the server nor the provider gives
 /// it) and the provider's tokenizer.
-fn windows(served: &Catalog, provider: &Provider, models: &[String]) -> Windows {
+pub(crate) fn windows(served: &Catalog, provider: &Provider, models: &[String]) -> Windows {
     let windows = models
         .iter()
         .map(|model| (model.clone(), known_window(served, provider, model).unwrap_or_default()))

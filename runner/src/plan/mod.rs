@@ -4,6 +4,7 @@
 //! model's half (`--provider`) is `author.rs`.
 
 pub mod author;
+mod lines;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 use manifest::Loaded;
+use manifest::plan::SchemaDialect;
 use planner::deterministic::{Bindings, Draft};
 use planner::steps::Kind;
 
@@ -53,6 +55,15 @@ pub struct PlanArgs {
     /// Show the plan as the model writes it.
     #[arg(long, requires = "provider")]
     pub stream: bool,
+    /// Have the model write the plan a line at a time (a header, then one task per line), each
+    /// line checked as it arrives and repaired on its own; with `--stream`, as it is written.
+    #[arg(long, requires = "provider", conflicts_with = "candidates")]
+    pub lines: bool,
+    /// How the server is asked to hold the answer to a JSON Schema (`json_schema`,
+    /// `json_object`, `ollama`, `none`), for a provider that does not say (default: plain JSON
+    /// mode, no schema).
+    #[arg(long, value_name = "DIALECT", requires = "provider", value_parser = parse_dialect)]
+    pub schema_dialect: Option<SchemaDialect>,
     /// The sampling temperature.
     #[arg(long, default_value_t = DEFAULT_TEMPERATURE)]
     pub temperature: f32,
@@ -88,6 +99,14 @@ pub enum ModelOrder {
     Best,
     /// As given.
     Given,
+}
+
+/// Reads a `--schema-dialect` value: one of the words a manifest's provider takes.
+pub(crate) fn parse_dialect(text: &str) -> Result<SchemaDialect, String> {
+    SchemaDialect::ALL.into_iter().find(|dialect| dialect.as_str() == text).ok_or_else(|| {
+        let words: Vec<&str> = SchemaDialect::ALL.iter().map(|dialect| dialect.as_str()).collect();
+        format!("`{text}` is not a schema dialect: use {}", words.join(", "))
+    })
 }
 
 /// Reads an `--agent-map` value, `KIND=AGENT`.
@@ -253,7 +272,7 @@ pub fn deterministic(request: &str, name: &str, bindings: &Bindings, fallback: O
 }
 
 /// The request from stdin, at most 1 MiB.
-fn read_stdin() -> anyhow::Result<String> {
+pub(crate) fn read_stdin() -> anyhow::Result<String> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     std::io::stdin()
@@ -281,7 +300,7 @@ pub(crate) fn load_template(path: &Path) -> anyhow::Result<(Loaded, serde_json::
 }
 
 /// A plan name from the request's first words: lower case, `-` between words.
-fn name_of(request: &str) -> String {
+pub(crate) fn name_of(request: &str) -> String {
     let words: Vec<String> = request
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

@@ -70,6 +70,8 @@ impl TestArgs {
             api_key_env: self.api_key_env.clone(),
             candidates: 1,
             stream: false,
+            lines: false,
+            schema_dialect: None,
             temperature: crate::plan::DEFAULT_TEMPERATURE,
             timeout: None,
             context_window: None,

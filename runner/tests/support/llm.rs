@@ -69,6 +69,34 @@ impl std::fmt::Display for Out {
     }
 }
 
+/// Runs `runner ARGS` on a pseudo-terminal (util-linux `script`) with this test's
+/// `RUNNER_HOME` and these environment variables, typing `input`.
+pub fn on_terminal(env: &Env, args: &[&str], vars: &[(&str, &str)], input: &str) -> Out {
+    use std::io::Write as _;
+    // `script` takes one command line; the arguments are fixed test strings, quoted.
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))).collect();
+    let line = format!("'{}' {}", assert_cmd::cargo::cargo_bin("runner").display(), quoted.join(" "));
+    let mut child = std::process::Command::new("script")
+        .current_dir(env.dir())
+        .env("RUNNER_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .envs(vars.iter().copied())
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("typed");
+    let output = child.wait_with_output().expect("script ends");
+    Out {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// Runs `runner ARGS` with this test's `RUNNER_HOME` and the API key variable set to `key`.
 pub fn runner_with_key(env: &Env, key: &str, args: &[&str]) -> Out {
     let output = env.runner().env(KEY_VAR, key).args(args).output().expect("runner runs");
