@@ -7,7 +7,9 @@ use manifest::plan::Strategy;
 use manifest::{Plan, TaskGraph};
 
 use crate::conversation::ToolCallRecord;
-use crate::event::{ContextCompacted, ErrorClass, Growing, ModelTurn, Replanned, TaskPlanned, Tokens, ToolCallFinished};
+use crate::event::{
+    ContextCompacted, ErrorClass, Growing, ModelTurn, Replanned, TaskPlanned, Tokens, ToolCallFinished,
+};
 
 /// What starting a run needs.
 #[derive(Debug, Clone, Default)]

@@ -45,7 +45,10 @@ pub enum EngineError {
     },
     /// A planner's task or line for a run whose plan does not grow, or has been written.
     #[error("the run's plan is not being written: no task can join it")]
-    #[diagnostic(code(engine::not_growing), help("only a run `runner do` started grows while it runs, until its planner finishes"))]
+    #[diagnostic(
+        code(engine::not_growing),
+        help("only a run `runner do` started grows while it runs, until its planner finishes")
+    )]
     NotGrowing,
     /// A decision for a task that is not a review waiting for one.
     #[error("task `{task}` is not a human review waiting for a decision")]

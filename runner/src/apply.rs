@@ -234,7 +234,10 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     }
     say(&format!("run `{run_id}`: {}", run.place()));
     let local_work = !args.no_local_work;
-    drive(Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work }, Command::Start(start))
+    drive(
+        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work, feed: None },
+        Command::Start(start),
+    )
 }
 
 /// Records the run's `RunCreated` only, lets go of its lease and prints the run id: the first
@@ -313,7 +316,7 @@ fn unset_keys(plan: &Plan, is_set: impl Fn(&str) -> bool) -> Vec<String> {
 }
 
 /// The plan file as an absolute path (symlinks resolved when possible).
-fn absolute(path: &Path) -> PathBuf {
+pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_path_buf())
 }
 

@@ -68,6 +68,9 @@ enum Command {
     Apply(crate::apply::ApplyArgs),
     /// Turn a request in plain words into a manifest, by rules or by a model.
     Plan(crate::plan::PlanArgs),
+    /// Plan and run at once: a model writes the plan a line at a time and each task starts as
+    /// soon as its line arrives and its dependencies have succeeded.
+    Do(crate::growing::DoArgs),
     /// Show each model's record at writing plans (from `$RUNNER_HOME/models.json`).
     Models,
     /// Ask a server what it serves and whether tool calls and JSON mode work there.
@@ -177,6 +180,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Test(args) => crate::test::run(&args),
         Command::Apply(args) => crate::apply::run(&runs()?, &args),
         Command::Plan(args) => crate::plan::run(&args, store),
+        Command::Do(args) => crate::growing::run(&runs()?, &args),
         Command::Models => crate::models::run(),
         Command::Probe(args) => crate::probe::run(&args),
         Command::Runs => crate::runs::run(&runs()?),
@@ -207,6 +211,7 @@ impl Command {
                 | Command::Test(_)
                 | Command::Apply(_)
                 | Command::Plan(_)
+                | Command::Do(_)
                 | Command::Resume { .. }
                 | Command::Retry { .. }
                 | Command::Worker(_)

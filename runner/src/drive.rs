@@ -47,12 +47,14 @@ pub struct Session {
     /// With the PostgreSQL store, whether this process also works attempts from the queue
     /// (`apply --no-local-work` leaves them all to workers).
     pub local_work: bool,
+    /// The commands of a planner still writing the run's plan (`runner do`).
+    pub feed: Option<tokio::sync::mpsc::UnboundedReceiver<Command>>,
 }
 
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
-    let Session { run, lock, workdir, mut opened, span, local_work } = session;
+    let Session { run, lock, workdir, mut opened, span, local_work, mut feed } = session;
     run.clear_cancel();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -99,6 +101,12 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             .mark_processes(mark.as_str())
             .halt_on(halt.clone())
             .with_runtimes(children());
+        // The planner's feed goes to the first driver: the run neither pauses nor ends while it
+        // writes, so no later driver is needed before the plan is written.
+        let driver = match feed.take() {
+            Some(feed) => driver.with_feed(feed),
+            None => driver,
+        };
         state = match runtime.block_on(driver.run(command, cancel.clone()).instrument(span.clone())) {
             Ok(state) => state,
             Err(engine::driver::DriverError::Refused(error)) => return Err(crate::home::refused(run.id(), &error)),

@@ -14,6 +14,7 @@ mod explain;
 mod format;
 mod graph;
 mod grouping;
+mod growing;
 mod home;
 mod live;
 mod logs;

@@ -30,9 +30,15 @@ pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
     crate::drive::check_workdir(&workdir, run_id)?;
     crate::apply::refuse_unset_keys(&state.plan)?;
     say(&format!("resuming run `{run_id}` (plan `{}`, {} events so far)", created.plan.name, loaded.records.len()));
+    let planner = if state.growing { crate::growing::resume_feed(&loaded.records)? } else { None };
+    let (planner_runtime, feed) = planner.unzip();
     let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
-    drive(
-        Session { run, lock, workdir, opened: Some((store, loaded.records)), span, local_work: true },
+    let code = drive(
+        Session { run, lock, workdir, opened: Some((store, loaded.records)), span, local_work: true, feed },
         Command::Continue,
-    )
+    );
+    if let Some(runtime) = planner_runtime {
+        runtime.shutdown_background();
+    }
+    code
 }

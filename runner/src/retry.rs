@@ -78,7 +78,7 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         growing: None,
     };
     drive(
-        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true },
+        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true, feed: None },
         Command::Start(start),
     )
 }

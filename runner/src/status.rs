@@ -27,6 +27,75 @@ struct JsonStatus<'a> {
     /// The run and task that started this run as a sub-plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     parent: Option<&'a engine::child::Parent>,
+    /// How a plan that `runner do` wrote while it ran was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    planning: Option<Planning>,
+}
+
+/// How far the planner of a `runner do` run got.
+#[derive(Debug, Serialize)]
+struct Planning {
+    /// `writing` while the model writes, `written` once it has finished, `stopped` when it
+    /// stopped midway.
+    state: &'static str,
+    /// The tasks it wrote that joined the plan.
+    tasks: usize,
+    /// The lines it wrote that were not taken.
+    rejected_lines: usize,
+    /// Why it stopped midway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl Planning {
+    /// The planning of a run whose plan a model wrote as it ran; `None` for any other run.
+    fn of(records: &[engine::Record], state: &RunState) -> Option<Self> {
+        let mut grew = false;
+        let mut rejected_lines = 0;
+        for record in records {
+            match &record.event {
+                engine::Event::RunCreated(created) => grew = created.growing.is_some(),
+                engine::Event::LineRejected { .. } => rejected_lines += 1,
+                _ => {}
+            }
+        }
+        let stage = match (state.growing, &state.plan_error) {
+            (true, _) => "writing",
+            (false, Some(_)) => "stopped",
+            (false, None) => "written",
+        };
+        grew.then(|| Planning {
+            state: stage,
+            tasks: state.tasks.len(),
+            rejected_lines,
+            error: state.plan_error.clone(),
+        })
+    }
+
+    /// One line for the human status.
+    fn line(&self) -> String {
+        let rejected = match self.rejected_lines {
+            0 => String::new(),
+            n => format!(", {n} line(s) rejected (`runner logs` shows why)"),
+        };
+        match (self.state, &self.error) {
+            ("writing", _) => format!(
+                "plan: the model is still writing it ({} tasks so far{rejected})
+",
+                self.tasks
+            ),
+            (_, Some(error)) => format!(
+                "plan: the model stopped after {} tasks{rejected}: {error}
+",
+                self.tasks
+            ),
+            _ => format!(
+                "plan: written by the model as the run went ({} tasks{rejected})
+",
+                self.tasks
+            ),
+        }
+    }
 }
 
 /// One task in the JSON status.
@@ -84,6 +153,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                 exhausted: state.exhausted.as_deref(),
                 tasks,
                 parent: created.parent.as_ref(),
+                planning: Planning::of(&records, &state),
             };
             print(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
         }
@@ -91,7 +161,12 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
             if let Some(warning) = warning {
                 eprintln!("warning: {warning}");
             }
-            print(&human(run_id, &created, &state, status, &children))?;
+            let mut text = human(run_id, &created, &state, status, &children);
+            if let Some(planning) = Planning::of(&records, &state) {
+                let at = text.find('\n').map_or(text.len(), |i| i + 1);
+                text.insert_str(at, &planning.line());
+            }
+            print(&text)?;
         }
     }
     Ok(0)

@@ -98,13 +98,18 @@ impl Checker {
 
     /// Why an event contradicts the records before it, if it does: it follows the run's end
     /// (the state machine records nothing after a `RunCompleted` or `RunCancelled`), or it
-    /// names a task that neither the run's plan nor a recorded replan has.
+    /// names a task that neither the run's plan, a recorded replan, a planned task nor a map's
+    /// items have.
     fn contradiction(&self, event: &Event) -> Option<String> {
         if let Some((seq, end)) = self.ended {
             return Some(match event.name() {
                 name if name == end => format!("a second `{end}`: the run ended with the one at seq {seq}"),
                 name => format!("a `{name}` after the run's `{end}` at seq {seq}: nothing follows a run's end"),
             });
+        }
+        // A planner's line brings its task in, or names one that never joined.
+        if matches!(event, Event::TaskPlanned(_) | Event::LineRejected { .. }) {
+            return None;
         }
         let task = event.task()?;
         // A retried run takes items over before their map expands again.
@@ -122,6 +127,13 @@ impl Checker {
             self.tasks.extend(plan.tasks.iter().map(|task| task.id.value.clone()));
             let maps = plan.tasks.iter().filter(|task| task.extras().for_each.is_some());
             self.maps.extend(maps.map(|task| task.id.value.clone()));
+        }
+        if let Event::TaskPlanned(planned) = &record.event {
+            let task = &planned.task;
+            self.tasks.insert(task.id.value.clone());
+            if task.extras().for_each.is_some() {
+                self.maps.insert(task.id.value.clone());
+            }
         }
         if let Event::MapExpanded { task, items } = &record.event {
             self.tasks.extend((0..items.len()).map(|index| Text::from(manifest::template::item_id(task, index))));

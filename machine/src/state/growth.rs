@@ -77,7 +77,10 @@ impl<C: TokenCounter> RunState<C> {
         if let Some(agent) = &task.agent
             && !self.plan.agents.contains_key(agent.value.as_str())
         {
-            return Err(("plan::unknown_agent", format!("task `{id}` names agent `{}`, which the plan does not define", agent.value)));
+            return Err((
+                "plan::unknown_agent",
+                format!("task `{id}` names agent `{}`, which the plan does not define", agent.value),
+            ));
         }
         if let Some(missing) = task.depends_on.iter().find(|d| self.index_of(&d.value).is_none()) {
             return Err((

@@ -47,7 +47,8 @@ struct Update {
     maps: BTreeMap<String, MapView>,
     /// The tasks among `tasks` skipped because their condition was false.
     skipped_by_condition: Vec<String>,
-    /// Whether the plan changed (a replan): the page reloads the graph.
+    /// Whether the plan changed (a replan, or a task the planner of a growing plan wrote): the
+    /// page reloads the graph.
     replanned: bool,
 }
 
@@ -148,7 +149,7 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message
             if record.seq <= after {
                 continue;
             }
-            replanned |= matches!(record.event, Event::Replanned(_));
+            replanned |= matches!(record.event, Event::Replanned(_) | Event::TaskPlanned(_));
             touched.extend(record.event.task().map(str::to_owned));
             events.push(EventView::new(record));
         }

@@ -81,7 +81,10 @@ impl<C: TokenCounter> RunState<C> {
         let by_condition = self.tasks.iter().filter(|t| t.skipped_by_condition).count();
         let (outcome, summary) = if let Some(error) = &self.plan_error {
             let ran = self.tasks.len() - skipped.len();
-            (Outcome::Failed, format!("the planner stopped after {} tasks ({ran} succeeded): {error}", self.tasks.len()))
+            (
+                Outcome::Failed,
+                format!("the planner stopped after {} tasks ({ran} succeeded): {error}", self.tasks.len()),
+            )
         } else if skipped.is_empty() && by_condition > 0 {
             let ran = self.tasks.len() - by_condition;
             (Outcome::Succeeded, format!("{ran} tasks succeeded and {by_condition} were skipped by their condition"))
