@@ -72,7 +72,7 @@ fn is_manifest(object: &Map<String, Value>) -> bool {
 }
 
 /// What kind of JSON value a non-object is, for a message.
-fn kind(value: &Value) -> &'static str {
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Array(_) => "a list",
         Value::String(_) => "a string",

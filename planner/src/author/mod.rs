@@ -15,7 +15,7 @@
 //! model's context window first ([`fit`]); one that cannot fit is not sent.
 
 pub(crate) mod check;
-mod extract;
+pub(crate) mod extract;
 pub mod fit;
 pub(crate) mod prompt;
 

@@ -116,21 +116,24 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts) -> Strin
          to plan at all.\n\n\
          ## Rules\n\
          - `metadata.name` is \"{name}\"; `spec.mission` restates the request in one or two sentences.\n\
-         - Each task does one thing, and its `input` says exactly what to produce.\n\
-         - Tasks that do not need each other's output run in parallel: the same `parallel_group`, no \
-         `depends_on` between them.\n\
-         - Where several results are combined, add a `synthesis_gate` task with those `inputs`; later tasks \
-         depend on the gate and read its output.\n\
-         - A task reads another task's output only as `{{{{ tasks.ID.output }}}}`, and only from a task it depends \
-         on, directly or through others. The mission is `{{{{ mission }}}}`.\n\
-         - Give tasks that may fail a fallback: `on_failure` with `retry`, and `then: skip` where the plan can \
-         do without the result. Mark the task that produces the final result `critical: true` with a retry.\n\
+         {TASK_RULES}\
          - Task ids are unique snake_case; the dependencies form no cycle; attach no files.\n\
          - Prefer few tasks: as many as the request needs, no more.\n\n\
          {dynamic}\n\n\
          {available}{optional}"
     )
 }
+
+/// The rules for tasks that every plan author's prompt gives, whole plan or line by line.
+pub(crate) const TASK_RULES: &str = "- Each task does one thing, and its `input` says exactly what to produce.\n\
+    - Tasks that do not need each other's output run in parallel: the same `parallel_group`, no `depends_on` \
+    between them.\n\
+    - Where several results are combined, add a `synthesis_gate` task with those `inputs`; later tasks depend on \
+    the gate and read its output.\n\
+    - A task reads another task's output only as `{{ tasks.ID.output }}`, and only from a task it depends on, \
+    directly or through others. The mission is `{{ mission }}`.\n\
+    - Give tasks that may fail a fallback: `on_failure` with `retry`, and `then: skip` where the plan can do \
+    without the result. Mark the task that produces the final result `critical: true` with a retry.\n";
 
 /// The rules for the fields that shape a plan at run time (`vars`, `when`, `for_each`,
 /// `max_items`, `type: expand` with `max_tasks`), each with a short example, and the one task

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::problem::{LineError, LineProblem};
 use super::verdict::Verdict;
 use crate::author::check::{self, Problem};
+use crate::author::extract::kind;
 use crate::author::prompt::available_spec;
 
 /// The fields a header may hold.
@@ -402,16 +403,4 @@ fn located(number: usize, task: Option<String>, problem: &Problem) -> LineProble
         message.push_str(&format!("; help: {help}"));
     }
     LineProblem { line: number, task, code: problem.code.clone(), message }
-}
-
-/// What kind of JSON value a non-object is, for a message.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Array(_) => "a list",
-        Value::String(_) => "a string",
-        Value::Number(_) => "a number",
-        Value::Bool(_) => "a boolean",
-        Value::Null => "null",
-        Value::Object(_) => "an object",
-    }
 }

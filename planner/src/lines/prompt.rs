@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::LINE_PROTOCOL_VERSION;
 use super::problem::LineProblem;
 use crate::author::prompt::{
-    Parts, RESEARCH_EXAMPLE, SEQUENTIAL_EXAMPLE, describe, dynamic, for_authors, without_descriptions,
+    Parts, RESEARCH_EXAMPLE, SEQUENTIAL_EXAMPLE, TASK_RULES, describe, dynamic, for_authors, without_descriptions,
 };
 
 /// The version of the prompt below; change it whenever its text changes.
@@ -88,15 +88,7 @@ pub(crate) fn system(name: &str, template: Option<&Plan>, parts: Parts, form: Fo
          {answer}\n\n\
          ## Rules\n\
          - The plan is named \"{name}\"; `mission` restates the request in one or two sentences.\n\
-         - Each task does one thing, and its `input` says exactly what to produce.\n\
-         - Tasks that do not need each other's output run in parallel: the same `parallel_group`, no \
-         `depends_on` between them.\n\
-         - Where several results are combined, add a `synthesis_gate` task with those `inputs`; later tasks \
-         depend on the gate and read its output.\n\
-         - A task reads another task's output only as `{{{{ tasks.ID.output }}}}`, and only from a task it depends \
-         on, directly or through others. The mission is `{{{{ mission }}}}`.\n\
-         - Give tasks that may fail a fallback: `on_failure` with `retry`, and `then: skip` where the plan can \
-         do without the result. Mark the task that produces the final result `critical: true` with a retry.\n\
+         {TASK_RULES}\
          - Task ids are unique snake_case; attach no files.\n\
          - Prefer few tasks: as many as the request needs, no more.\n\n\
          {dynamic}\n\n\
