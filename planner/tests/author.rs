@@ -29,6 +29,7 @@ fn request(models: &[&str]) -> Request {
         stream: false,
         temperature: 0.2,
         schema_dialect: None,
+        runs_as_written: false,
     }
 }
 

@@ -144,6 +144,7 @@ impl Settings {
             stream: self.stream,
             temperature: self.temperature,
             schema_dialect: provider.schema_dialect,
+            runs_as_written: true,
         };
         Ok(Planner { request, windows, endpoint })
     }

@@ -265,3 +265,36 @@ fn confirm_each_needs_a_terminal() {
     assert!(out.stderr.contains("--confirm-each asks at the terminal"), "{out}");
     assert!(server.requests().is_empty(), "nothing was asked of the model");
 }
+
+#[test]
+fn a_task_that_may_call_a_destructive_tool_with_no_review_before_it_never_joins() {
+    let env = Env::new();
+    env.write("slow.py", SLOW_SCRIPT);
+    let clean = r#"{"task": {"id": "clean", "agent": "cleaner", "input": "wipe the cache", "depends_on": ["a"]}}"#;
+    let lines = [header("wipe"), task("a", &[]), clean.to_owned(), task("b", &["a"])];
+    let again = clean.to_owned();
+    let server = FakeOpenAi::start(move |_, n| match n {
+        0 => Step::Stream(pieces(&lines)),
+        // The repair writes the same line: still no review before it.
+        _ => Step::Answer(again.clone()),
+    });
+    let url = server.base_url();
+    env.write(
+        "agents.yaml",
+        &format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: agents}}\nspec:\n  mission: agents\n  \
+             providers:\n    fake: {{kind: openai, base_url: \"{url}\", api_key_env: {KEY_VAR}, model: fake-model}}\n  \
+             tools:\n    wipe: {{description: Delete the cache, command: [rm, -r, cache], destructive: true}}\n  \
+             agent_definitions:\n    slow: {{runtime: command, command: [python3, slow.py]}}\n    \
+             cleaner: {{runtime: llm, provider: fake, tools: [wipe], allow_tools: [wipe], max_turns: 2}}\n  \
+             workflow:\n    - {{id: placeholder, agent: slow, input: x}}\n"
+        ),
+    );
+    let args = ["do", "Clean up", "--provider", "fake", "--template", "agents.yaml", "--run-id", "wipe"];
+    let out = runner_with_key(&env, KEY, &args);
+    assert_eq!(out.code, Some(0), "{out}");
+    let records = env.records("wipe");
+    let blocked = records.iter().find(|r| r["type"] == "LineRejected").expect("the line is rejected");
+    assert_eq!((blocked["task"].as_str(), blocked["code"].as_str()), (Some("clean"), Some("author::line_blocked")));
+    assert_eq!(env.succeeded("wipe"), ["a".to_owned(), "b".to_owned()].into());
+}

@@ -61,6 +61,10 @@ pub struct Request {
     /// How the server is asked to hold the answer to a JSON Schema: with a dialect, the plan's
     /// schema ([`crate::lines::schema`]) is sent in it; `None`: plain JSON mode.
     pub schema_dialect: Option<SchemaDialect>,
+    /// Whether the plan runs while it is written (`runner do`): the line author then rejects a
+    /// task that may call a destructive tool with no human review before it, since no later
+    /// line can put one there.
+    pub runs_as_written: bool,
 }
 
 /// What came of one request to a model.

@@ -115,7 +115,7 @@ async fn write(
 ) -> LinesAuthored {
     let mut authored = LinesAuthored { accepted: prefix.to_vec(), ..LinesAuthored::default() };
     let start = match Assembler::resume(&request.name, request.template.as_ref(), prefix) {
-        Ok(start) => start,
+        Ok(start) => start.blocking(request.runs_as_written),
         Err(problem) => {
             authored.failed = Some(format!("the lines to go on from do not hold: {problem}"));
             return authored;

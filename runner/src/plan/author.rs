@@ -62,6 +62,7 @@ pub fn write(
         temperature: args.temperature,
         // The provider's own dialect wins; a base URL has none but `--schema-dialect`.
         schema_dialect: provider.schema_dialect.or(args.schema_dialect),
+        runs_as_written: false,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let timeout = provider.timeout.map_or(model::DEFAULT_TIMEOUT, |t| t.to_std());
