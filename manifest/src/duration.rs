@@ -1,10 +1,10 @@
-//! Durations written as strings: `500ms`, `30s`, `5m`, `1h`.
+//! Durations written as strings: `500ms`, `30s`, `5m`, `1h`, `7d`.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A duration with millisecond precision, written `500ms`, `30s`, `5m` or `1h`.
+/// A duration with millisecond precision, written `500ms`, `30s`, `5m`, `1h` or `7d`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration {
     millis: u64,
@@ -26,7 +26,7 @@ impl Duration {
         std::time::Duration::from_millis(self.millis)
     }
 
-    /// Parses `<number><unit>` with unit `ms`, `s`, `m` or `h`; a fraction is allowed
+    /// Parses `<number><unit>` with unit `ms`, `s`, `m`, `h` or `d`; a fraction is allowed
     /// (`1.5s`). Returns why it is not a duration otherwise.
     pub fn parse(text: &str) -> Result<Self, DurationError> {
         let text = text.trim();
@@ -37,6 +37,7 @@ impl Duration {
             "s" => 1_000.0,
             "m" => 60_000.0,
             "h" => 3_600_000.0,
+            "d" => 86_400_000.0,
             "" => return Err(DurationError::NoUnit { text: text.to_owned() }),
             other => return Err(DurationError::UnknownUnit { unit: other.to_owned() }),
         };
@@ -59,8 +60,8 @@ pub enum DurationError {
         /// The text as written.
         text: String,
     },
-    /// A unit other than `ms`, `s`, `m` or `h`.
-    #[error("unknown unit `{unit}`; use ms, s, m or h")]
+    /// A unit other than `ms`, `s`, `m`, `h` or `d`.
+    #[error("unknown unit `{unit}`; use ms, s, m, h or d")]
     UnknownUnit {
         /// The unit as written.
         unit: String,
@@ -84,6 +85,7 @@ impl fmt::Display for Duration {
         let ms = self.millis;
         match ms {
             0 => write!(f, "0s"),
+            _ if ms.is_multiple_of(86_400_000) => write!(f, "{}d", ms / 86_400_000),
             _ if ms.is_multiple_of(3_600_000) => write!(f, "{}h", ms / 3_600_000),
             _ if ms.is_multiple_of(60_000) => write!(f, "{}m", ms / 60_000),
             _ if ms.is_multiple_of(1_000) => write!(f, "{}s", ms / 1_000),
@@ -111,7 +113,7 @@ mod tests {
 
     #[test]
     fn parses_every_unit_and_prints_it_back() {
-        for (text, ms) in [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("1.5s", 1_500)] {
+        for (text, ms) in [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("7d", 604_800_000), ("1.5s", 1_500)] {
             let d = Duration::parse(text).unwrap();
             assert_eq!(d.as_millis(), ms, "{text}");
             assert_eq!(Duration::parse(&d.to_string()).unwrap(), d);
@@ -121,7 +123,7 @@ mod tests {
     #[test]
     fn rejects_missing_or_unknown_units() {
         assert_eq!(Duration::parse("30"), Err(DurationError::NoUnit { text: "30".into() }));
-        assert_eq!(Duration::parse("3d"), Err(DurationError::UnknownUnit { unit: "d".into() }));
+        assert_eq!(Duration::parse("3w"), Err(DurationError::UnknownUnit { unit: "w".into() }));
         assert_eq!(Duration::parse("fast"), Err(DurationError::UnknownUnit { unit: "fast".into() }));
         assert_eq!(Duration::parse("1e300h"), Err(DurationError::UnknownUnit { unit: "e300h".into() }));
         assert_eq!(Duration::parse("1.2.3s"), Err(DurationError::NotANumber { text: "1.2.3s".into() }));

@@ -253,6 +253,17 @@ pub enum Lint {
         /// The expand task.
         task: String,
     },
+    /// `cache` is on for an llm agent whose answers are not repeatable: a stored answer stands in
+    /// for one the model might not give again.
+    #[error("{owner} turns `cache` on, but llm agent `{agent}` has {missing}, so the model may answer differently")]
+    CacheNotDeterministic {
+        /// The task or agent whose `cache` it is, named.
+        owner: String,
+        /// The llm agent.
+        agent: String,
+        /// What makes its answers vary: no seed, a temperature above 0, or both.
+        missing: String,
+    },
 }
 
 /// How many items a map has, for [`Lint::MapWithoutSynthesis`]'s message.
@@ -325,11 +336,13 @@ pub(crate) enum LintKind {
     ConditionNeverHolds,
     /// [`Lint::ExpandWithoutBounds`].
     ExpandWithoutBounds,
+    /// [`Lint::CacheNotDeterministic`].
+    CacheNotDeterministic,
 }
 
 impl LintKind {
     /// Every kind, in the order of [`Lint`]'s variants.
-    pub(crate) const ALL: [LintKind; 24] = [
+    pub(crate) const ALL: [LintKind; 25] = [
         LintKind::SinglePointOfFailure,
         LintKind::OutputFormatCoupling,
         LintKind::ContextBudget,
@@ -354,6 +367,7 @@ impl LintKind {
         LintKind::MapWithoutSynthesis,
         LintKind::ConditionNeverHolds,
         LintKind::ExpandWithoutBounds,
+        LintKind::CacheNotDeterministic,
     ];
 
     /// The stable code and the dimension (`None` for the general checks) of each kind: the one
@@ -388,6 +402,7 @@ impl LintKind {
             LintKind::MapWithoutSynthesis => ("critic::map_without_synthesis", Some(Dimension::ContextBudget)),
             LintKind::ConditionNeverHolds => ("critic::condition_never_holds", None),
             LintKind::ExpandWithoutBounds => ("critic::expand_without_bounds", None),
+            LintKind::CacheNotDeterministic => ("critic::cache_not_deterministic", None),
         }
     }
 
@@ -405,8 +420,8 @@ impl LintKind {
 impl Lint {
     /// Every code [`Lint::code_str`] gives, in the order of the variants, for what names codes
     /// without a finding: a plan test's critic expectations.
-    pub const CODES: [&'static str; 24] = {
-        let mut codes = [""; 24];
+    pub const CODES: [&'static str; 25] = {
+        let mut codes = [""; 25];
         let mut i = 0;
         while i < codes.len() {
             codes[i] = LintKind::ALL[i].code();
@@ -442,6 +457,7 @@ impl Lint {
             Lint::MapWithoutSynthesis { .. } => LintKind::MapWithoutSynthesis,
             Lint::ConditionNeverHolds { .. } => LintKind::ConditionNeverHolds,
             Lint::ExpandWithoutBounds { .. } => LintKind::ExpandWithoutBounds,
+            Lint::CacheNotDeterministic { .. } => LintKind::CacheNotDeterministic,
         }
     }
 
@@ -571,6 +587,7 @@ mod tests {
             Lint::MapWithoutSynthesis { task: s(), map: s(), items: None },
             Lint::ConditionNeverHolds { task: s(), condition: s(), status: None },
             Lint::ExpandWithoutBounds { task: s() },
+            Lint::CacheNotDeterministic { owner: s(), agent: s(), missing: s() },
         ];
         for lint in &lints {
             let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
@@ -615,6 +632,7 @@ mod tests {
                 "critic::critical_path_mismatch",
                 "critic::condition_never_holds",
                 "critic::expand_without_bounds",
+                "critic::cache_not_deterministic",
             ],
             "the general checks, scored in no dimension"
         );

@@ -4,6 +4,7 @@
 //! [`review`] and [`critique`] are pure and never fail. Each pass lives in its own file and is near-linear
 //! in the size of the plan; `ARCHITECTURE.md` lists the complexity of each.
 
+mod caching;
 mod conditions;
 mod context;
 mod coupling;

@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use super::finding::{Dimension, Finding};
 use super::found::Found;
 use super::{Critique, Facts, Metrics, Scores};
-use super::{conditions, context, coupling, fallbacks, hygiene, maps, metrics, parallel, secrets, spof};
+use super::{caching, conditions, context, coupling, fallbacks, hygiene, maps, metrics, parallel, secrets, spof};
 
 /// The critic's review of a plan: its scores, its metrics and its findings in source order,
 /// each made on demand by [`Review::finding`].
@@ -38,6 +38,7 @@ pub fn review<'p>(plan: &'p Plan, graph: &'p TaskGraph) -> Review<'p> {
     hygiene::check(&facts, &mut found);
     conditions::check(&facts, &mut found);
     secrets::check(plan, &mut found);
+    caching::check(plan, &mut found);
     // Held while every report is made from it, and the sort's keys come on top: the room
     // pushing left over would be a fifth more.
     found.shrink_to_fit();

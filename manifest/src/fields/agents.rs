@@ -1,7 +1,7 @@
 //! Providers, tools and agents, with the words and scripts of their fields.
 
 use super::declare::declare_section;
-use super::{ARGV, DURATION, Field, Kind, MAX_TOKENS, Named, SEED, Section, Shape, TEMPERATURE, TEXT_MAP, TEXTS, URL};
+use super::{ARGV, CACHE_DEF, DURATION, Field, Kind, MAX_TOKENS, Named, SEED, Section, Shape, TEMPERATURE, TEXT_MAP, TEXTS, URL};
 
 /// The tokenizer names a provider may give (the engine counts tokens with these).
 pub const TOKENIZERS: [&str; 4] = ["o200k_base", "o200k", "cl100k_base", "cl100k"];
@@ -166,6 +166,12 @@ declare_section! {
             => example r#"{"seed": 7}"#,
         Field::new("timeout", Shape::Named(&DURATION), "How long one attempt may take.")
             => example r#"{"timeout": "5s"}"#,
+        Field::new(
+            "cache",
+            Shape::Named(&CACHE_DEF),
+            "Whether its tasks' outputs stored by earlier runs are used instead of running (`true`, `false` or `{ttl: 7d, version: 2}`), unless a task says otherwise; for deterministic work.",
+        )
+            => example r#"{"cache": true}"#,
         Field::new(
             "command",
             Shape::Named(&ARGV),

@@ -210,9 +210,40 @@ impl Shape {
 /// A duration: a number and a unit.
 pub(crate) static DURATION: Named = Named {
     name: "Duration",
-    doc: "A duration: a number and a unit, `ms`, `s`, `m` or `h`, such as `500ms`, `30s` or `1.5h`.",
-    kind: Kind::Alias(Shape::Pattern(r"^[0-9]+(\.[0-9]+)?(ms|s|m|h)$")),
+    doc: "A duration: a number and a unit, `ms`, `s`, `m`, `h` or `d`, such as `500ms`, `30s`, `1.5h` or `7d`.",
+    kind: Kind::Alias(Shape::Pattern(r"^[0-9]+(\.[0-9]+)?(ms|s|m|h|d)$")),
 };
+
+/// A task's or an agent's `cache`: on or off, or the settings of a cache that is on.
+pub(crate) static CACHE_DEF: Named = Named {
+    name: "Cache",
+    doc: "Whether outputs stored by earlier runs are used instead of running again: `true`, `false`, or the\nsettings of a cache that is on.",
+    kind: Kind::AnyOf(&[Shape::Bool, Shape::Named(&CACHE_MAP)]),
+};
+
+static CACHE_MAP: Named = Named {
+    name: "CacheSettings",
+    doc: "The settings of a cache that is on.",
+    kind: Kind::Mapping(&CACHE),
+};
+
+/// The fields of a `cache` mapping.
+pub(crate) static CACHE: Section = Section::of(&[
+    Field::new("ttl", Shape::Named(&DURATION), "How long a stored output stays usable, such as `7d` (as long as it is kept when not given)."),
+    Field::new(
+        "version",
+        Shape::Named(&CACHE_VERSION),
+        "A word that is part of the key: change it to make every stored output unusable.",
+    ),
+    Field::new(
+        "destructive",
+        Shape::Bool,
+        "Whether outputs of an agent that may call destructive tools are stored too (not when not given).",
+    ),
+]);
+
+static CACHE_VERSION: Named =
+    Named { name: "CacheVersion", doc: "A cache version: a word or a number.", kind: Kind::AnyOf(&[Shape::Text, Shape::Integer { min: 0 }]) };
 
 /// A command as an argv.
 pub(crate) static ARGV: Named = Named {

@@ -125,6 +125,9 @@ pub(super) fn read_agent(reader: &mut Reader, node: &Node, path: &NodePath, name
     agent.system_prompt = reader.text_of(&fields, "system_prompt").map(|p| p.value);
     agent.reliability_weight = reader.number_of(&fields, "reliability_weight");
     agent.timeout = reader.duration_of(&fields, "timeout");
+    if let Some((entry, path)) = fields.get("cache") {
+        agent.cache = super::cache::read_cache(reader, entry, path).map(|cache| cache.value);
+    }
     agent.runtime = match runtime {
         "command" => Runtime::Command {
             command: reader

@@ -4,6 +4,7 @@
 //! tables in [`crate::fields`]; the code here turns the values read into the normalised types.
 
 mod agents;
+mod cache;
 mod control;
 mod tasks;
 

@@ -231,6 +231,9 @@ fn read_task(reader: &mut Reader, node: &Node, path: &NodePath, inherited: &[At<
     extras.max_tasks = fields.get("max_tasks").and_then(|(entry, path)| {
         Some(At::new(reader.count_of(&fields, "max_tasks")?, Loc::new(entry.value.span(), path)))
     });
+    if let Some((entry, path)) = fields.get("cache") {
+        extras.cache = super::cache::read_cache(reader, entry, path);
+    }
     if reader.form == Form::Bare {
         rewrite_result_references(reader, [task.input.as_mut(), extras.prompt.as_mut()]);
     }

@@ -115,6 +115,9 @@ pub struct Agent {
     pub reliability_weight: Option<f64>,
     /// How long one attempt may take.
     pub timeout: Option<Duration>,
+    /// Whether its tasks' outputs are reused from earlier runs, unless a task says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<super::Cache>,
     /// Where the agent was defined.
     #[serde(skip)]
     pub loc: Loc,

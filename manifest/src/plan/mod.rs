@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::source::Loc;
 
 mod agent;
+mod cache;
 mod control;
 mod failure;
 mod for_each;
@@ -23,6 +24,7 @@ pub use agent::{
     Agent, Approval, DEFAULT_MAX_OUTPUT_BYTES, Generation, MockOutcome, MockResponse, Provider, Runtime, SchemaDialect,
     Tool, ToolChoice, Usage,
 };
+pub use cache::Cache;
 pub use control::{ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
 pub use for_each::ForEach;

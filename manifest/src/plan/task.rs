@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{At, FailurePolicy, ForEach, Verification};
+use super::{At, Cache, FailurePolicy, ForEach, Verification};
 use crate::duration::Duration;
 use crate::fields::declare::{is_default, value_is_default};
 use crate::fields::{
-    ATTACHMENT_DEF, DURATION, FOR_EACH_DEF, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF, declare_task,
+    ATTACHMENT_DEF, CACHE_DEF, DURATION, FOR_EACH_DEF, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF, declare_task,
 };
 use crate::source::Loc;
 use crate::text::Text;
@@ -209,6 +209,14 @@ declare_task! {
                 "The most tasks the plan an `expand` step's agent writes may have.",
             ),
             example r#"{"type": "expand", "max_tasks": 5}"#;
+        /// Whether its output is reused from earlier runs, over its agent's `cache`.
+        extras cache: Option<At<Cache>> => left out if Option::is_none,
+            field Field::new(
+                "cache",
+                Shape::Named(&CACHE_DEF),
+                "Whether an output an earlier run stored for the same key (input, agent, attachments, verification) is used instead of running: `true`, `false` or `{ttl: 7d, version: 2}`; over its agent's `cache`.",
+            ),
+            example r#"{"cache": {"ttl": "7d", "version": 2}}"#;
         // A second way to say `on_failure: retry`, read only from plans LLMs wrote.
         bare max_retries => on_failure,
             field Field::bare("max_retries", Shape::Count { min: 0 }, "write `on_failure: {action: retry, max_attempts: N}`")
