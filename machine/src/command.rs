@@ -8,7 +8,7 @@ use manifest::{Plan, TaskGraph};
 
 use crate::conversation::ToolCallRecord;
 use crate::event::{
-    ContextCompacted, ErrorClass, Growing, ModelTurn, Replanned, TaskPlanned, Tokens, ToolCallFinished,
+    ContextCompacted, ErrorClass, Growing, ModelTurn, Origin, Replanned, TaskPlanned, Tokens, ToolCallFinished,
 };
 
 /// What starting a run needs.
@@ -32,6 +32,9 @@ pub struct Start {
     pub approved_tools: Vec<String>,
     /// Outputs taken over from that run, by task id; those tasks do not run again.
     pub reuse: BTreeMap<String, String>,
+    /// Outputs the task cache holds for tasks whose key is known before the run, in plan order;
+    /// those tasks do not run.
+    pub recalled: Vec<Recalled>,
     /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
     pub graph: Option<Arc<TaskGraph>>,
     /// Set when a planner is still writing the plan: the run waits for its tasks.
@@ -50,8 +53,20 @@ impl PartialEq for Start {
             && self.trace == other.trace
             && self.approved_tools == other.approved_tools
             && self.reuse == other.reuse
+            && self.recalled == other.recalled
             && self.growing == other.growing
     }
+}
+
+/// An output the task cache gave for a task, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    /// The task.
+    pub task: String,
+    /// The stored output.
+    pub output: String,
+    /// The attempt that stored it.
+    pub from: Origin,
 }
 
 impl Start {

@@ -22,11 +22,11 @@ mod task;
 pub mod template;
 pub mod tokens;
 
-pub use command::{Command, Start};
+pub use command::{Command, Recalled, Start};
 pub use error::EngineError;
-pub use event::{Event, Outcome, Record, Scope, Tokens};
+pub use event::{Event, Origin, Outcome, Record, Scope, Tokens};
 pub use handler::Handler;
 pub use plan_hash::PlanHash;
 pub use run_status::RunStatus;
-pub use state::RunState;
+pub use state::{RunState, Saved};
 pub use task::{TaskState, TaskStatus};

@@ -113,7 +113,9 @@ mod tests {
 
     #[test]
     fn parses_every_unit_and_prints_it_back() {
-        for (text, ms) in [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("7d", 604_800_000), ("1.5s", 1_500)] {
+        for (text, ms) in
+            [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("7d", 604_800_000), ("1.5s", 1_500)]
+        {
             let d = Duration::parse(text).unwrap();
             assert_eq!(d.as_millis(), ms, "{text}");
             assert_eq!(Duration::parse(&d.to_string()).unwrap(), d);

@@ -21,6 +21,7 @@ use crate::home::new_run_id;
 use crate::home::{records_after, refused};
 use crate::live::say;
 use crate::store::{Held, Run, RunStore, Runs};
+use engine::cache::Reuse;
 
 /// The arguments of `runner apply`.
 #[derive(Debug, Args)]
@@ -58,6 +59,11 @@ pub struct ApplyArgs {
     /// With --store: leave every attempt to the workers instead of also running some here.
     #[arg(long)]
     no_local_work: bool,
+    /// Reuse the stored output of every task whose cache key matches one, whatever its `cache`
+    /// says; with RUN, only outputs that run stored. The review before the run lists which tasks
+    /// will be reused and why the others run.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "")]
+    reuse: Option<String>,
     /// Set when the plan was already shown and confirmed (`runner plan --apply`).
     #[arg(skip)]
     reviewed: bool,
@@ -76,6 +82,7 @@ impl ApplyArgs {
             approve_tools: Vec::new(),
             detach: false,
             no_local_work: false,
+            reuse: None,
             reviewed: true,
         }
     }
@@ -188,6 +195,24 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_USAGE);
     }
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
+    let reuse = Reuse { all: args.reuse.is_some(), run: args.reuse.clone().filter(|run| !run.is_empty()) };
+    if reuse.all && !matches!(runs, Runs::Home) {
+        eprintln!("error: --reuse: runs in PostgreSQL do not use the task cache yet; it is kept under RUNNER_HOME");
+        return Ok(EXIT_USAGE);
+    }
+    let source = absolute(&args.plan);
+    let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let cache = crate::cache::open_for(runs);
+    let uses_cache =
+        reuse.all || (0..plan.tasks.len()).any(|i| engine::cache::setting(plan, i).is_some_and(|c| c.enabled));
+    let resolution = match &cache {
+        Some(cache) if uses_cache => {
+            let plan = Arc::new(plan.clone());
+            let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
+            Some((engine::cache::resolve(&plan, &Arc::new(graph.clone()), &vars, &workdir, &files, &reuse), plan))
+        }
+        _ => None,
+    };
     let critique = crate::critic::review(&loaded);
     let color = crate::diagnostics::color_stdout();
     if args.dry_run {
@@ -203,6 +228,9 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         say(&overview(plan, graph, strategy));
         say(&review(&loaded, &critique, color, &args.plan));
     }
+    if let Some((resolution, _)) = &resolution {
+        say(&crate::cache::review(plan, resolution));
+    }
     if !args.yes && !confirm()? {
         return Ok(EXIT_DECLINED);
     }
@@ -216,8 +244,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     };
     drop(loaded);
     let (run, lock, store) = runs.create(&run_id, &plan.name)?;
-    let source = absolute(&args.plan);
-    let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let recalled = resolution.map(|(resolution, plan)| resolution.recalled(&plan)).unwrap_or_default();
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
     let start = Start {
         plan: Arc::new(plan),
@@ -227,6 +254,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         graph: Some(Arc::new(graph)),
         trace,
         approved_tools: args.approve_tools.clone(),
+        recalled,
         ..Start::default()
     };
     if args.detach {
@@ -235,7 +263,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     say(&format!("run `{run_id}`: {}", run.place()));
     let local_work = !args.no_local_work;
     drive(
-        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work, feed: None },
+        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work, feed: None, cache },
         Command::Start(start),
     )
 }

@@ -128,6 +128,13 @@ enum Command {
         #[arg(long)]
         run_id: Option<String>,
     },
+    /// List, show, prune or clear the task cache: outputs of successful attempts, stored under
+    /// a key that hashes everything that decides a task's result.
+    Cache {
+        /// What to do.
+        #[command(subcommand)]
+        command: crate::cache::CacheCommand,
+    },
     /// Serve a live web view of the runs, with replay, plan previews and actions.
     Serve(crate::serve::ServeArgs),
     /// Carry out the attempts that coordinators queue in PostgreSQL, and coordinate the runs
@@ -191,6 +198,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Resume { run } => crate::resume::run(&runs()?, &run),
         Command::Cancel { run } => crate::cancel::run(&runs()?, &run),
         Command::Retry { run, from, run_id } => crate::retry::run(&runs()?, &run, from.as_deref(), run_id.as_deref()),
+        Command::Cache { command } => crate::cache::run(&runs()?, &command),
         Command::Serve(args) => crate::serve::run(&runs()?, &args),
         Command::Worker(args) => crate::worker::run(&runs()?, &args),
         Command::Answer { run, task, text } => crate::decide::answer(&runs()?, &run, &task, &text),

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context;
 use engine::driver::Driver;
@@ -49,12 +49,15 @@ pub struct Session {
     pub local_work: bool,
     /// The commands of a planner still writing the run's plan (`runner do`).
     pub feed: Option<tokio::sync::mpsc::UnboundedReceiver<Command>>,
+    /// The task cache, when the caller opened it already (else it is opened here).
+    pub cache: Option<Arc<Mutex<engine::cache::FileCache>>>,
 }
 
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
-    let Session { run, lock, workdir, mut opened, span, local_work, mut feed } = session;
+    let Session { run, lock, workdir, mut opened, span, local_work, mut feed, cache } = session;
+    let cache = cache.or_else(|| crate::cache::open_for(&run.runs()));
     run.clear_cancel();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -101,6 +104,10 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
             .mark_processes(mark.as_str())
             .halt_on(halt.clone())
             .with_runtimes(children());
+        let driver = match &cache {
+            Some(cache) => driver.store_outputs_in(Arc::clone(cache)),
+            None => driver,
+        };
         // The planner's feed goes to the first driver: the run neither pauses nor ends while it
         // writes, so no later driver is needed before the plan is written.
         let driver = match feed.take() {
@@ -335,6 +342,9 @@ fn summary(run_id: &str, state: &RunState) {
         say(&format!("  then:     runner resume {run_id}"));
         return;
     }
+    if state.saved.tasks > 0 {
+        say(&format!("  reused:   {}", saved_line(state.saved)));
+    }
     for line in crate::output::brief(run_id, state) {
         say(&line);
     }
@@ -342,6 +352,13 @@ fn summary(run_id: &str, state: &RunState) {
     if matches!(state.status, RunStatus::Finished(Outcome::Failed | Outcome::Partial) | RunStatus::Cancelled) {
         say(&format!("  retry:    runner retry {run_id} [--from TASK]"));
     }
+}
+
+/// What the task cache saved a run, in one line.
+pub fn saved_line(saved: engine::Saved) -> String {
+    let tokens = saved.tokens.prompt + saved.tokens.completion;
+    let noun = if saved.tasks == 1 { "output" } else { "outputs" };
+    format!("{} task {noun} from the cache, saving {tokens} tokens", saved.tasks)
 }
 
 /// What a paused run waits for, with the exact commands that answer.

@@ -88,7 +88,10 @@ fn details(event: &Event) -> String {
             }
             format!("plan {} ({} tasks, {}{retry})", plan.name, plan.tasks.len(), strategy.as_str())
         }
-        Event::TaskReused { output, .. } => format!("output: {}", preview(output, PREVIEW)),
+        Event::TaskReused { output, from: None, .. } => format!("output: {}", preview(output, PREVIEW)),
+        Event::TaskReused { output, from: Some(from), .. } => {
+            format!("from the cache (run {}, attempt {}) output: {}", from.run, from.attempt, preview(output, PREVIEW))
+        }
         Event::TaskPlanned(planned) => {
             let task = &planned.task;
             let agent = task.agent.as_ref().map_or("no agent", |a| a.value.as_str());

@@ -288,7 +288,10 @@ impl View {
 fn note(record: &Record) -> Option<String> {
     match &record.event {
         Event::TaskSucceeded { task, duration_ms, .. } => Some(format!("✓ {task} ({duration_ms} ms)")),
-        Event::TaskReused { task, .. } => Some(format!("✓ {task} (reused)")),
+        Event::TaskReused { task, from: None, .. } => Some(format!("✓ {task} (reused)")),
+        Event::TaskReused { task, from: Some(from), .. } => {
+            Some(format!("✓ {task} (from the cache: run {})", from.run))
+        }
         Event::TaskFailed { task, attempt, error, .. } => {
             Some(format!("✗ {task} attempt {attempt}: {}", preview(error, PREVIEW)))
         }

@@ -1,6 +1,7 @@
 //! `runner`: validate, critique, draw and run LLM multi-agent plans.
 
 mod apply;
+mod cache;
 mod cancel;
 mod children;
 mod cli;

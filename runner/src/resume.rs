@@ -34,7 +34,16 @@ pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
     let (planner_runtime, feed) = planner.unzip();
     let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
     let code = drive(
-        Session { run, lock, workdir, opened: Some((store, loaded.records)), span, local_work: true, feed },
+        Session {
+            run,
+            lock,
+            workdir,
+            opened: Some((store, loaded.records)),
+            span,
+            local_work: true,
+            feed,
+            cache: None,
+        },
         Command::Continue,
     );
     if let Some(runtime) = planner_runtime {

@@ -71,6 +71,7 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         retry_of: Some(old_id.to_owned()),
         parent: None,
         reuse,
+        recalled: Vec::new(),
         graph: None,
         trace,
         approved_tools: created.approved_tools.clone(),
@@ -78,7 +79,16 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         growing: None,
     };
     drive(
-        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work: true, feed: None },
+        Session {
+            run,
+            lock,
+            workdir,
+            opened: Some((store, Vec::new())),
+            span,
+            local_work: true,
+            feed: None,
+            cache: None,
+        },
         Command::Start(start),
     )
 }

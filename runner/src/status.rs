@@ -19,6 +19,9 @@ struct JsonStatus<'a> {
     status: &'static str,
     /// Tokens used so far, prompt and completion.
     tokens: engine::Tokens,
+    /// Tasks whose output the task cache gave, and the tokens that saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reused: Option<Reused>,
     /// Replacements the planner spliced in.
     replans: u32,
     /// Why dispatching stopped, when a budget ran out.
@@ -30,6 +33,15 @@ struct JsonStatus<'a> {
     /// How a plan that `runner do` wrote while it ran was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     planning: Option<Planning>,
+}
+
+/// What the task cache saved a run.
+#[derive(Debug, Serialize)]
+struct Reused {
+    /// Tasks whose output it gave.
+    tasks: u32,
+    /// The tokens their original attempts used, which this run did not.
+    tokens_saved: engine::Tokens,
 }
 
 /// How far the planner of a `runner do` run got.
@@ -149,6 +161,8 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                 plan: &created.plan.name,
                 status,
                 tokens: state.tokens,
+                reused: (state.saved.tasks > 0)
+                    .then_some(Reused { tasks: state.saved.tasks, tokens_saved: state.saved.tokens }),
                 replans: state.replans,
                 exhausted: state.exhausted.as_deref(),
                 tasks,
@@ -225,6 +239,9 @@ fn human(
         "tokens: {used}{budget} ({} prompt, {} completion)\n",
         state.tokens.prompt, state.tokens.completion
     ));
+    if state.saved.tasks > 0 {
+        out.push_str(&format!("reused: {}\n", crate::drive::saved_line(state.saved)));
+    }
     if state.replans > 0 {
         out.push_str(&format!("replanned {} time(s); the tasks below are the current plan\n", state.replans));
     }

@@ -7,6 +7,7 @@
 //! Results that arrive meanwhile form the next batch, which is how group commit arises (replies
 //! known at once are taken at most `REPLIES_A_BATCH` a batch, which bounds a batch's memory).
 
+mod caching;
 mod followups;
 mod jobs;
 
@@ -101,6 +102,8 @@ pub struct Driver<S: EventStore> {
     task_spans: HashMap<String, tracing::Span>,
     /// Commands from a planner still writing the run's plan (`runner do`).
     feed: Option<mpsc::UnboundedReceiver<Command>>,
+    /// Where successful outputs are stored for later runs to reuse.
+    caching: Option<caching::Caching>,
 }
 
 impl<S: EventStore> Driver<S> {
@@ -130,6 +133,7 @@ impl<S: EventStore> Driver<S> {
             jitter_seed: None,
             dispatched: Vec::new(),
             feed: None,
+            caching: None,
         }
     }
 
@@ -354,12 +358,16 @@ impl<S: EventStore> Driver<S> {
             while !events.as_slice().is_empty() {
                 let records = self.number(events.by_ref().take(RECORDS_AN_APPEND));
                 self.read_followups(&records, by_id, &mut followups);
+                let entries = self.entries_of(&records);
                 self.persist(records).await?;
+                self.store(&entries);
             }
         } else {
             let records = self.number(events.drain(..));
             self.read_followups(&records, by_id, &mut followups);
+            let entries = self.entries_of(&records);
             self.persist(records).await?;
+            self.store(&entries);
         }
         if followups.ended {
             work.stop.cancel();

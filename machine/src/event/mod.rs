@@ -19,8 +19,9 @@ pub use plan::{Growing, Replanned, RunCreated, TaskPlanned};
 /// a task's fields at their defaults out of the recorded plan; version 4 records an llm
 /// attempt's model turns and tool calls, and the approvals of tool calls; version 5 records
 /// what a `when` skipped and the items of a map; version 6 records the tasks of a plan that
-/// grows while it runs (`TaskPlanned`, `LineRejected`, `PlanWritten`).
-pub const SCHEMA_VERSION: u32 = 6;
+/// grows while it runs (`TaskPlanned`, `LineRejected`, `PlanWritten`); version 7 records where
+/// an output the task cache gave came from (`TaskReused`'s `from`).
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// One line of a run's log: an event with its sequence number, time and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +44,21 @@ pub struct Tokens {
     pub prompt: u64,
     /// Tokens received.
     pub completion: u64,
+}
+
+/// Where a reused output came from: the attempt of an earlier run that stored it under the
+/// task's cache key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The run whose attempt produced it.
+    pub run: String,
+    /// That attempt.
+    pub attempt: u32,
+    /// The cache key, hex: the hash of everything that decides the task's result.
+    pub key: String,
+    /// The tokens that attempt used, which this run saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
 }
 
 /// What kind of failure ended an attempt, which decides whether `retry_on` retries it.
@@ -174,12 +190,16 @@ events! {
 pub enum Event {
     /// The run started: the normalised plan it runs and its hash.
     RunCreated(Box<RunCreated>),
-    /// A retried run took a task's output from the run it retries instead of running it.
+    /// A task's output was taken from an earlier run instead of running it: from the run a
+    /// retried run retries, or (with `from`) an output stored under the same cache key.
     TaskReused {
         /// The task.
         task: String,
         /// The output taken over.
         output: String,
+        /// The stored output's origin, when it came from the task cache.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<Box<Origin>>,
     },
     /// An attempt of a task started; its input is durable before the agent runs.
     TaskDispatched {

@@ -30,7 +30,15 @@ impl<C: TokenCounter> RunState<C> {
                 self.growing = created.growing.is_some();
                 self.created(&created.plan, &created.vars, created.strategy);
             }
-            Event::TaskReused { task, output } => self.reused(task, known, output),
+            Event::TaskReused { task, output, from } => {
+                if let Some(from) = from {
+                    self.saved.tasks += 1;
+                    let tokens = from.tokens.unwrap_or_default();
+                    self.saved.tokens.prompt += tokens.prompt;
+                    self.saved.tokens.completion += tokens.completion;
+                }
+                self.reused(task, known, output);
+            }
             Event::TaskDispatched { task, attempt, input } => self.dispatched(task, known, *attempt, input),
             Event::TaskSucceeded { task, output, tokens, .. } => self.task_succeeded(task, known, output, *tokens),
             Event::TaskFailed { task, error, tokens, .. } => self.task_failed(task, known, error, *tokens),
@@ -100,7 +108,8 @@ impl<C: TokenCounter> RunState<C> {
         self.status = RunStatus::Running;
     }
 
-    /// `TaskReused`: the task succeeded in the run this one retries.
+    /// `TaskReused`: the task succeeded in an earlier run (the one this run retries, or the one
+    /// that stored its output in the task cache).
     pub(super) fn reused(&mut self, task: &str, known: Option<usize>, output: &str) {
         let Some(i) = known.or_else(|| self.index_of(task)) else {
             // An item of a map: it succeeds when the map expands.

@@ -67,6 +67,9 @@ pub struct RunState<C> {
     pub context_summary: String,
     /// Tokens used so far by agents, checks, compaction and the planner.
     pub tokens: Tokens,
+    /// Tasks whose output the task cache gave, and the tokens their original attempts used:
+    /// what this run saved.
+    pub saved: Saved,
     /// Replacements spliced in so far.
     pub replans: u32,
     /// Failed tasks waiting for the planner's replacement.
@@ -122,6 +125,15 @@ pub struct RunState<C> {
     counter: C,
 }
 
+/// What the task cache saved a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// Tasks whose output it gave.
+    pub tasks: u32,
+    /// The tokens those outputs' attempts used.
+    pub tokens: Tokens,
+}
+
 impl<C: TokenCounter + Default> Default for RunState<C> {
     fn default() -> Self {
         RunState::new()
@@ -137,6 +149,7 @@ impl<C> PartialEq for RunState<C> {
             && self.strategy == other.strategy
             && self.context_summary == other.context_summary
             && self.tokens == other.tokens
+            && self.saved == other.saved
             && self.replans == other.replans
             && self.replanning == other.replanning
             && self.exhausted == other.exhausted
@@ -169,6 +182,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             strategy: Strategy::Eager,
             context_summary: String::new(),
             tokens: Tokens::default(),
+            saved: Saved::default(),
             replans: 0,
             replanning: BTreeSet::new(),
             exhausted: None,

@@ -10,7 +10,7 @@ use manifest::plan::{Action, TaskKind};
 
 use super::RunState;
 use super::failure::Failure;
-use crate::command::{Command, Start};
+use crate::command::{Command, Recalled, Start};
 use crate::context::summary;
 use crate::error::EngineError;
 use crate::event::{ContextCompacted, ErrorClass, Event, Replanned, RunCreated, SCHEMA_VERSION, Scope, Tokens};
@@ -144,7 +144,13 @@ impl<C: TokenCounter> RunState<C> {
         self.emit(event, out);
         for (task, output) in start.reuse {
             if self.index_of(&task).is_some() || self.is_item_of_map(&task) {
-                self.emit(Event::TaskReused { task, output }, out);
+                self.emit(Event::TaskReused { task, output, from: None }, out);
+            }
+        }
+        for recalled in start.recalled {
+            if let Some(i) = self.index_of(&recalled.task) {
+                let Recalled { task, output, from } = recalled;
+                self.emit_for(i, Event::TaskReused { task, output, from: Some(Box::new(from)) }, out);
             }
         }
         Ok(Next::Schedule)

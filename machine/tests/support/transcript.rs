@@ -268,7 +268,7 @@ fn text(words: &[&str], default: &str) -> String {
 pub fn line(event: &Event, plan: &Plan) -> String {
     match event {
         Event::RunCreated(_) => "RunCreated".to_owned(),
-        Event::TaskReused { task, output } => format!("TaskReused {task} {output:?}"),
+        Event::TaskReused { task, output, .. } => format!("TaskReused {task} {output:?}"),
         Event::TaskDispatched { task, attempt, input } => {
             let written = plan.tasks.iter().find(|t| t.id.value == task.as_str()).and_then(|t| t.input.as_ref());
             match written {

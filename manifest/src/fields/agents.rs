@@ -1,7 +1,9 @@
 //! Providers, tools and agents, with the words and scripts of their fields.
 
 use super::declare::declare_section;
-use super::{ARGV, CACHE_DEF, DURATION, Field, Kind, MAX_TOKENS, Named, SEED, Section, Shape, TEMPERATURE, TEXT_MAP, TEXTS, URL};
+use super::{
+    ARGV, CACHE_DEF, DURATION, Field, Kind, MAX_TOKENS, Named, SEED, Section, Shape, TEMPERATURE, TEXT_MAP, TEXTS, URL,
+};
 
 /// The tokenizer names a provider may give (the engine counts tokens with these).
 pub const TOKENIZERS: [&str; 4] = ["o200k_base", "o200k", "cl100k_base", "cl100k"];

@@ -221,15 +221,16 @@ pub(crate) static CACHE_DEF: Named = Named {
     kind: Kind::AnyOf(&[Shape::Bool, Shape::Named(&CACHE_MAP)]),
 };
 
-static CACHE_MAP: Named = Named {
-    name: "CacheSettings",
-    doc: "The settings of a cache that is on.",
-    kind: Kind::Mapping(&CACHE),
-};
+static CACHE_MAP: Named =
+    Named { name: "CacheSettings", doc: "The settings of a cache that is on.", kind: Kind::Mapping(&CACHE) };
 
 /// The fields of a `cache` mapping.
 pub(crate) static CACHE: Section = Section::of(&[
-    Field::new("ttl", Shape::Named(&DURATION), "How long a stored output stays usable, such as `7d` (as long as it is kept when not given)."),
+    Field::new(
+        "ttl",
+        Shape::Named(&DURATION),
+        "How long a stored output stays usable, such as `7d` (as long as it is kept when not given).",
+    ),
     Field::new(
         "version",
         Shape::Named(&CACHE_VERSION),
@@ -242,8 +243,11 @@ pub(crate) static CACHE: Section = Section::of(&[
     ),
 ]);
 
-static CACHE_VERSION: Named =
-    Named { name: "CacheVersion", doc: "A cache version: a word or a number.", kind: Kind::AnyOf(&[Shape::Text, Shape::Integer { min: 0 }]) };
+static CACHE_VERSION: Named = Named {
+    name: "CacheVersion",
+    doc: "A cache version: a word or a number.",
+    kind: Kind::AnyOf(&[Shape::Text, Shape::Integer { min: 0 }]),
+};
 
 /// A command as an argv.
 pub(crate) static ARGV: Named = Named {

@@ -8,7 +8,8 @@ use super::{At, Cache, FailurePolicy, ForEach, Verification};
 use crate::duration::Duration;
 use crate::fields::declare::{is_default, value_is_default};
 use crate::fields::{
-    ATTACHMENT_DEF, CACHE_DEF, DURATION, FOR_EACH_DEF, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF, declare_task,
+    ATTACHMENT_DEF, CACHE_DEF, DURATION, FOR_EACH_DEF, Field, ON_FAILURE, Shape, TASK_KIND, TEXTS, VERIFICATION_DEF,
+    declare_task,
 };
 use crate::source::Loc;
 use crate::text::Text;

@@ -1,0 +1,180 @@
+//! Before a run: which tasks the cache will give and why the others run. It works top-down, as
+//! `terraform plan` lists changes: a reused task's output is known, so its dependents' inputs can
+//! be rendered and keyed before anything runs; a task below one that runs is decided when it runs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use manifest::plan::{TaskKind, Vars};
+use manifest::{Plan, TaskGraph};
+
+use super::key::{changed, describe};
+use super::{CacheError, Entry, FileCache, Keyer, setting};
+use crate::Handler as _;
+use crate::event::{Event, Origin, RunCreated, SCHEMA_VERSION};
+use crate::{PlanHash, Recalled, RunState};
+
+/// How a run uses stored outputs beyond what each task's `cache` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reuse {
+    /// `--reuse`: every task whose key matches a stored success is reused, whatever its `cache`.
+    pub all: bool,
+    /// `--reuse RUN`: only outputs that run stored are used.
+    pub run: Option<String>,
+}
+
+/// What becomes of one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The cache gives its output.
+    Reused(Entry),
+    /// It runs, for this reason.
+    Runs(String),
+}
+
+/// What the cache gives a run, task by task.
+#[derive(Debug, Clone, Default)]
+pub struct Resolution {
+    /// One verdict per task of the plan, in plan order.
+    pub verdicts: Vec<Verdict>,
+    /// Damaged entries met (each ignored: its task runs).
+    pub problems: Vec<CacheError>,
+}
+
+impl Resolution {
+    /// How many tasks the cache gives.
+    pub fn reused(&self) -> usize {
+        self.verdicts.iter().filter(|v| matches!(v, Verdict::Reused(_))).count()
+    }
+
+    /// The outputs a run's start takes, in plan order.
+    pub fn recalled(&self, plan: &Plan) -> Vec<Recalled> {
+        plan.tasks
+            .iter()
+            .zip(&self.verdicts)
+            .filter_map(|(task, verdict)| match verdict {
+                Verdict::Reused(entry) => Some(Recalled {
+                    task: task.id.value.to_string(),
+                    output: entry.output.clone(),
+                    from: Origin {
+                        run: entry.run.clone(),
+                        attempt: entry.attempt,
+                        key: entry.key.clone(),
+                        tokens: entry.tokens,
+                    },
+                }),
+                Verdict::Runs(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Decides, for each task of `plan`, whether the cache gives its output, rendering inputs
+/// top-down against the outputs it gives (attached files are read under `workdir`).
+pub fn resolve(
+    plan: &Arc<Plan>,
+    graph: &Arc<TaskGraph>,
+    vars: &Vars,
+    workdir: &Path,
+    cache: &FileCache,
+    reuse: &Reuse,
+) -> Resolution {
+    let mut state = RunState::new();
+    state.apply(&Event::RunCreated(Box::new(RunCreated {
+        schema: SCHEMA_VERSION,
+        plan: Arc::clone(plan),
+        plan_sha256: PlanHash::of(Arc::clone(plan)),
+        vars: vars.clone(),
+        strategy: plan.control.strategy,
+        source: None,
+        retry_of: None,
+        parent: None,
+        trace: None,
+        approved_tools: Vec::new(),
+        growing: None,
+    })));
+    let mut keyer = Keyer::new(Arc::clone(plan), workdir);
+    let mut resolution =
+        Resolution { verdicts: vec![Verdict::Runs(String::new()); plan.tasks.len()], problems: Vec::new() };
+    let now = super::now();
+    for &i in graph.topo_order() {
+        let verdict = match runs_anyway(plan, graph, &resolution.verdicts, i, reuse) {
+            Some(why) => Verdict::Runs(why),
+            None => match state.render_input(i) {
+                Err(error) => Verdict::Runs(format!("its input cannot be rendered yet: {error}")),
+                Ok(input) => {
+                    let parts = keyer.parts(i, &input);
+                    let key = parts.key();
+                    let found = match reuse.run.as_deref() {
+                        Some(run) => cache.get_from(&key, run),
+                        None => cache.get(&key),
+                    };
+                    match found {
+                        Err(error) => {
+                            resolution.problems.push(error);
+                            Verdict::Runs("its stored output is damaged".to_owned())
+                        }
+                        Ok(Some(entry)) => usable(plan, i, entry, now),
+                        Ok(None) if reuse.run.is_some() && cache.contains(&key) => Verdict::Runs(format!(
+                            "run `{}` stored no output for its key",
+                            reuse.run.as_deref().unwrap_or_default()
+                        )),
+                        Ok(None) => Verdict::Runs(why_new(cache, &plan.name, &plan.tasks[i].id.value, &parts.short())),
+                    }
+                }
+            },
+        };
+        if let Verdict::Reused(entry) = &verdict {
+            let task = plan.tasks[i].id.value.to_string();
+            state.apply(&Event::TaskReused { task, output: entry.output.clone(), from: None });
+        }
+        resolution.verdicts[i] = verdict;
+    }
+    resolution
+}
+
+/// Why task `i` runs whatever the cache holds, if it does.
+fn runs_anyway(plan: &Plan, graph: &TaskGraph, verdicts: &[Verdict], i: usize, reuse: &Reuse) -> Option<String> {
+    let task = &plan.tasks[i];
+    match task.kind {
+        TaskKind::HumanReview => return Some("a person decides it".to_owned()),
+        TaskKind::Plan => return Some("it runs a sub-plan".to_owned()),
+        TaskKind::Expand => return Some("its plan is written when it runs".to_owned()),
+        TaskKind::Task | TaskKind::SynthesisGate => {}
+    }
+    if task.is_dynamic() {
+        return Some("its condition or items are decided when it runs".to_owned());
+    }
+    if !reuse.all && !setting(plan, i).is_some_and(|cache| cache.enabled) {
+        return Some("its `cache` is off (`--reuse` reuses it anyway)".to_owned());
+    }
+    if !super::storable(plan, i) {
+        return Some("its output is never stored (a destructive tool, or no agent)".to_owned());
+    }
+    if let Some(parent) = graph.parents(i).find(|&p| !matches!(verdicts[p], Verdict::Reused(_))) {
+        return Some(format!("it depends on `{}`, which runs", plan.tasks[parent].id.value));
+    }
+    if task.reads_context_summary() {
+        return Some("it reads the run's context summary".to_owned());
+    }
+    None
+}
+
+/// An entry found under task `i`'s key, unless it is too old for the task's `ttl`.
+fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
+    let ttl = setting(plan, i).and_then(|cache| cache.ttl);
+    if let Some(ttl) = ttl.filter(|ttl| entry.stored_at.saturating_add(ttl.as_millis() / 1000) < now) {
+        return Verdict::Runs(format!("the output run `{}` stored is older than its ttl ({ttl})", entry.run));
+    }
+    Verdict::Reused(entry)
+}
+
+/// Why a task whose key has no entry runs: what changed since the output stored for it last.
+fn why_new(cache: &FileCache, plan: &str, task: &str, now: &std::collections::BTreeMap<String, String>) -> String {
+    let Some(before) = cache.latest(plan, task) else { return "no output is stored for it".to_owned() };
+    let parts: Vec<&str> = changed(&before.parts, now).into_iter().map(describe).collect();
+    match parts.as_slice() {
+        [] => format!("no output is stored for its key (run `{}` stored another)", before.run),
+        parts => format!("{} changed since run `{}`", parts.join(", "), before.run),
+    }
+}
