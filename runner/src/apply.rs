@@ -205,19 +205,16 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let cache = crate::cache::open_for(runs);
     let uses_cache =
         reuse.all || (0..plan.tasks.len()).any(|i| engine::cache::setting(plan, i).is_some_and(|c| c.enabled));
-    let resolution = match &cache {
-        Some(cache) if uses_cache => {
-            let plan = Arc::new(plan.clone());
-            let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
-            Some((engine::cache::resolve(&plan, &Arc::new(graph.clone()), &vars, &workdir, &files, &reuse), plan))
-        }
-        _ => None,
-    };
     let critique = crate::critic::review(&loaded);
     let color = crate::diagnostics::color_stdout();
     if args.dry_run {
         say(&schedule(plan, graph, strategy));
         say(&review(&loaded, &critique, color, &args.plan));
+        if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
+            let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
+            let (plan, graph) = (Arc::new(plan.clone()), Arc::new(graph.clone()));
+            say(&crate::cache::review(&plan, &engine::cache::resolve(&plan, &graph, &vars, &workdir, &files, &reuse)));
+        }
         for line in &unset {
             eprintln!("warning: {line}; `apply` refuses to start until it is set");
         }
@@ -228,13 +225,6 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         say(&overview(plan, graph, strategy));
         say(&review(&loaded, &critique, color, &args.plan));
     }
-    if let Some((resolution, _)) = &resolution {
-        say(&crate::cache::review(plan, resolution));
-    }
-    if !args.yes && !confirm()? {
-        return Ok(EXIT_DECLINED);
-    }
-
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
     drop(critique);
     // The run owns the plan and graph from here; the source text and the diagnostics are not
@@ -243,15 +233,25 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         unreachable!("a valid plan has a plan and a graph");
     };
     drop(loaded);
+    let (plan, graph) = (Arc::new(plan), Arc::new(graph));
+    let mut recalled = Vec::new();
+    if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
+        let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
+        let resolution = engine::cache::resolve(&plan, &graph, &vars, &workdir, &files, &reuse);
+        say(&crate::cache::review(&plan, &resolution));
+        recalled = resolution.recalled(&plan);
+    }
+    if !args.yes && !confirm()? {
+        return Ok(EXIT_DECLINED);
+    }
     let (run, lock, store) = runs.create(&run_id, &plan.name)?;
-    let recalled = resolution.map(|(resolution, plan)| resolution.recalled(&plan)).unwrap_or_default();
     let (span, trace) = crate::telemetry::run_span(&run_id, &plan.name, None);
     let start = Start {
-        plan: Arc::new(plan),
+        plan,
         vars,
         strategy: args.strategy.map(Strategy::from),
         source: Some(source.display().to_string()),
-        graph: Some(Arc::new(graph)),
+        graph: Some(graph),
         trace,
         approved_tools: args.approve_tools.clone(),
         recalled,

@@ -1,8 +1,6 @@
 //! One stored output: what a successful, verified attempt produced, under its key, with where it
 //! came from and the digests of its key's parts.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -32,7 +30,7 @@ pub struct Entry {
     /// When it was stored, in seconds since the Unix epoch.
     pub stored_at: u64,
     /// The key's parts, each digest shortened (see [`super::key::Parts::short`]).
-    pub parts: BTreeMap<String, String>,
+    pub parts: String,
     /// The digest of the output, shortened: a damaged entry does not match it.
     pub sum: String,
 }
@@ -40,12 +38,12 @@ pub struct Entry {
 impl Entry {
     /// The digest an output is stored with.
     pub fn sum_of(output: &str) -> String {
-        Sha256::digest(output.as_bytes())[..8].iter().map(|b| format!("{b:02x}")).collect()
+        super::key::hex(&Sha256::digest(output.as_bytes())[..8])
     }
 
     /// Why the entry cannot be trusted as the output stored under `key`, if it cannot.
     pub fn damage(&self, key: &Key) -> Option<String> {
-        if self.key != key.to_string() {
+        if self.key.parse::<Key>().as_ref() != Ok(key) {
             return Some(format!("it holds key {} instead", self.key));
         }
         if Entry::sum_of(&self.output) != self.sum {

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufReader, Read as _, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,13 +75,15 @@ pub struct FileCache {
     dir: PathBuf,
     /// Every entry's place by key, the newest where a key was stored twice.
     index: HashMap<Key, Place>,
-    /// The places of older entries of keys stored more than once (by other runs), newest first.
+    /// The places of older entries of keys stored more than once (by other runs).
     older: HashMap<Key, Vec<Place>>,
     /// The newest key stored for each plan and task.
     latest: HashMap<u64, (u64, Key)>,
     /// Index lines that could not be read, reported once.
     problems: Vec<String>,
     writer: Option<Writer>,
+    /// The packs read so far, kept open: a run that reuses many outputs reads them all.
+    open: std::sync::Mutex<HashMap<Arc<PathBuf>, File>>,
 }
 
 impl FileCache {
@@ -94,6 +96,7 @@ impl FileCache {
             latest: HashMap::new(),
             problems: Vec::new(),
             writer: None,
+            open: std::sync::Mutex::default(),
         };
         for idx in cache.indexes()? {
             cache.read_index(&idx)?;
@@ -132,9 +135,12 @@ impl FileCache {
             Err(error) => return Err(CacheError::io("read", idx, &error)),
         };
         let pack = Arc::new(idx.with_extension("pack"));
-        for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
-            let line = line.map_err(|error| CacheError::io("read", idx, &error))?;
-            match parse_line(&line, &pack) {
+        let mut text = Vec::new();
+        BufReader::new(file).read_to_end(&mut text).map_err(|error| CacheError::io("read", idx, &error))?;
+        // A line still being written has no end yet: it is left for the next reader.
+        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
+        for (n, line) in text[..whole].split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+            match parse_line(line, &pack) {
                 Some(line) => self.remember(line),
                 None => self.problems.push(format!("{}:{}: an index line that cannot be read", idx.display(), n + 1)),
             }
@@ -151,9 +157,7 @@ impl FileCache {
             _ => self.index.insert(key, place),
         };
         if let Some(displaced) = displaced {
-            let older = self.older.entry(key).or_default();
-            older.push(displaced);
-            older.sort_by(|a, b| b.stored_at.cmp(&a.stored_at));
+            self.older.entry(key).or_default().push(displaced);
         }
         if self.latest.get(&slot).is_none_or(|(at, _)| *at <= stored_at) {
             self.latest.insert(slot, (stored_at, key));
@@ -181,8 +185,9 @@ impl FileCache {
 
     /// The newest entry stored under `key` by run `run`, if any.
     pub fn get_from(&self, key: &Key, run: &str) -> Result<Option<Entry>, CacheError> {
-        let places = self.index.get(key).into_iter().chain(self.older.get(key).into_iter().flatten());
-        for place in places {
+        let mut older: Vec<&Place> = self.older.get(key).into_iter().flatten().collect();
+        older.sort_by(|a, b| b.stored_at.cmp(&a.stored_at));
+        for place in self.index.get(key).into_iter().chain(older) {
             if let Some(entry) = self.read(key, place)?.filter(|entry| entry.run == run) {
                 return Ok(Some(entry));
             }
@@ -196,10 +201,14 @@ impl FileCache {
         if place.len > MAX_ENTRY_BYTES {
             return Err(damaged(format!("its index gives it {} bytes", place.len)));
         }
-        let file = match File::open(&*place.pack) {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(CacheError::io("read", &place.pack, &error)),
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let file = match open.entry(Arc::clone(&place.pack)) {
+            std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => match File::open(&*place.pack) {
+                Ok(file) => slot.insert(file),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(error) => return Err(CacheError::io("read", &place.pack, &error)),
+            },
         };
         let mut bytes = vec![0; place.len as usize];
         file.read_exact_at(&mut bytes, place.offset)
@@ -228,8 +237,13 @@ impl FileCache {
         }
         let writer = self.writer.as_mut().unwrap_or_else(|| unreachable!("the writer was just made"));
         let (mut pack, mut idx, mut lines) = (Vec::new(), Vec::new(), Vec::with_capacity(entries.len()));
+        let mut batch = std::collections::HashSet::with_capacity(entries.len());
         for entry in entries {
             let Ok(key) = entry.key.parse::<Key>() else { continue };
+            // Tasks of one run with the same key (the same work) are stored once.
+            if self.index.get(&key).is_some_and(|place| Arc::ptr_eq(&place.pack, &writer.path)) || !batch.insert(key) {
+                continue;
+            }
             let offset = writer.offset + pack.len() as u64;
             serde_json::to_writer(&mut pack, entry).map_err(|error| CacheError::Encode(error.to_string()))?;
             let len = writer.offset + pack.len() as u64 - offset;
@@ -337,6 +351,7 @@ impl FileCache {
             latest: HashMap::new(),
             problems: Vec::new(),
             dir: self.dir.clone(),
+            open: std::sync::Mutex::default(),
         };
         fresh.put(&entries)?;
         drop(fresh.writer.take());

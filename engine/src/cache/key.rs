@@ -24,11 +24,19 @@ pub struct Key(pub [u8; 32]);
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&hex(&self.0))
     }
+}
+
+/// Bytes as lower-case hex digits.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(DIGITS[usize::from(byte >> 4)] as char);
+        text.push(DIGITS[usize::from(byte & 15)] as char);
+    }
+    text
 }
 
 impl std::str::FromStr for Key {
@@ -103,20 +111,17 @@ impl Parts {
         Key(hasher.finalize().into())
     }
 
-    /// Each part's digest, shortened to 8 hex digits: what an entry keeps to say later which
-    /// parts of a key changed.
-    pub fn short(&self) -> BTreeMap<String, String> {
-        PART_NAMES
-            .iter()
-            .zip(&self.0)
-            .map(|(name, digest)| ((*name).to_owned(), digest[..4].iter().map(|b| format!("{b:02x}")).collect()))
-            .collect()
+    /// Each part's digest shortened to 8 hex digits, one after another in the order of
+    /// [`PART_NAMES`]: what an entry keeps to say later which parts of a key changed.
+    pub fn short(&self) -> String {
+        self.0.iter().map(|digest| hex(&digest[..4])).collect()
     }
 }
 
-/// The parts of `now` whose short digests differ from `before`'s, in key order.
-pub fn changed(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<&'static str> {
-    PART_NAMES.iter().copied().filter(|name| before.get(*name) != now.get(*name)).collect()
+/// The parts whose short digests differ between two [`Parts::short`] texts, in key order.
+pub fn changed(before: &str, now: &str) -> Vec<&'static str> {
+    let chunk = |text: &str, i: usize| text.get(i * 8..i * 8 + 8).map(str::to_owned);
+    PART_NAMES.iter().enumerate().filter(|&(i, _)| chunk(before, i) != chunk(now, i)).map(|(_, name)| *name).collect()
 }
 
 /// Computes the parts of tasks' keys for one plan, remembering what does not depend on the

@@ -11,8 +11,8 @@ use manifest::{Plan, TaskGraph};
 use super::key::{changed, describe};
 use super::{CacheError, Entry, FileCache, Keyer, setting};
 use crate::Handler as _;
-use crate::event::{Event, Origin, RunCreated, SCHEMA_VERSION};
-use crate::{PlanHash, Recalled, RunState};
+use crate::event::{Event, Origin};
+use crate::{Command, Recalled, RunState, Start};
 
 /// How a run uses stored outputs beyond what each task's `cache` says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,20 +79,15 @@ pub fn resolve(
     cache: &FileCache,
     reuse: &Reuse,
 ) -> Resolution {
+    // A scratch run of the plan, whose outputs are the ones the cache gives: it renders inputs
+    // the way the run will. It may dispatch one task; nothing it records is kept.
     let mut state = RunState::new();
-    state.apply(&Event::RunCreated(Box::new(RunCreated {
-        schema: SCHEMA_VERSION,
-        plan: Arc::clone(plan),
-        plan_sha256: PlanHash::of(Arc::clone(plan)),
-        vars: vars.clone(),
-        strategy: plan.control.strategy,
-        source: None,
-        retry_of: None,
-        parent: None,
-        trace: None,
-        approved_tools: Vec::new(),
-        growing: None,
-    })));
+    state.limit_dispatches(1);
+    let start =
+        Start { plan: Arc::clone(plan), vars: vars.clone(), graph: Some(Arc::clone(graph)), ..Start::default() };
+    if state.process(Command::Start(start)).is_err() {
+        return Resolution::default();
+    }
     let mut keyer = Keyer::new(Arc::clone(plan), workdir);
     let mut resolution =
         Resolution { verdicts: vec![Verdict::Runs(String::new()); plan.tasks.len()], problems: Vec::new() };
@@ -170,7 +165,7 @@ fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
 }
 
 /// Why a task whose key has no entry runs: what changed since the output stored for it last.
-fn why_new(cache: &FileCache, plan: &str, task: &str, now: &std::collections::BTreeMap<String, String>) -> String {
+fn why_new(cache: &FileCache, plan: &str, task: &str, now: &str) -> String {
     let Some(before) = cache.latest(plan, task) else { return "no output is stored for it".to_owned() };
     let parts: Vec<&str> = changed(&before.parts, now).into_iter().map(describe).collect();
     match parts.as_slice() {
