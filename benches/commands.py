@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Whole commands on large plans: time and peak memory of `runner validate`, `runner critic`
-(human and JSON), `runner apply --yes` and `runner test` (a scenario that gives every task a
+(human and JSON), `runner apply --yes`, `runner apply --yes --reuse` after it (`reuse`: every task's output
+comes from the task cache the `apply` before filled) and with an empty cache (`reuse-miss`:
+every task is looked up and runs), and `runner test` (a scenario that gives every task a
 2 s latency in virtual time, so a chain of 1000 tasks is a run of 33 virtual minutes), each
-run as a process, as a user would type them.
+run as a process, as a user would type them. Each task has an input of its own, so each has
+a key of its own.
 
 Plans are generated with the shapes of `benches/engine.rs` (a chain; a fan-out 1 -> N -> 1
 whose sink lists every middle task on one line; layers of 100 tasks with 2 or 3 parents from
@@ -35,6 +38,8 @@ COMMANDS = {
     "critic": ["critic"],
     "critic-json": ["critic", "--format", "json"],
     "apply": ["apply", "--yes"],
+    "reuse": ["apply", "--yes", "--reuse"],
+    "reuse-miss": ["apply", "--yes", "--reuse"],
     "test": ["test"],
 }
 
@@ -71,7 +76,7 @@ def plan_text(shape, tasks):
     ]
     for i, deps in enumerate(parents(shape, tasks)):
         after = f", depends_on: [{', '.join(f't{d}' for d in deps)}]" if deps else ""
-        lines.append(f"    - {{id: t{i}, agent: noop, input: x{after}}}")
+        lines.append(f"    - {{id: t{i}, agent: noop, input: x{i}{after}}}")
     return "\n".join(lines) + "\n"
 
 
@@ -153,7 +158,11 @@ def main():
                     test.write(scenario_text(os.path.basename(path)))
                 for name in args.commands:
                     target = scenario if name == "test" else path
-                    seconds, peak, code, lines = measure([args.runner, *COMMANDS[name], target], env, args.timeout)
+                    # `reuse` finds what the `apply` before it stored; `reuse-miss` looks every
+                    # task up in an empty cache.
+                    home = os.path.join(folder, f"empty-{shape}-{tasks}") if name == "reuse-miss" else env["RUNNER_HOME"]
+                    run_env = dict(env, RUNNER_HOME=home)
+                    seconds, peak, code, lines = measure([args.runner, *COMMANDS[name], target], run_env, args.timeout)
                     exit_text = "kill" if code is None else str(code)
                     print(f"{name:<12} {shape:<8} {tasks:>7} {seconds:>8.2f} {seconds / tasks * 1e6:>9.1f} "
                           f"{peak / 2**20:>8.0f} {peak / tasks / 1024:>8.2f} {exit_text:>5} {lines:>7}", flush=True)

@@ -91,6 +91,9 @@ pub struct TaskState {
     pub(crate) queued: bool,
     /// Whether its `when` was false: skipped by the plan's choice, not by a failure.
     pub skipped_by_condition: bool,
+    /// Whether its output was taken from an earlier run (the one a retry retries, or the task
+    /// cache) instead of running it.
+    pub reused: bool,
 }
 
 /// What few tasks have, boxed in [`TaskState`].
@@ -121,6 +124,7 @@ impl TaskState {
             notes: None,
             in_flight: false,
             skipped_by_condition: false,
+            reused: false,
             waiting_timer: false,
             queued: false,
         }

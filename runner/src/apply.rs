@@ -213,7 +213,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
             let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
             let (plan, graph) = (Arc::new(plan.clone()), Arc::new(graph.clone()));
-            say(&crate::cache::review(&plan, &engine::cache::resolve(&plan, &graph, &vars, &workdir, &files, &reuse)));
+            say(&crate::cache::review(&plan, &engine::cache::resolve(&plan, &graph, &vars, &workdir, &*files, &reuse)));
         }
         for line in &unset {
             eprintln!("warning: {line}; `apply` refuses to start until it is set");
@@ -237,7 +237,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let mut recalled = Vec::new();
     if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
         let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
-        let resolution = engine::cache::resolve(&plan, &graph, &vars, &workdir, &files, &reuse);
+        let resolution = engine::cache::resolve(&plan, &graph, &vars, &workdir, &*files, &reuse);
         say(&crate::cache::review(&plan, &resolution));
         recalled = resolution.recalled(&plan);
     }

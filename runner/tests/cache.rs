@@ -213,3 +213,25 @@ fn cache_list_show_prune_and_clear() {
     assert!(cleared.stdout.contains("removed 3 stored outputs, kept 0"), "{cleared}");
     assert_eq!(runner(&env, &["cache", "list"]).stdout, "");
 }
+
+#[test]
+fn a_plan_test_declares_what_the_cache_holds_and_expects_reuse() {
+    let env = Env::new();
+    env.write("plan.yaml", &chain(3, ""));
+    let scenario = |reuse: bool, absent: &str| {
+        format!(
+            "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {{name: cached}}\nspec:\n  plan: plan.yaml\n  \
+             cache: {{t0: from the cache, t1: also stored}}\n  reuse: {reuse}\n  expect:\n    status: succeeded\n    \
+             tasks:\n      t2: {{output: {{equals: \"step 2 also stored\"}}}}\n    events:\n      \
+             - {{type: TaskReused, task: t1{absent}}}\n      - {{type: TaskDispatched, task: t0, absent: true}}\n"
+        )
+    };
+    env.write("reused.test.yaml", &scenario(true, ""));
+    let passed = runner(&env, &["test", "reused.test.yaml"]);
+    assert_eq!(passed.code, Some(0), "{passed}");
+    // Without `reuse` the plan's tasks have `cache` off: they run, and the test says so.
+    env.write("off.test.yaml", &scenario(false, ""));
+    let failed = runner(&env, &["test", "off.test.yaml"]);
+    assert_eq!(failed.code, Some(1), "{failed}");
+    assert!(failed.all().contains("TaskReused"), "{failed}");
+}

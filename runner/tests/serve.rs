@@ -715,3 +715,25 @@ fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
         Err(error) => !matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
     }
 }
+
+#[test]
+fn reused_tasks_are_marked_with_where_their_output_came_from() {
+    let env = Env::new();
+    assert_eq!(apply(&env, "plan.yaml", &three_tasks(), "first"), Some(0));
+    let edited = three_tasks().replace("\"{{ tasks.a.output }} + ", "\"{{ tasks.a.output }} and ");
+    env.write("plan.yaml", &edited);
+    let out =
+        env.runner().args(["apply", "plan.yaml", "--yes", "--reuse", "--run-id", "second"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let server = Server::start(&env, &[]);
+    let run = server.get("/api/runs/second").json();
+    assert_eq!(run["state"]["reused"], json!(["a", "b"]), "{run}");
+    let task = server.get("/api/runs/second/tasks/a").json();
+    assert_eq!(
+        (task["reused_from"]["run"].as_str(), task["reused_from"]["attempt"].as_u64()),
+        (Some("first"), Some(1))
+    );
+    assert_eq!(task["status"], "succeeded");
+    let ran = server.get("/api/runs/second/tasks/c").json();
+    assert!(ran.get("reused_from").is_none(), "c ran: {ran}");
+}

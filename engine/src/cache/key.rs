@@ -307,14 +307,18 @@ mod tests {
 
     fn plan(yaml: &str) -> Plan {
         match manifest::load_str("p.yaml", "p", yaml, &|_| true) {
-            manifest::Loaded { plan: Some(plan), .. } => plan,
+            manifest::Loaded { plan: Some(plan), diagnostics, .. }
+                if diagnostics.iter().all(|d| d.severity != manifest::Severity::Error) =>
+            {
+                plan
+            }
             other => panic!("the test plan does not load: {:?}", other.diagnostics),
         }
     }
 
     const PLAN: &str = "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: k}\nspec:\n  providers:\n    default: {base_url: 'http://127.0.0.1:1/v1', model: m, api_key_env: KEY_A}\n  agent_definitions:\n    w: {system_prompt: Be brief., temperature: 0, seed: 1}\n  workflow:\n    - {id: a, agent: w, input: x}\n";
 
-    fn key_of(yaml: &str, input: &str) -> (Key, BTreeMap<String, String>) {
+    fn key_of(yaml: &str, input: &str) -> (Key, String) {
         let mut keyer = Keyer::new(Arc::new(plan(yaml)), Path::new("."));
         let parts = keyer.parts(0, input);
         (parts.key(), parts.short())
@@ -326,14 +330,14 @@ mod tests {
         assert_eq!(key_of(PLAN, "x").0, base, "the same plan and input give the same key");
         let cases = [
             (PLAN.to_owned(), "y", "input"),
-            (PLAN.replace("model: m", "model: n"), "x", "model"),
+            (PLAN.replace("model: m", "model: m2"), "x", "model"),
             (PLAN.replace("127.0.0.1:1", "127.0.0.1:2"), "x", "model"),
             (PLAN.replace("temperature: 0", "temperature: 0.5"), "x", "sampling"),
             (PLAN.replace("seed: 1", "seed: 2"), "x", "sampling"),
             (PLAN.replace("Be brief.", "Be long."), "x", "system_prompt"),
             (PLAN.replace("seed: 1}", "seed: 1, max_turns: 3}"), "x", "agent"),
             (
-                PLAN.replace("input: x}", "input: x, verification: {type: command, command: [true]}}"),
+                PLAN.replace("input: x}", "input: x, verification: {type: command, command: [cat]}}"),
                 "x",
                 "verification",
             ),
@@ -353,7 +357,7 @@ mod tests {
         for yaml in [
             PLAN.replace("KEY_A", "KEY_B"),
             PLAN.replace("seed: 1}", "seed: 1, timeout: 5s, reliability_weight: 0.5}"),
-            PLAN.replace("input: x}", "input: x, critical: true, on_failure: skip}"),
+            PLAN.replace("input: x}", "input: x, critical: true, on_failure: {action: retry, max_attempts: 2}}"),
         ] {
             assert_eq!(key_of(&yaml, "x").0, base, "{yaml}");
         }

@@ -14,7 +14,7 @@ pub use entry::Entry;
 pub use files::{FileCache, Listed, Pruned, now};
 pub use key::{Key, Keyer, Parts};
 pub use policy::{setting, storable};
-pub use resolve::{Resolution, Reuse, Verdict, resolve};
+pub use resolve::{Lookup, Resolution, Reuse, Verdict, resolve};
 
 use std::path::Path;
 

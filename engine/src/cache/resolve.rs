@@ -9,7 +9,7 @@ use manifest::plan::{TaskKind, Vars};
 use manifest::{Plan, TaskGraph};
 
 use super::key::{changed, describe};
-use super::{CacheError, Entry, FileCache, Keyer, setting};
+use super::{CacheError, Entry, FileCache, Key, Keyer, setting};
 use crate::Handler as _;
 use crate::event::{Event, Origin};
 use crate::{Command, Recalled, RunState, Start};
@@ -69,6 +69,36 @@ impl Resolution {
     }
 }
 
+/// Where [`resolve`] finds stored outputs: the task cache on disk, or the outputs a plan test
+/// declares.
+pub trait Lookup {
+    /// The entry stored for task `task` under `key` (by run `run` only, when given).
+    fn find(&self, task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError>;
+
+    /// Whether any entry is stored under `key`, whatever run stored it.
+    fn holds(&self, key: &Key) -> bool;
+
+    /// The newest entry stored for task `task` of plan `plan`, to say what changed since.
+    fn latest(&self, plan: &str, task: &str) -> Option<Entry>;
+}
+
+impl Lookup for FileCache {
+    fn find(&self, _task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError> {
+        match run {
+            Some(run) => self.get_from(key, run),
+            None => self.get(key),
+        }
+    }
+
+    fn holds(&self, key: &Key) -> bool {
+        self.contains(key)
+    }
+
+    fn latest(&self, plan: &str, task: &str) -> Option<Entry> {
+        FileCache::latest(self, plan, task)
+    }
+}
+
 /// Decides, for each task of `plan`, whether the cache gives its output, rendering inputs
 /// top-down against the outputs it gives (attached files are read under `workdir`).
 pub fn resolve(
@@ -76,7 +106,7 @@ pub fn resolve(
     graph: &Arc<TaskGraph>,
     vars: &Vars,
     workdir: &Path,
-    cache: &FileCache,
+    cache: &dyn Lookup,
     reuse: &Reuse,
 ) -> Resolution {
     // A scratch run of the plan, whose outputs are the ones the cache gives: it renders inputs
@@ -100,17 +130,13 @@ pub fn resolve(
                 Ok(input) => {
                     let parts = keyer.parts(i, &input);
                     let key = parts.key();
-                    let found = match reuse.run.as_deref() {
-                        Some(run) => cache.get_from(&key, run),
-                        None => cache.get(&key),
-                    };
-                    match found {
+                    match cache.find(&plan.tasks[i].id.value, &key, reuse.run.as_deref()) {
                         Err(error) => {
                             resolution.problems.push(error);
                             Verdict::Runs("its stored output is damaged".to_owned())
                         }
                         Ok(Some(entry)) => usable(plan, i, entry, now),
-                        Ok(None) if reuse.run.is_some() && cache.contains(&key) => Verdict::Runs(format!(
+                        Ok(None) if reuse.run.is_some() && cache.holds(&key) => Verdict::Runs(format!(
                             "run `{}` stored no output for its key",
                             reuse.run.as_deref().unwrap_or_default()
                         )),
@@ -165,7 +191,7 @@ fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
 }
 
 /// Why a task whose key has no entry runs: what changed since the output stored for it last.
-fn why_new(cache: &FileCache, plan: &str, task: &str, now: &str) -> String {
+fn why_new(cache: &dyn Lookup, plan: &str, task: &str, now: &str) -> String {
     let Some(before) = cache.latest(plan, task) else { return "no output is stored for it".to_owned() };
     let parts: Vec<&str> = changed(&before.parts, now).into_iter().map(describe).collect();
     match parts.as_slice() {

@@ -121,6 +121,7 @@ impl<C: TokenCounter> RunState<C> {
         self.dequeue(i);
         self.set_status(i, TaskStatus::Succeeded);
         self.tasks[i].output = Some(output.into());
+        self.tasks[i].reused = true;
         self.release_dependents(i);
     }
 

@@ -58,6 +58,9 @@ impl PlanTest {
         for (name, _) in &self.expect.tasks {
             found.extend(task(name, true));
         }
+        for (name, _) in &self.cached {
+            found.extend(task(name, false));
+        }
         for event in self.expect.events.iter().chain(&self.expect.order) {
             if let Some(name) = &event.task {
                 found.extend(task(name, false));

@@ -55,6 +55,16 @@ pub(crate) static TEST_SPEC: Section = Section::of(&[
     Field::new("overrides", Shape::Named(&OVERRIDES_DEF), "Scripted agents, tasks, tools and planner."),
     Field::new("answers", TEXT_MAP, "The answer to each task's clarifying question, by task id."),
     Field::new("reviews", Shape::Map(&Shape::Named(&DECISION_DEF)), "The decision of each review, by task id."),
+    Field::new(
+        "cache",
+        TEXT_MAP,
+        "Outputs the task cache holds before the run, by task id, each stored for the key the run gives that task; a task whose `cache` is on (or every task, with `reuse`) takes its output instead of running when its dependencies are reused too.",
+    ),
+    Field::new(
+        "reuse",
+        Shape::Bool,
+        "Reuse every stored output whatever the tasks' `cache`, as `runner apply --reuse` does.",
+    ),
     Field::new("expect", Shape::Named(&EXPECT_DEF), "What the run must come to."),
 ]);
 

@@ -40,6 +40,12 @@ pub struct PlanTest {
     pub answers: Vec<(At<String>, String)>,
     /// Review decisions, by task: approved, and the comment.
     pub reviews: Vec<(At<String>, bool, Option<String>)>,
+    /// Outputs the task cache holds before the run, by task: each stored for the key the run
+    /// gives that task.
+    pub cached: Vec<(At<String>, String)>,
+    /// Whether the run reuses every stored output whatever the tasks' `cache`, as
+    /// `runner apply --reuse` does.
+    pub reuse: bool,
     /// What the run must come to.
     pub expect: Expect,
 }

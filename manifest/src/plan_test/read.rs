@@ -96,6 +96,14 @@ fn read_spec(reader: &mut Reader, spec: &Fields<'_>, test: &mut PlanTest, vocabu
             }
         }
     }
+    if let Some((entry, path)) = spec.get("cache") {
+        for (task, node, item_path) in reader.named(entry, path, "cache") {
+            if let Some(text) = reader.string(Entry { key: entry.key, value: node }, &item_path, "a stored output") {
+                test.cached.push((task, text.value));
+            }
+        }
+    }
+    test.reuse = spec.get("reuse").and_then(|(entry, path)| reader.boolean(entry, path, "reuse")).unwrap_or(false);
     if let Some((entry, path)) = spec.get("reviews") {
         for (task, node, item_path) in reader.named(entry, path, "reviews") {
             let Some(fields) = reader.fields(node, &item_path, "a review decision", DECISION.fields, &[]) else {

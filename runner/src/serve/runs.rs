@@ -155,6 +155,8 @@ pub struct StateView {
     maps: BTreeMap<String, MapView>,
     /// The tasks skipped because their condition (`when`) was false, not by a failure.
     skipped_by_condition: Vec<String>,
+    /// The tasks whose output was taken from an earlier run (the task cache, or a retried run).
+    reused: Vec<String>,
     /// The tasks that wait for a person: a question, a tool call's approval, or else a review
     /// decision.
     waiting: Vec<Waiting>,
@@ -201,6 +203,7 @@ impl StateView {
             .collect();
         let skipped_by_condition =
             state.tasks.iter().enumerate().filter(|(_, t)| t.skipped_by_condition).map(|(i, _)| id(i)).collect();
+        let reused = state.tasks.iter().enumerate().filter(|(_, t)| t.reused).map(|(i, _)| id(i)).collect();
         StateView {
             seq: state.seq,
             status,
@@ -208,6 +211,7 @@ impl StateView {
             tasks,
             maps: map_view::all(state),
             skipped_by_condition,
+            reused,
             waiting,
             actions: None,
             children: BTreeMap::new(),
@@ -330,6 +334,9 @@ pub struct TaskView {
     status: &'static str,
     /// Whether it was skipped because its condition was false (not by a failure).
     skipped_by_condition: bool,
+    /// Where its output came from when the task cache gave it: the run, attempt and key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reused_from: Option<engine::Origin>,
     /// Its condition (`when`), as an expression.
     when: Option<String>,
     /// The map task it is an item of, if it is one.
@@ -367,6 +374,10 @@ pub async fn task(
         let events: Vec<Record> = records.into_iter().filter(|r| r.event.task() == Some(task.as_str())).collect();
         let mut tokens = Tokens::default();
         let mut verification = Vec::new();
+        let reused_from = events.iter().rev().find_map(|record| match &record.event {
+            Event::TaskReused { from: Some(from), .. } => Some((**from).clone()),
+            _ => None,
+        });
         for record in &events {
             let used = match &record.event {
                 Event::TaskSucceeded { tokens, .. } | Event::TaskFailed { tokens, .. } => *tokens,
@@ -388,6 +399,7 @@ pub async fn task(
             depends_on: state.graph.parents(index).map(|p| state.plan.tasks[p].id.value.to_string()).collect(),
             status: current.status.as_str(),
             skipped_by_condition: current.skipped_by_condition,
+            reused_from,
             when: spec.extras().when.as_ref().map(|w| manifest::template::expression(&w.value).to_owned()),
             map,
             attempts: current.attempts,

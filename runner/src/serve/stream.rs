@@ -47,6 +47,8 @@ struct Update {
     maps: BTreeMap<String, MapView>,
     /// The tasks among `tasks` skipped because their condition was false.
     skipped_by_condition: Vec<String>,
+    /// The tasks among `tasks` whose output was taken from an earlier run.
+    reused: Vec<String>,
     /// Whether the plan changed (a replan, or a task the planner of a growing plan wrote): the
     /// page reloads the graph.
     replanned: bool,
@@ -162,6 +164,11 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message
             .filter(|task| state.index_of(task).is_some_and(|i| state.tasks[i].skipped_by_condition))
             .cloned()
             .collect();
+        let reused = touched
+            .iter()
+            .filter(|task| state.index_of(task).is_some_and(|i| state.tasks[i].reused))
+            .cloned()
+            .collect();
         let tasks: BTreeMap<String, &'static str> = touched
             .into_iter()
             .filter_map(|task| {
@@ -176,6 +183,7 @@ fn messages(state: &mut RunState, records: &[Record], after: u64) -> Vec<Message
             tasks,
             maps,
             skipped_by_condition,
+            reused,
             replanned,
         };
         out.push(Message::default().data(serde_json::to_string(&update).unwrap_or_default()));

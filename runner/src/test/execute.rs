@@ -61,12 +61,21 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let vars = scenario.plan.run_vars(given)?;
     let run_id = &scenario.test.name;
     let children = Arc::new(TestChildren::new(world.clone(), run_id, vars.clone(), scenario.test.overrides.clone()));
+    let reuse = engine::cache::Reuse { all: scenario.test.reuse, run: None };
+    let recalled = if scenario.test.cached.is_empty() {
+        Vec::new()
+    } else {
+        let declared = super::cached::Declared::of(&scenario.test);
+        engine::cache::resolve(&scenario.plan, &scenario.graph, &vars, &scenario.workdir, &declared, &reuse)
+            .recalled(&scenario.plan)
+    };
     let start = Start {
         plan: Arc::clone(&scenario.plan),
         vars,
         strategy: scenario.test.strategy,
         source: Some(scenario.source.display().to_string()),
         graph: Some(Arc::clone(&scenario.graph)),
+        recalled,
         ..Start::default()
     };
     let given = Given::of(&scenario.test);

@@ -2,6 +2,7 @@
 //! line per scenario and a summary. Exit 0 when all pass, 1 when any fails, 2 when a scenario
 //! file is invalid.
 
+mod cached;
 mod children;
 mod execute;
 mod expect;

@@ -139,6 +139,7 @@ function snapshot(state) {
     tasks: new Map(Object.entries(state ? state.tasks : {})),
     maps: new Map(Object.entries(state && state.maps ? state.maps : {})),
     byCondition: new Set(state && state.skipped_by_condition ? state.skipped_by_condition : []),
+    reused: new Set(state && state.reused ? state.reused : []),
     children: new Map(Object.entries(state && state.children ? state.children : {})),
   };
 }
@@ -148,6 +149,7 @@ function absorb(snap, update) {
   for (const [task, status] of Object.entries(update.tasks)) snap.tasks.set(task, status);
   for (const [map, items] of Object.entries(update.maps || {})) snap.maps.set(map, items);
   for (const task of update.skipped_by_condition || []) snap.byCondition.add(task);
+  for (const task of update.reused || []) snap.reused.add(task);
   for (const [task, run] of Object.entries(update.children || {})) snap.children.set(task, run);
 }
 
@@ -469,6 +471,10 @@ function drawTasks(box, graph, onPick) {
         n.shape.setAttribute("class", "s-" + status);
       }
       const byCondition = snap.byCondition.has(id);
+      if (snap.reused.has(id) !== n.node.hasAttribute("data-reused")) {
+        if (snap.reused.has(id)) n.node.setAttribute("data-reused", "");
+        else n.node.removeAttribute("data-reused");
+      }
       if (n.kind === "map") paintMap(id, n, byCondition);
       else paintLink(id, n);
       if ((n.node.getAttribute("data-skip") === "condition") !== byCondition) {
@@ -876,6 +882,7 @@ async function runPage(id) {
 function legendBar() {
   return el("div", { class: "legend" }, STATUSES.map((s) => el("span", {}, svgSwatch(s), s)),
     el("span", {}, svg("svg", { width: 12, height: 12, class: "condition-swatch" }, svg("rect", { x: 1, y: 1, width: 10, height: 10, rx: 2 })), "skipped: condition false"),
+    el("span", {}, svg("svg", { width: 12, height: 12, class: "reused-swatch" }, svg("rect", { x: 1, y: 1, width: 10, height: 10, rx: 2 })), "reused: output from an earlier run"),
     el("span", { class: "muted" }, "a stacked node is a map: click it for its items"));
 }
 
@@ -906,6 +913,7 @@ function taskList(ids, snap, pick) {
 // What a task panel says of a map, an item or a condition.
 function dynamicPart(t, { snap, pick, node }) {
   const parts = [];
+  if (t.reused_from) parts.push(el("div", { class: "reused" }, "reused from the cache: run ", runLink(t.reused_from.run), ", attempt " + t.reused_from.attempt + " (key " + t.reused_from.key.slice(0, 12) + "…)"));
   if (t.skipped_by_condition) parts.push(el("div", { class: "condition" }, "skipped: condition false" + (t.when ? " (when: " + t.when + ")" : "")));
   else if (t.when) parts.push(el("div", { class: "muted" }, "runs only when " + t.when));
   if (t.map) parts.push(el("div", {}, "an item of map ", el("a", { href: "#", onclick: (e) => { e.preventDefault(); pick(t.map); } }, t.map)));

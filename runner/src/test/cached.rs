@@ -1,0 +1,47 @@
+//! The task cache of a plan test: the outputs its `cache` declares, found by task, so that
+//! `runner test` decides what a run reuses with the same code as `runner apply`.
+
+use engine::cache::{CacheError, Entry, Key, Lookup};
+use manifest::plan_test::PlanTest;
+
+/// The outputs a scenario says the cache holds, by task id.
+pub struct Declared<'t>(&'t [(manifest::plan::At<String>, String)]);
+
+/// The run id entries of a scenario's cache name as the run that stored them.
+const STORED_BY: &str = "declared by the plan test";
+
+impl<'t> Declared<'t> {
+    /// The outputs `test` declares.
+    pub fn of(test: &'t PlanTest) -> Self {
+        Declared(&test.cached)
+    }
+}
+
+impl Lookup for Declared<'_> {
+    fn find(&self, task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError> {
+        if run.is_some_and(|run| run != STORED_BY) {
+            return Ok(None);
+        }
+        Ok(self.0.iter().find(|(name, _)| name.value == task).map(|(_, output)| Entry {
+            key: key.to_string(),
+            plan: String::new(),
+            task: task.to_owned(),
+            run: STORED_BY.to_owned(),
+            attempt: 1,
+            output: output.clone(),
+            tokens: None,
+            duration_ms: 0,
+            stored_at: engine::cache::now(),
+            parts: String::new(),
+            sum: Entry::sum_of(output),
+        }))
+    }
+
+    fn holds(&self, _key: &Key) -> bool {
+        false
+    }
+
+    fn latest(&self, _plan: &str, _task: &str) -> Option<Entry> {
+        None
+    }
+}
