@@ -18,6 +18,7 @@ fn only_api_modules_are_public() {
     assert_eq!(
         public,
         [
+            "cache",
             "clock",
             "cluster",
             "context",

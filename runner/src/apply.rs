@@ -263,7 +263,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     say(&format!("run `{run_id}`: {}", run.place()));
     let local_work = !args.no_local_work;
     drive(
-        Session { run, lock, workdir, opened: Some((store, Vec::new())), span, local_work, feed: None, cache },
+        Session { span, local_work, cache, ..Session::new(run, lock, workdir, store, Vec::new()) },
         Command::Start(start),
     )
 }

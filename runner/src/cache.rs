@@ -14,6 +14,41 @@ use crate::store::Runs;
 /// How many tasks the reuse review names one by one; the rest are counted.
 const LISTED: usize = 20;
 
+/// The variable that caps the cache's size: a byte count, as `RUNNER_MAX_PLAN_BYTES` takes one.
+pub const MAX_BYTES_VARIABLE: &str = "RUNNER_CACHE_MAX_BYTES";
+
+/// The cap when [`MAX_BYTES_VARIABLE`] is not set: 1 GiB.
+const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// The most bytes the cache may hold after a run: [`MAX_BYTES_VARIABLE`], else 1 GiB (with a
+/// warning when the variable is not a byte count).
+fn max_bytes() -> u64 {
+    let Some(value) = std::env::var_os(MAX_BYTES_VARIABLE).filter(|v| !v.is_empty()) else { return DEFAULT_MAX_BYTES };
+    let value = value.to_string_lossy();
+    crate::plan_limit::parse(&value).unwrap_or_else(|_| {
+        eprintln!(
+            "warning: {MAX_BYTES_VARIABLE}={value:?} is not a byte count (such as 512MiB); the cache keeps its default cap of 1 GiB"
+        );
+        DEFAULT_MAX_BYTES
+    })
+}
+
+/// After a run stored outputs: removes the oldest while the cache holds more than its cap.
+pub fn keep_under_cap(cache: &Mutex<FileCache>) {
+    let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let cap = max_bytes();
+    if cache.bytes() <= cap {
+        return;
+    }
+    match cache.prune(None, Some(cap)) {
+        Ok(pruned) => eprintln!(
+            "note: the task cache was over {MAX_BYTES_VARIABLE} ({cap} bytes): removed its {} oldest outputs",
+            pruned.removed
+        ),
+        Err(error) => eprintln!("warning: the task cache is over its cap and cannot be pruned: {error}"),
+    }
+}
+
 /// The cache's folder: `$RUNNER_HOME/cache`.
 pub fn dir() -> PathBuf {
     crate::home::home().join("cache")
@@ -45,6 +80,9 @@ pub fn open_for(runs: &Runs) -> Option<Arc<Mutex<FileCache>>> {
 pub fn review(plan: &Plan, resolution: &Resolution) -> String {
     for problem in &resolution.problems {
         eprintln!("warning: {problem}");
+        if let Some(code) = miette::Diagnostic::code(problem) {
+            eprint!("{}", crate::explain::hint(&code.to_string()));
+        }
     }
     let reused = resolution.reused();
     let total = plan.tasks.len();
@@ -101,8 +139,9 @@ pub enum CacheCommand {
         /// Remove outputs stored longer ago than this, such as `30d`.
         #[arg(long, value_name = "DURATION")]
         older_than: Option<String>,
-        /// Then remove the oldest until the cache holds at most this many bytes.
-        #[arg(long, value_name = "BYTES")]
+        /// Then remove the oldest until the cache holds at most this many bytes (a count, or
+        /// with a unit: 500MB, 1GiB).
+        #[arg(long, value_name = "BYTES", value_parser = |text: &str| crate::plan_limit::parse(text).map_err(|_| format!("`{text}` is not a byte count (such as 512MiB)")))]
         max_bytes: Option<u64>,
     },
 }

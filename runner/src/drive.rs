@@ -53,6 +53,15 @@ pub struct Session {
     pub cache: Option<Arc<Mutex<engine::cache::FileCache>>>,
 }
 
+impl Session {
+    /// A session of a run this process holds, with its store open and these records in it: it
+    /// works attempts here, takes no planner's feed and opens the task cache itself.
+    pub fn new(run: Run, lock: Held, workdir: std::path::PathBuf, store: RunStore, records: Vec<Record>) -> Self {
+        let span = tracing::Span::none();
+        Session { run, lock, workdir, opened: Some((store, records)), span, local_work: true, feed: None, cache: None }
+    }
+}
+
 /// Drives the run from `first` until it ends or pauses with nobody at the terminal to answer;
 /// prints the summary and returns the exit code.
 pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
@@ -144,6 +153,9 @@ pub fn drive(session: Session, first: Command) -> anyhow::Result<u8> {
         }
     }
     live.clear();
+    if let Some(cache) = &cache {
+        crate::cache::keep_under_cap(cache);
+    }
     if let Some(cluster) = cluster {
         cluster.stop(&runtime);
     }

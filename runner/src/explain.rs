@@ -9,7 +9,7 @@ use crate::diagnostics::print;
 use crate::exit::EXIT_USAGE;
 
 /// The explanation files, one per family of codes, as written in `docs/explain/`.
-pub const FAMILIES: [(&str, &str); 15] = [
+pub const FAMILIES: [(&str, &str); 16] = [
     ("plan", include_str!("../../docs/explain/plan.md")),
     ("test", include_str!("../../docs/explain/test.md")),
     ("critic", include_str!("../../docs/explain/critic.md")),
@@ -25,6 +25,7 @@ pub const FAMILIES: [(&str, &str); 15] = [
     ("author", include_str!("../../docs/explain/author.md")),
     ("cli", include_str!("../../docs/explain/cli.md")),
     ("serve", include_str!("../../docs/explain/serve.md")),
+    ("cache", include_str!("../../docs/explain/cache.md")),
 ];
 
 /// One code's entry: its heading, the one-line summary (the first paragraph) and the whole

@@ -236,16 +236,7 @@ pub fn run(runs: &Runs, args: &DoArgs) -> anyhow::Result<u8> {
     }
     runtime.spawn(forward(written, feed, confirm));
     say(&format!("run `{run_id}`: {}", run.place()));
-    let session = Session {
-        run,
-        lock,
-        workdir,
-        opened: Some((store, Vec::new())),
-        span,
-        local_work: true,
-        feed: Some(fed),
-        cache: None,
-    };
+    let session = Session { span, feed: Some(fed), ..Session::new(run, lock, workdir, store, Vec::new()) };
     let code = drive(session, Command::Start(start));
     runtime.shutdown_background();
     code

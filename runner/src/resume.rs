@@ -33,19 +33,8 @@ pub fn run(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
     let planner = if state.growing { crate::growing::resume_feed(&loaded.records)? } else { None };
     let (planner_runtime, feed) = planner.unzip();
     let (span, _) = crate::telemetry::run_span(run_id, &created.plan.name, created.trace.as_deref());
-    let code = drive(
-        Session {
-            run,
-            lock,
-            workdir,
-            opened: Some((store, loaded.records)),
-            span,
-            local_work: true,
-            feed,
-            cache: None,
-        },
-        Command::Continue,
-    );
+    let code =
+        drive(Session { span, feed, ..Session::new(run, lock, workdir, store, loaded.records) }, Command::Continue);
     if let Some(runtime) = planner_runtime {
         runtime.shutdown_background();
     }

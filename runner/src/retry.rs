@@ -78,19 +78,7 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         // The plan as far as it was written runs whole: nobody writes more of it.
         growing: None,
     };
-    drive(
-        Session {
-            run,
-            lock,
-            workdir,
-            opened: Some((store, Vec::new())),
-            span,
-            local_work: true,
-            feed: None,
-            cache: None,
-        },
-        Command::Start(start),
-    )
+    drive(Session { span, ..Session::new(run, lock, workdir, store, Vec::new()) }, Command::Start(start))
 }
 
 /// Ends what a runner that died while driving the old run left running, as `resume` would: the

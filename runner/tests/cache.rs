@@ -235,3 +235,24 @@ fn a_plan_test_declares_what_the_cache_holds_and_expects_reuse() {
     assert_eq!(failed.code, Some(1), "{failed}");
     assert!(failed.all().contains("TaskReused"), "{failed}");
 }
+
+#[test]
+fn a_cache_over_its_cap_loses_its_oldest_outputs_after_a_run() {
+    let env = Env::new();
+    env.write("plan.yaml", &chain(40, ""));
+    let out = env.runner().env("RUNNER_CACHE_MAX_BYTES", "4KiB").args(["apply", "plan.yaml", "--yes"]).output();
+    let out = out.expect("runner runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("note: the task cache was over RUNNER_CACHE_MAX_BYTES (4096 bytes)"), "{stderr}");
+    let list = runner(&env, &["cache", "list"]);
+    let kept = list.stdout.lines().count();
+    assert!(kept > 0 && kept < 40, "some outputs are kept, the oldest removed: {list}");
+    let bytes: u64 = std::fs::read_dir(env.home().join("cache/packs"))
+        .expect("packs")
+        .filter_map(|f| f.ok())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "pack"))
+        .map(|f| f.metadata().map_or(0, |m| m.len()))
+        .sum();
+    assert!(bytes <= 4096, "the packs hold {bytes} bytes");
+}

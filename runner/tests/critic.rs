@@ -61,6 +61,7 @@ fn every_critic_example_produces_the_finding_it_is_named_after() {
 /// Every finding of every example, checked by hand against the file: (file stem, code, task,
 /// line, column). Each example has exactly these findings and no others.
 const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
+    ("cache_not_deterministic", "cache_not_deterministic", Some("haiku"), 24, 14),
     ("condition_never_holds", "condition_never_holds", Some("explain"), 19, 13),
     ("context_budget", "context_budget", Some("condense"), 19, 14),
     ("expand_without_bounds", "expand_without_bounds", Some("investigate"), 12, 11),

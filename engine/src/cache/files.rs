@@ -186,7 +186,7 @@ impl FileCache {
     /// The newest entry stored under `key` by run `run`, if any.
     pub fn get_from(&self, key: &Key, run: &str) -> Result<Option<Entry>, CacheError> {
         let mut older: Vec<&Place> = self.older.get(key).into_iter().flatten().collect();
-        older.sort_by(|a, b| b.stored_at.cmp(&a.stored_at));
+        older.sort_by_key(|place| std::cmp::Reverse(place.stored_at));
         for place in self.index.get(key).into_iter().chain(older) {
             if let Some(entry) = self.read(key, place)?.filter(|entry| entry.run == run) {
                 return Ok(Some(entry));
@@ -304,6 +304,9 @@ impl FileCache {
     /// the packs hold at most `max_bytes`, by writing the entries kept into new packs. Packs a
     /// running process appends to are left as they are.
     pub fn prune(&mut self, before: Option<u64>, max_bytes: Option<u64>) -> Result<Pruned, CacheError> {
+        // This process's own pack is finished with: later stores start a new one.
+        drop(self.writer.take());
+        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         let mut report = Pruned::default();
         let mut kept: Vec<(Key, Place)> = Vec::new();
         let mut free: Vec<PathBuf> = Vec::new();
@@ -326,7 +329,7 @@ impl FileCache {
         }
         let total = kept.len();
         kept.retain(|(_, place)| before.is_none_or(|before| place.stored_at > before));
-        kept.sort_by(|a, b| b.1.stored_at.cmp(&a.1.stored_at));
+        kept.sort_by_key(|(_, place)| std::cmp::Reverse(place.stored_at));
         if let Some(max) = max_bytes {
             let in_use: u64 = self
                 .bytes()

@@ -13,7 +13,7 @@ pub(super) fn check(plan: &Plan, found: &mut Vec<Found>) {
         if agent.cache.as_ref().is_some_and(|cache| cache.enabled)
             && let Some(missing) = unrepeatable(plan, agent)
         {
-            push_whole(found, finding(format!("agent `{name}`"), name, missing, &agent.loc));
+            push_whole(found, finding(format!("agent `{name}`"), None, name, missing, &agent.loc));
         }
     }
     for task in &plan.tasks {
@@ -22,7 +22,8 @@ pub(super) fn check(plan: &Plan, found: &mut Vec<Found>) {
             continue;
         }
         if let Some(missing) = plan.agents.get(agent.value.as_str()).and_then(|a| unrepeatable(plan, a)) {
-            push_whole(found, finding(format!("task `{}`", task.id.value), &agent.value, missing, &cache.loc));
+            let id = task.id.value.as_str();
+            push_whole(found, finding(format!("task `{id}`"), Some(id), &agent.value, missing, &cache.loc));
         }
     }
 }
@@ -40,9 +41,9 @@ fn unrepeatable(plan: &Plan, agent: &Agent) -> Option<&'static str> {
     }
 }
 
-fn finding(owner: String, agent: &str, missing: &str, loc: &Loc) -> Finding {
+fn finding(owner: String, task: Option<&str>, agent: &str, missing: &str, loc: &Loc) -> Finding {
     let lint = Lint::CacheNotDeterministic { owner, agent: agent.to_owned(), missing: missing.to_owned() };
-    Finding::warning(lint, None, loc)
+    Finding::warning(lint, task, loc)
         .label("a stored answer stands in for one the model might not give again")
         .help("set `temperature: 0` and a `seed` on the agent, or leave `cache` off and reuse outputs with `runner apply --reuse` when you mean to")
 }
