@@ -60,9 +60,9 @@ pub struct ApplyArgs {
     #[arg(long)]
     no_local_work: bool,
     /// Reuse the stored output of every task whose cache key matches one, whatever its `cache`
-    /// says; with RUN, only outputs that run stored. The review before the run lists which tasks
+    /// says; with `--reuse=RUN`, only outputs that run stored. The review before the run lists which tasks
     /// will be reused and why the others run.
-    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "RUN", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     reuse: Option<String>,
     /// Set when the plan was already shown and confirmed (`runner plan --apply`).
     #[arg(skip)]

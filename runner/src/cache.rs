@@ -33,9 +33,14 @@ fn max_bytes() -> u64 {
     })
 }
 
-/// After a run stored outputs: removes the oldest while the cache holds more than its cap.
+/// After a run: writes the outputs it stored, then removes the oldest while the cache holds more
+/// than its cap.
 pub fn keep_under_cap(cache: &Mutex<FileCache>) {
     let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Err(error) = cache.flush() {
+        eprintln!("warning: the outputs of this run were not stored in the task cache: {error}");
+        return;
+    }
     let cap = max_bytes();
     if cache.bytes() <= cap {
         return;

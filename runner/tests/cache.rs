@@ -134,12 +134,15 @@ fn reuse_of_one_run_takes_only_that_runs_outputs() {
     let first = runner(&env, &["apply", "plan.yaml", "--yes"]);
     let second = runner(&env, &["apply", "plan.yaml", "--yes"]);
     let (first, second) = (run_id(&first.stdout), run_id(&second.stdout));
-    let reused = runner(&env, &["apply", "plan.yaml", "--yes", "--reuse", &first]);
+    let reused = runner(&env, &["apply", "plan.yaml", "--yes", &format!("--reuse={first}")]);
     assert_eq!(reused.code, Some(0), "{reused}");
     assert!(reused.stdout.contains(&format!("reuse  t0: from run `{first}`")), "{reused}");
-    let other = runner(&env, &["apply", "plan.yaml", "--yes", "--reuse", "no-such-run"]);
+    let other = runner(&env, &["apply", "--reuse=no-such-run", "plan.yaml", "--yes"]);
     assert!(other.stdout.contains("Reuse: 0 of 2 tasks"), "{other}");
     assert!(other.stdout.contains("run `no-such-run` stored no output for its key"), "{other}");
+    // A bare `--reuse` before the plan takes no value from it.
+    let bare = runner(&env, &["apply", "--reuse", "plan.yaml", "--yes"]);
+    assert!(bare.stdout.contains("Reuse: 2 of 2 tasks"), "{bare}");
     assert_ne!(first, second);
 }
 

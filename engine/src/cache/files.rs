@@ -43,8 +43,18 @@ struct Writer {
     pack: File,
     idx: File,
     path: Arc<PathBuf>,
+    /// Where the next entry starts in the pack, the entries still held here included.
     offset: u64,
+    /// Entries and index lines not written yet, and the index lines they make.
+    held: (Vec<u8>, Vec<u8>, Vec<Line>),
+    /// Every key this writer stored: one run stores the same work once.
+    stored: std::collections::HashSet<Key>,
 }
+
+/// How many bytes of entries a writer holds before it writes them: a file written between
+/// two fsyncs of a run's log adds its data to the second one, so a chain of tasks, which
+/// syncs its log once a task, would otherwise pay for the cache at every step.
+const HELD_BYTES: usize = 256 * 1024;
 
 /// A summary of a stored entry, for `runner cache list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,26 +246,37 @@ impl FileCache {
             self.writer = Some(self.new_writer()?);
         }
         let writer = self.writer.as_mut().unwrap_or_else(|| unreachable!("the writer was just made"));
-        let (mut pack, mut idx, mut lines) = (Vec::new(), Vec::new(), Vec::with_capacity(entries.len()));
-        let mut batch = std::collections::HashSet::with_capacity(entries.len());
+        let (pack, idx, lines) = &mut writer.held;
         for entry in entries {
             let Ok(key) = entry.key.parse::<Key>() else { continue };
-            // Tasks of one run with the same key (the same work) are stored once.
-            if self.index.get(&key).is_some_and(|place| Arc::ptr_eq(&place.pack, &writer.path)) || !batch.insert(key) {
+            if !writer.stored.insert(key) {
                 continue;
             }
-            let offset = writer.offset + pack.len() as u64;
-            serde_json::to_writer(&mut pack, entry).map_err(|error| CacheError::Encode(error.to_string()))?;
-            let len = writer.offset + pack.len() as u64 - offset;
+            let start = pack.len();
+            serde_json::to_writer(&mut *pack, entry).map_err(|error| CacheError::Encode(error.to_string()))?;
+            let len = (pack.len() - start) as u64;
             pack.push(b'\n');
+            let offset = writer.offset;
+            writer.offset += len + 1;
             let slot = slot_of(&entry.plan, &entry.task);
             idx.extend_from_slice(format!("{key} {offset} {len} {} {slot:016x}\n", entry.stored_at).as_bytes());
             let place = Place { pack: Arc::clone(&writer.path), offset, len, stored_at: entry.stored_at };
             lines.push(Line { key, place, slot });
         }
-        // The entries are whole in the pack before the index names them.
+        if writer.held.0.len() >= HELD_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the entries this process holds: each whole in its pack before the index names it.
+    pub fn flush(&mut self) -> Result<(), CacheError> {
+        let Some(writer) = &mut self.writer else { return Ok(()) };
+        let (pack, idx, lines) = std::mem::take(&mut writer.held);
+        if pack.is_empty() {
+            return Ok(());
+        }
         writer.pack.write_all(&pack).map_err(|error| CacheError::io("write", &writer.path, &error))?;
-        writer.offset += pack.len() as u64;
         writer.idx.write_all(&idx).map_err(|error| CacheError::io("write", &writer.path, &error))?;
         for line in lines {
             self.remember(line);
@@ -276,7 +297,8 @@ impl FileCache {
         let pack = open(&path)?;
         pack.lock().map_err(|error| CacheError::io("lock", &path, &error))?;
         let idx = open(&packs.join(format!("{name}.idx")))?;
-        Ok(Writer { pack, idx, path: Arc::new(path), offset: 0 })
+        let (held, stored) = (Default::default(), std::collections::HashSet::new());
+        Ok(Writer { pack, idx, path: Arc::new(path), offset: 0, held, stored })
     }
 
     /// Every entry's key, size and time, newest first.
@@ -305,6 +327,7 @@ impl FileCache {
     /// running process appends to are left as they are.
     pub fn prune(&mut self, before: Option<u64>, max_bytes: Option<u64>) -> Result<Pruned, CacheError> {
         // This process's own pack is finished with: later stores start a new one.
+        self.flush()?;
         drop(self.writer.take());
         self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         let mut report = Pruned::default();
@@ -357,6 +380,7 @@ impl FileCache {
             open: std::sync::Mutex::default(),
         };
         fresh.put(&entries)?;
+        fresh.flush()?;
         drop(fresh.writer.take());
         for idx in &free {
             let _ = fs::remove_file(idx);
@@ -366,6 +390,16 @@ impl FileCache {
         *self = FileCache::open(&self.dir)?;
         report.bytes = self.bytes();
         Ok(report)
+    }
+}
+
+impl Drop for FileCache {
+    /// Writes what this process still holds; a cache that cannot be written loses those entries,
+    /// which later runs then compute again.
+    fn drop(&mut self) {
+        if let Err(error) = self.flush() {
+            tracing::warn!(%error, "cannot store outputs in the task cache");
+        }
     }
 }
 
