@@ -415,3 +415,14 @@ async fn an_unreachable_database_is_an_error_that_hides_the_password() {
     let error = Database::connect("postgres://runner:s3cret@127.0.0.1:1/test?port=x").await.expect_err("a bad URL");
     assert!(!error.to_string().contains("s3cret"), "{error}");
 }
+
+#[tokio::test]
+async fn a_parameter_of_the_wrong_type_is_an_error_at_once_not_a_lost_connection() {
+    let Some(schema) = TestDatabase::new("wrong_type") else { return };
+    let db = connect(&schema).await;
+    // Were it taken for a lost connection, the statement would be tried again for an hour.
+    db.set_reconnect_window(Duration::from_secs(3600));
+    let error = db.query("count", "SELECT $1::numeric", &[&1_i64]).await.expect_err("i64 is not numeric").to_string();
+    assert!(error.contains("error serializing parameter 0"), "{error}");
+    assert!(!error.contains("connection was lost"), "{error}");
+}

@@ -196,10 +196,6 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     }
     let strategy = args.strategy.map_or(plan.control.strategy, Strategy::from);
     let reuse = Reuse { all: args.reuse.is_some(), run: args.reuse.clone().filter(|run| !run.is_empty()) };
-    if reuse.all && !matches!(runs, Runs::Home) {
-        eprintln!("error: --reuse: runs in PostgreSQL do not use the task cache yet; it is kept under RUNNER_HOME");
-        return Ok(EXIT_USAGE);
-    }
     let source = absolute(&args.plan);
     let workdir = source.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let cache = crate::cache::open_for(runs);
@@ -211,9 +207,9 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         say(&schedule(plan, graph, strategy));
         say(&review(&loaded, &critique, color, &args.plan));
         if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
-            let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
+            let cache = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
             let (plan, graph) = (Arc::new(plan.clone()), Arc::new(graph.clone()));
-            say(&crate::cache::review(&plan, &engine::cache::resolve(&plan, &graph, &vars, &workdir, &*files, &reuse)));
+            say(&crate::cache::review(&plan, &engine::cache::resolve(&plan, &graph, &vars, &workdir, &*cache, &reuse)));
         }
         for line in &unset {
             eprintln!("warning: {line}; `apply` refuses to start until it is set");
@@ -236,8 +232,8 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let (plan, graph) = (Arc::new(plan), Arc::new(graph));
     let mut recalled = Vec::new();
     if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
-        let files = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
-        let resolution = engine::cache::resolve(&plan, &graph, &vars, &workdir, &*files, &reuse);
+        let cache = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
+        let resolution = engine::cache::resolve(&plan, &graph, &vars, &workdir, &*cache, &reuse);
         say(&crate::cache::review(&plan, &resolution));
         recalled = resolution.recalled(&plan);
     }

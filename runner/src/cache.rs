@@ -1,11 +1,12 @@
-//! The task cache from the command line: opening the one under the runner home, the list of
-//! what a run will reuse that `apply --reuse` shows before it runs, and `runner cache`.
+//! The task cache from the command line: opening the one of the store in use (files under the
+//! runner home, or the database's table), the list of what a run will reuse that
+//! `apply --reuse` shows before it runs, and `runner cache`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
-use engine::cache::{FileCache, Key, Resolution, Verdict};
+use engine::cache::{FileCache, Key, Resolution, TableCache, TaskCache, Verdict};
 use manifest::Plan;
 
 use crate::live::say;
@@ -35,15 +36,20 @@ fn max_bytes() -> u64 {
 
 /// After a run: writes the outputs it stored, then removes the oldest while the cache holds more
 /// than its cap.
-pub fn keep_under_cap(cache: &Mutex<FileCache>) {
+pub fn keep_under_cap(cache: &Mutex<TaskCache>) {
     let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Err(error) = cache.flush() {
         eprintln!("warning: the outputs of this run were not stored in the task cache: {error}");
         return;
     }
     let cap = max_bytes();
-    if cache.bytes() <= cap {
-        return;
+    match cache.bytes() {
+        Ok(bytes) if bytes <= cap => return,
+        Ok(_) => {}
+        Err(error) => {
+            eprintln!("warning: the task cache's size cannot be measured: {error}");
+            return;
+        }
     }
     match cache.prune(None, Some(cap)) {
         Ok(pruned) => eprintln!(
@@ -54,19 +60,32 @@ pub fn keep_under_cap(cache: &Mutex<FileCache>) {
     }
 }
 
-/// The cache's folder: `$RUNNER_HOME/cache`.
+/// The cache's folder for runs under the runner home: `$RUNNER_HOME/cache`.
 pub fn dir() -> PathBuf {
     crate::home::home().join("cache")
 }
 
-/// The cache runs of this store use: the one under the runner home for the JSONL store, none for
-/// PostgreSQL (whose runs do not use the cache yet). A cache that cannot be opened is reported
-/// and left out: runs work without it.
-pub fn open_for(runs: &Runs) -> Option<Arc<Mutex<FileCache>>> {
-    if !matches!(runs, Runs::Home) {
-        return None;
+/// The task cache of the runs of this store: the files under the runner home, or the database's
+/// `runner_cache` table.
+fn open(runs: &Runs) -> Result<TaskCache, engine::cache::CacheError> {
+    Ok(match runs {
+        Runs::Home => TaskCache::Files(Box::new(FileCache::open(&dir())?)),
+        Runs::Postgres(pg) => TaskCache::Table(TableCache::new(pg.db().clone())),
+    })
+}
+
+/// Where the cache of this store is, for messages.
+fn place(runs: &Runs) -> String {
+    match runs {
+        Runs::Home => dir().display().to_string(),
+        Runs::Postgres(_) => format!("the runner_cache table of {}", runs.place()),
     }
-    match FileCache::open(&dir()) {
+}
+
+/// The task cache runs of this store use. A cache that cannot be opened is reported and left
+/// out: runs work without it.
+pub fn open_for(runs: &Runs) -> Option<Arc<Mutex<TaskCache>>> {
+    match open(runs) {
         Ok(cache) => {
             for problem in cache.problems() {
                 eprintln!("warning: task cache: {problem}; that entry is ignored");
@@ -153,20 +172,16 @@ pub enum CacheCommand {
 
 /// Runs a `runner cache` subcommand.
 pub fn run(runs: &Runs, command: &CacheCommand) -> anyhow::Result<u8> {
-    if !matches!(runs, Runs::Home) {
-        eprintln!("error: the task cache is kept under RUNNER_HOME; runs in PostgreSQL do not use it yet");
-        return Ok(crate::exit::EXIT_USAGE);
-    }
-    let mut cache = FileCache::open(&dir())?;
+    let mut cache = open(runs)?;
     for problem in cache.problems() {
         eprintln!("warning: {problem}");
     }
     match command {
         CacheCommand::List => {
-            let listed = cache.list();
-            for item in &listed {
-                match cache.get(&item.key) {
-                    Ok(Some(entry)) => say(&format!(
+            let listed = cache.list()?;
+            for (item, entry) in &listed {
+                match entry {
+                    Ok(entry) => say(&format!(
                         "{}  {}  {}  run {}  {} bytes  {}",
                         item.key,
                         entry.task,
@@ -175,18 +190,17 @@ pub fn run(runs: &Runs, command: &CacheCommand) -> anyhow::Result<u8> {
                         item.bytes,
                         engine::clock::format_millis(i64::try_from(item.stored_at).unwrap_or(i64::MAX / 1000) * 1000)
                     )),
-                    Ok(None) => {}
                     Err(error) => eprintln!("warning: {error}"),
                 }
             }
-            eprintln!("{} stored outputs, {} bytes in {}", listed.len(), cache.bytes(), dir().display());
+            eprintln!("{} stored outputs, {} bytes in {}", listed.len(), cache.bytes()?, place(runs));
             Ok(0)
         }
         CacheCommand::Show { key } => {
             let matching: Vec<Key> = cache
-                .list()
+                .list()?
                 .into_iter()
-                .map(|item| item.key)
+                .map(|(item, _)| item.key)
                 .filter(|k| k.to_string().starts_with(key.as_str()))
                 .collect();
             let [found] = matching.as_slice() else {
@@ -196,7 +210,7 @@ pub fn run(runs: &Runs, command: &CacheCommand) -> anyhow::Result<u8> {
                 );
                 return Ok(crate::exit::EXIT_USAGE);
             };
-            match cache.get(found)? {
+            match cache.get(found, None)? {
                 Some(entry) => {
                     say(&serde_json::to_string_pretty(&entry)?);
                     Ok(0)

@@ -50,7 +50,7 @@ pub struct Session {
     /// The commands of a planner still writing the run's plan (`runner do`).
     pub feed: Option<tokio::sync::mpsc::UnboundedReceiver<Command>>,
     /// The task cache, when the caller opened it already (else it is opened here).
-    pub cache: Option<Arc<Mutex<engine::cache::FileCache>>>,
+    pub cache: Option<Arc<Mutex<engine::cache::TaskCache>>>,
 }
 
 impl Session {

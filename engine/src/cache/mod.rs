@@ -1,20 +1,25 @@
 //! The task cache: outputs of successful, verified attempts stored under a key that hashes
 //! everything that decides a task's result (`key.rs`), so a later run can take an output instead
-//! of running the task again. `files.rs` keeps entries (`entry.rs`) on one machine; `policy.rs`
-//! says which tasks' outputs are stored and used; `resolve.rs` decides, before a run, which
-//! tasks will be reused and why the others run.
+//! of running the task again. `files.rs` keeps entries (`entry.rs`) on one machine, `table.rs` in
+//! PostgreSQL for every process that uses it, and `task_cache.rs` is either; `policy.rs` says
+//! which tasks' outputs are stored and used; `resolve.rs` decides, before a run, which tasks will
+//! be reused and why the others run.
 
 mod entry;
 mod files;
 pub mod key;
 mod policy;
 mod resolve;
+mod table;
+mod task_cache;
 
 pub use entry::Entry;
 pub use files::{FileCache, Listed, Pruned, now};
 pub use key::{Key, Keyer, Parts};
 pub use policy::{setting, storable};
-pub use resolve::{Lookup, Resolution, Reuse, Verdict, resolve};
+pub use resolve::{Found, Lookup, Resolution, Reuse, Stored, Verdict, resolve};
+pub use table::TableCache;
+pub use task_cache::{Listing, TaskCache};
 
 use std::path::Path;
 

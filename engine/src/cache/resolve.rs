@@ -9,7 +9,7 @@ use manifest::plan::{TaskKind, Vars};
 use manifest::{Plan, TaskGraph};
 
 use super::key::{changed, describe};
-use super::{CacheError, Entry, FileCache, Key, Keyer, setting};
+use super::{CacheError, Entry, Key, Keyer, Parts, setting};
 use crate::Handler as _;
 use crate::event::{Event, Origin};
 use crate::{Command, Recalled, RunState, Start};
@@ -69,34 +69,30 @@ impl Resolution {
     }
 }
 
-/// Where [`resolve`] finds stored outputs: the task cache on disk, or the outputs a plan test
-/// declares.
-pub trait Lookup {
-    /// The entry stored for task `task` under `key` (by run `run` only, when given).
-    fn find(&self, task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError>;
-
-    /// Whether any entry is stored under `key`, whatever run stored it.
-    fn holds(&self, key: &Key) -> bool;
-
-    /// The newest entry stored for task `task` of plan `plan`, to say what changed since.
-    fn latest(&self, plan: &str, task: &str) -> Option<Entry>;
+/// What a cache holds under one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// The entry: the newest, or the one of the run asked for.
+    Entry(Box<Entry>),
+    /// Entries of other runs than the one asked for.
+    OtherRuns,
+    /// Nothing.
+    Nothing,
 }
 
-impl Lookup for FileCache {
-    fn find(&self, _task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError> {
-        match run {
-            Some(run) => self.get_from(key, run),
-            None => self.get(key),
-        }
-    }
+/// What [`Lookup::find`] says of one key.
+pub type Found = Result<Stored, CacheError>;
 
-    fn holds(&self, key: &Key) -> bool {
-        self.contains(key)
-    }
+/// Where [`resolve`] finds stored outputs: the task cache (files or a table), or the outputs a
+/// plan test declares. It is asked a phase of the plan at a time.
+pub trait Lookup {
+    /// For each `(task, key)` of `wanted`, what is stored under the key (only run `run`'s entry
+    /// counts, when given); a damaged entry is an error of its own. An error of the whole call
+    /// means the cache cannot be read.
+    fn find(&self, wanted: &[(&str, Key)], run: Option<&str>) -> Result<Vec<Found>, CacheError>;
 
-    fn latest(&self, plan: &str, task: &str) -> Option<Entry> {
-        FileCache::latest(self, plan, task)
-    }
+    /// The newest entry stored for each of `tasks` of plan `plan`, to say what changed since.
+    fn latest(&self, plan: &str, tasks: &[&str]) -> Vec<Option<Entry>>;
 }
 
 /// Decides, for each task of `plan`, whether the cache gives its output, rendering inputs
@@ -122,34 +118,62 @@ pub fn resolve(
     let mut resolution =
         Resolution { verdicts: vec![Verdict::Runs(String::new()); plan.tasks.len()], problems: Vec::new() };
     let now = super::now();
-    for &i in graph.topo_order() {
-        let verdict = match runs_anyway(plan, graph, &resolution.verdicts, i, reuse) {
-            Some(why) => Verdict::Runs(why),
-            None => match state.render_input(i) {
-                Err(error) => Verdict::Runs(format!("its input cannot be rendered yet: {error}")),
-                Ok(input) => {
-                    let parts = keyer.parts(i, &input);
-                    let key = parts.key();
-                    match cache.find(&plan.tasks[i].id.value, &key, reuse.run.as_deref()) {
-                        Err(error) => {
-                            resolution.problems.push(error);
-                            Verdict::Runs("its stored output is damaged".to_owned())
-                        }
-                        Ok(Some(entry)) => usable(plan, i, entry, now),
-                        Ok(None) if reuse.run.is_some() && cache.holds(&key) => Verdict::Runs(format!(
-                            "run `{}` stored no output for its key",
-                            reuse.run.as_deref().unwrap_or_default()
-                        )),
-                        Ok(None) => Verdict::Runs(why_new(cache, &plan.name, &plan.tasks[i].id.value, &parts.short())),
+    // A phase at a time: a task's dependencies are all in earlier phases, so every input of a
+    // phase can be rendered before the cache is asked about the whole phase at once.
+    for phase in graph.phases() {
+        let mut asked: Vec<(usize, Parts)> = Vec::new();
+        for &i in phase {
+            match runs_anyway(plan, graph, &resolution.verdicts, i, reuse) {
+                Some(why) => resolution.verdicts[i] = Verdict::Runs(why),
+                None => match state.render_input(i) {
+                    Err(error) => {
+                        resolution.verdicts[i] = Verdict::Runs(format!("its input cannot be rendered yet: {error}"));
                     }
-                }
-            },
-        };
-        if let Verdict::Reused(entry) = &verdict {
-            let task = plan.tasks[i].id.value.to_string();
-            state.apply(&Event::TaskReused { task, output: entry.output.clone(), from: None });
+                    Ok(input) => asked.push((i, keyer.parts(i, &input))),
+                },
+            }
         }
-        resolution.verdicts[i] = verdict;
+        if asked.is_empty() {
+            continue;
+        }
+        let wanted: Vec<(&str, Key)> =
+            asked.iter().map(|(i, parts)| (plan.tasks[*i].id.value.as_str(), parts.key())).collect();
+        let found = match cache.find(&wanted, reuse.run.as_deref()) {
+            Ok(found) => found,
+            Err(error) => {
+                resolution.problems.push(error);
+                for (i, _) in &asked {
+                    resolution.verdicts[*i] = Verdict::Runs("the cache cannot be read".to_owned());
+                }
+                continue;
+            }
+        };
+        let mut missing = Vec::new();
+        for ((i, parts), found) in asked.iter().zip(found) {
+            resolution.verdicts[*i] = match found {
+                Err(error) => {
+                    resolution.problems.push(error);
+                    Verdict::Runs("its stored output is damaged".to_owned())
+                }
+                Ok(Stored::Entry(entry)) => usable(plan, *i, *entry, now),
+                Ok(Stored::OtherRuns) => Verdict::Runs(format!(
+                    "run `{}` stored no output for its key",
+                    reuse.run.as_deref().unwrap_or_default()
+                )),
+                Ok(Stored::Nothing) => {
+                    missing.push((*i, parts));
+                    continue;
+                }
+            };
+            if let Verdict::Reused(entry) = &resolution.verdicts[*i] {
+                let task = plan.tasks[*i].id.value.to_string();
+                state.apply(&Event::TaskReused { task, output: entry.output.clone(), from: None });
+            }
+        }
+        let tasks: Vec<&str> = missing.iter().map(|(i, _)| plan.tasks[*i].id.value.as_str()).collect();
+        for ((i, parts), before) in missing.iter().zip(cache.latest(&plan.name, &tasks)) {
+            resolution.verdicts[*i] = Verdict::Runs(why_new(before, &parts.short()));
+        }
     }
     resolution
 }
@@ -190,9 +214,10 @@ fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
     Verdict::Reused(entry)
 }
 
-/// Why a task whose key has no entry runs: what changed since the output stored for it last.
-fn why_new(cache: &dyn Lookup, plan: &str, task: &str, now: &str) -> String {
-    let Some(before) = cache.latest(plan, task) else { return "no output is stored for it".to_owned() };
+/// Why a task whose key has no entry runs: what changed since `before`, the output stored for it
+/// last, if any.
+fn why_new(before: Option<Entry>, now: &str) -> String {
+    let Some(before) = before else { return "no output is stored for it".to_owned() };
     let parts: Vec<&str> = changed(&before.parts, now).into_iter().map(describe).collect();
     match parts.as_slice() {
         [] => format!("no output is stored for its key (run `{}` stored another)", before.run),

@@ -5,20 +5,20 @@
 use std::sync::{Arc, Mutex};
 
 use super::Driver;
-use crate::cache::{Entry, FileCache, Keyer, storable};
+use crate::cache::{Entry, Keyer, TaskCache, storable};
 use crate::event::{Event, Record};
 use crate::store::EventStore;
 
 /// The cache a driver stores outputs in, and the keyer of the plan it last keyed.
 pub(super) struct Caching {
-    files: Arc<Mutex<FileCache>>,
+    cache: Arc<Mutex<TaskCache>>,
     keyer: Option<Keyer>,
 }
 
 impl<S: EventStore> Driver<S> {
     /// Stores the outputs of successful attempts in `cache`.
-    pub fn store_outputs_in(mut self, cache: Arc<Mutex<FileCache>>) -> Self {
-        self.caching = Some(Caching { files: cache, keyer: None });
+    pub fn store_outputs_in(mut self, cache: Arc<Mutex<TaskCache>>) -> Self {
+        self.caching = Some(Caching { cache, keyer: None });
         self
     }
 
@@ -65,8 +65,8 @@ impl<S: EventStore> Driver<S> {
         if entries.is_empty() {
             return;
         }
-        let stored = match caching.files.lock() {
-            Ok(mut files) => files.put(entries),
+        let stored = match caching.cache.lock() {
+            Ok(mut cache) => cache.put(entries),
             Err(poisoned) => poisoned.into_inner().put(entries),
         };
         if let Err(error) = stored {

@@ -1,7 +1,7 @@
 //! The task cache of a plan test: the outputs its `cache` declares, found by task, so that
 //! `runner test` decides what a run reuses with the same code as `runner apply`.
 
-use engine::cache::{CacheError, Entry, Key, Lookup};
+use engine::cache::{CacheError, Entry, Found, Key, Lookup, Stored};
 use manifest::plan_test::PlanTest;
 
 /// The outputs a scenario says the cache holds, by task id.
@@ -18,11 +18,24 @@ impl<'t> Declared<'t> {
 }
 
 impl Lookup for Declared<'_> {
-    fn find(&self, task: &str, key: &Key, run: Option<&str>) -> Result<Option<Entry>, CacheError> {
+    fn find(&self, wanted: &[(&str, Key)], run: Option<&str>) -> Result<Vec<Found>, CacheError> {
+        Ok(wanted.iter().map(|(task, key)| Ok(self.stored(task, key, run))).collect())
+    }
+
+    fn latest(&self, _plan: &str, tasks: &[&str]) -> Vec<Option<Entry>> {
+        vec![None; tasks.len()]
+    }
+}
+
+impl Declared<'_> {
+    /// The output declared for `task`, as an entry under `key` (none for another run than the
+    /// test's).
+    fn stored(&self, task: &str, key: &Key, run: Option<&str>) -> Stored {
         if run.is_some_and(|run| run != STORED_BY) {
-            return Ok(None);
+            return Stored::Nothing;
         }
-        Ok(self.0.iter().find(|(name, _)| name.value == task).map(|(_, output)| Entry {
+        let Some((_, output)) = self.0.iter().find(|(name, _)| name.value == task) else { return Stored::Nothing };
+        Stored::Entry(Box::new(Entry {
             key: key.to_string(),
             plan: String::new(),
             task: task.to_owned(),
@@ -35,13 +48,5 @@ impl Lookup for Declared<'_> {
             parts: String::new(),
             sum: Entry::sum_of(output),
         }))
-    }
-
-    fn holds(&self, _key: &Key) -> bool {
-        false
-    }
-
-    fn latest(&self, _plan: &str, _task: &str) -> Option<Entry> {
-        None
     }
 }

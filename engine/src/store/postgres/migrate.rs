@@ -10,6 +10,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_runs_and_events.sql")),
     (2, include_str!("migrations/0002_attempts.sql")),
     (3, include_str!("migrations/0003_request_starts.sql")),
+    (4, include_str!("migrations/0004_task_cache.sql")),
 ];
 
 /// Brings the current schema's tables up to date.

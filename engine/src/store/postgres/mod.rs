@@ -49,10 +49,14 @@ const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Dur
 
 /// Whether an error means the connection is gone (closed, or ended by the server), so the
 /// statement may succeed on a new one; the SQLSTATEs are class 08 (connection exception) and
-/// 57P01-57P03 (the server shutting down or ending the session).
+/// 57P01-57P03 (the server shutting down or ending the session). An error of the client's own
+/// (a parameter or column of the wrong type) is not: it has a cause that is not the network's.
 pub fn connection_lost(error: &tokio_postgres::Error) -> bool {
+    let network = || {
+        std::error::Error::source(error).is_none_or(|source| source.downcast_ref::<std::io::Error>().is_some())
+    };
     error.is_closed()
-        || error.as_db_error().is_none() && error.code().is_none()
+        || error.as_db_error().is_none() && error.code().is_none() && network()
         || error.code().is_some_and(|code| {
             let code = code.code();
             code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
