@@ -27,8 +27,8 @@ pub mod verify;
 pub use attempt::Job;
 pub use guarded::panic_message;
 pub use machine::{
-    Command, EngineError, Event, Handler, Origin, Outcome, PlanHash, Recalled, Record, RunStatus, Saved, Scope, Start,
-    TaskState, TaskStatus, Tokens, child, conversation, event, template,
+    Command, EngineError, Event, Handler, Origin, Outcome, PlanHash, Recall, Recalled, Record, Reuse, RunStatus, Saved,
+    Scope, Start, TaskState, TaskStatus, Tokens, child, conversation, event, template,
 };
 
 /// The run state machine as the engine runs it: the machine's [`machine::RunState`] counting

@@ -53,6 +53,7 @@ fn created(plan: Arc<manifest::Plan>) -> Event {
         trace: None,
         approved_tools: Vec::new(),
         growing: None,
+        cache_reuse: Default::default(),
     }))
 }
 

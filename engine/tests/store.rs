@@ -76,6 +76,7 @@ async fn records_round_trip() {
                 trace: None,
                 approved_tools: Vec::new(),
                 growing: None,
+                cache_reuse: Default::default(),
             })),
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),

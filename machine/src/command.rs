@@ -35,6 +35,9 @@ pub struct Start {
     /// Outputs the task cache holds for tasks whose key is known before the run, in plan order;
     /// those tasks do not run.
     pub recalled: Vec<Recalled>,
+    /// How the run reuses stored outputs beyond the tasks' `cache` (`--reuse`), recorded so a
+    /// resumed run looks up the same way.
+    pub cache_reuse: crate::Reuse,
     /// The plan's graph, when the caller has it (the loader builds one); saves building it again.
     pub graph: Option<Arc<TaskGraph>>,
     /// Set when a planner is still writing the plan: the run waits for its tasks.
@@ -54,6 +57,7 @@ impl PartialEq for Start {
             && self.approved_tools == other.approved_tools
             && self.reuse == other.reuse
             && self.recalled == other.recalled
+            && self.cache_reuse == other.cache_reuse
             && self.growing == other.growing
     }
 }

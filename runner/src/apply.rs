@@ -251,6 +251,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         trace,
         approved_tools: args.approve_tools.clone(),
         recalled,
+        cache_reuse: reuse,
         ..Start::default()
     };
     if args.detach {

@@ -72,6 +72,8 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         parent: None,
         reuse,
         recalled: Vec::new(),
+        // It looks tasks up in the task cache as the old run did.
+        cache_reuse: state.cache_reuse.clone(),
         graph: None,
         trace,
         approved_tools: created.approved_tools.clone(),

@@ -89,14 +89,19 @@ fn an_edited_plan_reapplied_with_reuse_asks_the_model_only_for_what_changed() {
         |env: &Env, out: &llm_support::Out| runner(env, &["output", &run_id(&out.stdout), "write_brief"]).stdout;
     assert_eq!(output(&env, &second), output(&fresh_env, &fresh));
 
-    // A change upstream reaches what depends on it, and nothing else.
+    // A change upstream reaches what depends on it, and nothing else; and where an answer comes
+    // out the same, what reads it is reused after all.
     let before = server.requests().len();
     env.write("plan.yaml", &research(&server.base_url(), "BRIEF half a page:").replace("PEOPLE at", "PEOPLE who run"));
     let third = runner(&env, &["apply", "plan.yaml", "--yes", "--reuse"]);
     assert_eq!(third.code, Some(0), "{third}");
-    let roles: Vec<String> = server.requests().into_iter().skip(before).map(|r| role(&r.body)).collect();
-    assert_eq!(roles, ["ROLE people", "ROLE synth", "ROLE writer"], "{third}");
     assert!(third.stdout.contains("run    synthesize: it depends on `search_people`, which runs"), "{third}");
+    assert!(third.stdout.contains("run    write_brief: it depends on `synthesize`, which runs"), "{third}");
+    // The synthesiser answers from the first 60 characters of its input, which the change does
+    // not reach: its answer is the one stored, so the writer's key matches when it is ready.
+    let roles: Vec<String> = server.requests().into_iter().skip(before).map(|r| role(&r.body)).collect();
+    assert_eq!(roles, ["ROLE people", "ROLE synth"], "{third}");
+    assert!(third.stdout.contains("reused:   3 task outputs from the cache"), "{third}");
 }
 
 /// A plan of `n` mock tasks in a chain, each echoing its input and the one before's output.
@@ -258,4 +263,50 @@ fn a_cache_over_its_cap_loses_its_oldest_outputs_after_a_run() {
         .map(|f| f.metadata().map_or(0, |m| m.len()))
         .sum();
     assert!(bytes <= 4096, "the packs hold {bytes} bytes");
+}
+
+#[test]
+fn a_task_whose_dependency_ran_again_with_the_same_output_is_reused_when_it_becomes_ready() {
+    let env = Env::new();
+    // `first` answers the same whatever its input; `t1` and `t2` echo theirs.
+    let plan = |version: &str| {
+        format!(
+            "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: cutoff}}\nspec:\n  agent_definitions:\n    \
+             fixed: {{runtime: mock, default: same}}\n    echo: {{runtime: mock}}\n  workflow:\n    \
+             - {{id: t0, agent: fixed, input: \"{version}\"}}\n    \
+             - {{id: t1, agent: echo, input: \"after {{{{ tasks.t0.output }}}}\", depends_on: [t0]}}\n    \
+             - {{id: t2, agent: echo, input: \"then {{{{ tasks.t1.output }}}}\", depends_on: [t1]}}\n"
+        )
+    };
+    env.write("plan.yaml", &plan("v1"));
+    let first = runner(&env, &["apply", "plan.yaml", "--yes"]);
+    assert_eq!(first.code, Some(0), "{first}");
+    let first_run = run_id(&first.stdout);
+
+    env.write("plan.yaml", &plan("v2"));
+    let second = runner(&env, &["apply", "plan.yaml", "--yes", "--reuse"]);
+    assert_eq!(second.code, Some(0), "{second}");
+    // Before the run nothing below t0 can be known...
+    assert!(second.stdout.contains("Reuse: 0 of 3 tasks"), "{second}");
+    assert!(second.stdout.contains("run    t1: it depends on `t0`, which runs"), "{second}");
+    // ...but t0's output came out the same, so t1 and t2 are found as they become ready.
+    let run = run_id(&second.stdout);
+    let records = env.records(&run);
+    assert_eq!(records[0]["cache_reuse"]["all"], true, "the run records how it reuses: {:#}", records[0]);
+    let dispatched: Vec<&str> =
+        records.iter().filter(|r| r["type"] == "TaskDispatched").filter_map(|r| r["task"].as_str()).collect();
+    assert_eq!(dispatched, ["t0"], "only t0 ran");
+    for task in ["t1", "t2"] {
+        let reused = records.iter().find(|r| r["type"] == "TaskReused" && r["task"] == task);
+        let reused = reused.unwrap_or_else(|| panic!("{task} is reused: {records:#?}"));
+        assert_eq!(reused["from"]["run"], first_run.as_str(), "{reused:#}");
+    }
+    assert!(second.stdout.contains("reused:   2 task outputs from the cache"), "{second}");
+    assert_eq!(runner(&env, &["output", &run, "t2"]).stdout.trim(), "then after same");
+
+    // Without --reuse and without `cache`, nothing is looked up: every task runs.
+    let plain = runner(&env, &["apply", "plan.yaml", "--yes"]);
+    let records = env.records(&run_id(&plain.stdout));
+    assert_eq!(records.iter().filter(|r| r["type"] == "TaskDispatched").count(), 3);
+    assert!(records[0].get("cache_reuse").is_none(), "a run without --reuse records none: {:#}", records[0]);
 }

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Key;
-use crate::event::Tokens;
+use crate::Recalled;
+use crate::event::{Origin, Tokens};
 
 /// A stored output and its provenance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,13 @@ impl Entry {
     /// The digest an output is stored with.
     pub fn sum_of(output: &str) -> String {
         super::key::hex(&Sha256::digest(output.as_bytes())[..8])
+    }
+
+    /// The entry as the output a run takes for task `task` (whose key it matches, whatever
+    /// task stored it), naming where it came from.
+    pub fn recalled(self, task: &str) -> Recalled {
+        let from = Origin { run: self.run, attempt: self.attempt, key: self.key, tokens: self.tokens };
+        Recalled { task: task.to_owned(), output: self.output, from }
     }
 
     /// Why the entry cannot be trusted as the output stored under `key`, if it cannot.

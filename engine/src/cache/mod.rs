@@ -3,21 +3,24 @@
 //! of running the task again. `files.rs` keeps entries (`entry.rs`) on one machine, `table.rs` in
 //! PostgreSQL for every process that uses it, and `task_cache.rs` is either; `policy.rs` says
 //! which tasks' outputs are stored and used; `resolve.rs` decides, before a run, which tasks will
-//! be reused and why the others run.
+//! be reused and why the others run, and `recall.rs` looks the others up as they are dispatched.
 
 mod entry;
 mod files;
 pub mod key;
 mod policy;
+mod recall;
 mod resolve;
 mod table;
 mod task_cache;
 
+pub use crate::Reuse;
 pub use entry::Entry;
 pub use files::{FileCache, Listed, Pruned, now};
 pub use key::{Key, Keyer, Parts};
-pub use policy::{setting, storable};
-pub use resolve::{Found, Lookup, Resolution, Reuse, Stored, Verdict, resolve};
+pub use policy::{never_reused, setting, storable};
+pub use recall::CacheRecall;
+pub use resolve::{Found, Lookup, Resolution, Stored, Verdict, resolve};
 pub use table::TableCache;
 pub use task_cache::{Listing, TaskCache};
 

@@ -1,6 +1,8 @@
-//! Which tasks' outputs are stored, and which tasks use stored outputs without `--reuse`.
+//! Which tasks' outputs are stored, and which tasks may take a stored output.
 
 use manifest::plan::{Cache, Plan, Runtime, TaskKind};
+
+use crate::Reuse;
 
 /// Task `i`'s `cache` setting: its own, else its agent's.
 pub fn setting(plan: &Plan, i: usize) -> Option<&Cache> {
@@ -27,4 +29,30 @@ pub fn storable(plan: &Plan, i: usize) -> bool {
         plan.tools.get(name.value.as_str()).is_some_and(|tool| tool.destructive || tool.approval.asks(tool.destructive))
     });
     !risky || setting(plan, i).is_some_and(|cache| cache.destructive)
+}
+
+/// Why task `i` runs whatever the cache holds, if it does (its dependencies aside): a person
+/// decides it, it is a sub-plan or decided when it runs, its `cache` is off without `--reuse`,
+/// its output is never stored, or it reads the run's context summary.
+pub fn never_reused(plan: &Plan, i: usize, reuse: &Reuse) -> Option<&'static str> {
+    let task = &plan.tasks[i];
+    match task.kind {
+        TaskKind::HumanReview => return Some("a person decides it"),
+        TaskKind::Plan => return Some("it runs a sub-plan"),
+        TaskKind::Expand => return Some("its plan is written when it runs"),
+        TaskKind::Task | TaskKind::SynthesisGate => {}
+    }
+    if task.is_dynamic() {
+        return Some("its condition or items are decided when it runs");
+    }
+    if !reuse.all && !setting(plan, i).is_some_and(|cache| cache.enabled) {
+        return Some("its `cache` is off (`--reuse` reuses it anyway)");
+    }
+    if !storable(plan, i) {
+        return Some("its output is never stored (a destructive tool, or no agent)");
+    }
+    if task.reads_context_summary() {
+        return Some("it reads the run's context summary");
+    }
+    None
 }

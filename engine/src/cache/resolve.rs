@@ -5,23 +5,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use manifest::plan::{TaskKind, Vars};
+use manifest::plan::Vars;
 use manifest::{Plan, TaskGraph};
 
 use super::key::{changed, describe};
-use super::{CacheError, Entry, Key, Keyer, Parts, setting};
+use super::{CacheError, Entry, Key, Keyer, Parts, never_reused, setting};
 use crate::Handler as _;
-use crate::event::{Event, Origin};
-use crate::{Command, Recalled, RunState, Start};
-
-/// How a run uses stored outputs beyond what each task's `cache` says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reuse {
-    /// `--reuse`: every task whose key matches a stored success is reused, whatever its `cache`.
-    pub all: bool,
-    /// `--reuse RUN`: only outputs that run stored are used.
-    pub run: Option<String>,
-}
+use crate::event::Event;
+use crate::{Command, Recalled, Reuse, RunState, Start};
 
 /// What becomes of one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,16 +44,7 @@ impl Resolution {
             .iter()
             .zip(&self.verdicts)
             .filter_map(|(task, verdict)| match verdict {
-                Verdict::Reused(entry) => Some(Recalled {
-                    task: task.id.value.to_string(),
-                    output: entry.output.clone(),
-                    from: Origin {
-                        run: entry.run.clone(),
-                        attempt: entry.attempt,
-                        key: entry.key.clone(),
-                        tokens: entry.tokens,
-                    },
-                }),
+                Verdict::Reused(entry) => Some(entry.clone().recalled(&task.id.value)),
                 Verdict::Runs(_) => None,
             })
             .collect()
@@ -178,35 +160,18 @@ pub fn resolve(
     resolution
 }
 
-/// Why task `i` runs whatever the cache holds, if it does.
+/// Why task `i` runs whatever the cache holds, if it does: its own reasons, or a dependency that
+/// runs (whose output is not known before the run).
 fn runs_anyway(plan: &Plan, graph: &TaskGraph, verdicts: &[Verdict], i: usize, reuse: &Reuse) -> Option<String> {
-    let task = &plan.tasks[i];
-    match task.kind {
-        TaskKind::HumanReview => return Some("a person decides it".to_owned()),
-        TaskKind::Plan => return Some("it runs a sub-plan".to_owned()),
-        TaskKind::Expand => return Some("its plan is written when it runs".to_owned()),
-        TaskKind::Task | TaskKind::SynthesisGate => {}
+    if let Some(why) = never_reused(plan, i, reuse) {
+        return Some(why.to_owned());
     }
-    if task.is_dynamic() {
-        return Some("its condition or items are decided when it runs".to_owned());
-    }
-    if !reuse.all && !setting(plan, i).is_some_and(|cache| cache.enabled) {
-        return Some("its `cache` is off (`--reuse` reuses it anyway)".to_owned());
-    }
-    if !super::storable(plan, i) {
-        return Some("its output is never stored (a destructive tool, or no agent)".to_owned());
-    }
-    if let Some(parent) = graph.parents(i).find(|&p| !matches!(verdicts[p], Verdict::Reused(_))) {
-        return Some(format!("it depends on `{}`, which runs", plan.tasks[parent].id.value));
-    }
-    if task.reads_context_summary() {
-        return Some("it reads the run's context summary".to_owned());
-    }
-    None
+    let parent = graph.parents(i).find(|&p| !matches!(verdicts[p], Verdict::Reused(_)))?;
+    Some(format!("it depends on `{}`, which runs (looked up again once that is done)", plan.tasks[parent].id.value))
 }
 
 /// An entry found under task `i`'s key, unless it is too old for the task's `ttl`.
-fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
+pub(super) fn usable(plan: &Plan, i: usize, entry: Entry, now: u64) -> Verdict {
     let ttl = setting(plan, i).and_then(|cache| cache.ttl);
     if let Some(ttl) = ttl.filter(|ttl| entry.stored_at.saturating_add(ttl.as_millis() / 1000) < now) {
         return Verdict::Runs(format!("the output run `{}` stored is older than its ttl ({ttl})", entry.run));

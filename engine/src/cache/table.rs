@@ -73,8 +73,11 @@ impl TableCache {
         let mut found: HashMap<String, Found> = HashMap::with_capacity(rows.len());
         for row in rows {
             let (key, entry, wanted): (String, String, bool) = (row.get(0), row.get(1), row.get(2));
-            let stored =
-                if wanted { checked(&key, &entry).map(|entry| Stored::Entry(Box::new(entry))) } else { Ok(Stored::OtherRuns) };
+            let stored = if wanted {
+                checked(&key, &entry).map(|entry| Stored::Entry(Box::new(entry)))
+            } else {
+                Ok(Stored::OtherRuns)
+            };
             found.insert(key, stored);
         }
         Ok(keys.iter().map(|key| found.remove(&key.to_string()).unwrap_or(Ok(Stored::Nothing))).collect())
@@ -187,8 +190,9 @@ impl TableCache {
     /// The bytes of every entry.
     pub fn bytes(&self) -> Result<u64, CacheError> {
         let total = self.wait(move |db| async move {
-            let rows =
-                db.query("measure the task cache", "SELECT coalesce(sum(bytes), 0)::bigint FROM runner_cache", &[]).await?;
+            let rows = db
+                .query("measure the task cache", "SELECT coalesce(sum(bytes), 0)::bigint FROM runner_cache", &[])
+                .await?;
             Ok(rows.first().map_or(0, |row| row.get::<_, i64>(0)))
         })?;
         Ok(u64::try_from(total).unwrap_or(0))
@@ -203,7 +207,8 @@ impl TableCache {
         let (removed, kept, bytes) = self.wait(move |db| async move {
             let old = match before {
                 Some(before) => {
-                    db.execute("prune the task cache", "DELETE FROM runner_cache WHERE stored_at < $1", &[&before]).await?
+                    db.execute("prune the task cache", "DELETE FROM runner_cache WHERE stored_at < $1", &[&before])
+                        .await?
                 }
                 None => 0,
             };

@@ -1,6 +1,8 @@
 //! The task cache a process uses: the files under the runner home for runs kept there, the
 //! database's table for runs kept in PostgreSQL. Both answer the same calls.
 
+use std::sync::{Mutex, PoisonError};
+
 use super::resolve::{Found, Lookup, Stored};
 use super::{CacheError, Entry, FileCache, Key, Listed, Pruned, TableCache};
 
@@ -100,6 +102,16 @@ impl Lookup for TaskCache {
             // Only the reasons a task runs need these: a table that cannot say gives none.
             TaskCache::Table(table) => table.latest(plan, tasks).unwrap_or_else(|_| vec![None; tasks.len()]),
         }
+    }
+}
+
+impl Lookup for Mutex<TaskCache> {
+    fn find(&self, wanted: &[(&str, Key)], run: Option<&str>) -> Result<Vec<Found>, CacheError> {
+        self.lock().unwrap_or_else(PoisonError::into_inner).find(wanted, run)
+    }
+
+    fn latest(&self, plan: &str, tasks: &[&str]) -> Vec<Option<Entry>> {
+        self.lock().unwrap_or_else(PoisonError::into_inner).latest(plan, tasks)
     }
 }
 

@@ -1,11 +1,12 @@
 //! Storing what succeeded in the task cache: each durable success of a task whose output may be
-//! stored becomes an entry under its attempt's key. The cache is advisory: a failure to store is
-//! logged and the run goes on.
+//! stored becomes an entry under its attempt's key; and looking tasks up there as they become
+//! ready. The cache is advisory: a failure to store is logged and the run goes on.
 
 use std::sync::{Arc, Mutex};
 
 use super::Driver;
-use crate::cache::{Entry, Keyer, TaskCache, storable};
+use crate::Recall;
+use crate::cache::{CacheRecall, Entry, Keyer, TaskCache, storable};
 use crate::event::{Event, Record};
 use crate::store::EventStore;
 
@@ -16,9 +17,19 @@ pub(super) struct Caching {
 }
 
 impl<S: EventStore> Driver<S> {
-    /// Stores the outputs of successful attempts in `cache`.
+    /// Stores the outputs of successful attempts in `cache`, and looks each task up there
+    /// before its first attempt is dispatched (when its `cache`, or the run's `--reuse`, says
+    /// so).
     pub fn store_outputs_in(mut self, cache: Arc<Mutex<TaskCache>>) -> Self {
+        let recall = Arc::new(CacheRecall::new(Arc::clone(&cache), self.workdir.clone()));
         self.caching = Some(Caching { cache, keyer: None });
+        self.recall_from(recall)
+    }
+
+    /// Looks each task up in `recall` before its first attempt is dispatched (a plan test's
+    /// declared cache; a run's task cache goes through [`Driver::store_outputs_in`]).
+    pub fn recall_from(mut self, recall: Arc<dyn Recall>) -> Self {
+        self.state.recall_from(recall);
         self
     }
 

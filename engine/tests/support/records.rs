@@ -37,6 +37,7 @@ pub fn created() -> Record {
             trace: None,
             approved_tools: Vec::new(),
             growing: None,
+            cache_reuse: Default::default(),
         })),
     )
 }

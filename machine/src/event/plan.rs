@@ -42,6 +42,9 @@ pub struct RunCreated {
     /// `TaskPlanned` events until `PlanWritten`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growing: Option<Growing>,
+    /// How the run reuses stored outputs beyond the tasks' `cache` (`runner apply --reuse`).
+    #[serde(default, skip_serializing_if = "crate::Reuse::is_default")]
+    pub cache_reuse: crate::Reuse,
 }
 
 /// What a plan that grows while it runs was asked for, so that a resumed run can ask the

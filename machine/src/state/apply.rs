@@ -28,6 +28,7 @@ impl<C: TokenCounter> RunState<C> {
             Event::RunCreated(created) => {
                 self.approved_tools.clone_from(&created.approved_tools);
                 self.growing = created.growing.is_some();
+                self.cache_reuse.clone_from(&created.cache_reuse);
                 self.created(&created.plan, &created.vars, created.strategy);
             }
             Event::TaskReused { task, output, from } => {

@@ -95,6 +95,8 @@ pub struct RunState<C> {
     pub plan_error: Option<String>,
     /// The lists of the map tasks expanded so far, by map task id.
     pub maps: BTreeMap<String, Arc<[serde_json::Value]>>,
+    /// How the run reuses stored outputs beyond the tasks' `cache`.
+    pub cache_reuse: crate::Reuse,
     /// Outputs a retried run took over for items of maps not expanded yet, by item id.
     reused_items: BTreeMap<String, Arc<str>>,
     /// How the context summary is kept, if a task reads it.
@@ -119,6 +121,9 @@ pub struct RunState<C> {
     slice: usize,
     /// How many more tasks the current slice may start.
     slice_left: usize,
+    /// Where the scheduler looks for a stored output before a task's first attempt (see
+    /// [`RunState::recall_from`]); none unless a driver sets it.
+    recall: Option<crate::recall::Held>,
     /// Whether the scheduler stopped at the end of the slice with tasks it could have started.
     slice_full: bool,
     renderer: Renderer,
@@ -160,6 +165,7 @@ impl<C> PartialEq for RunState<C> {
             && self.growing == other.growing
             && self.plan_error == other.plan_error
             && self.maps == other.maps
+            && self.cache_reuse == other.cache_reuse
             && self.reused_items == other.reused_items
             && self.summary_pending == other.summary_pending
             && self.tally.running == other.tally.running
@@ -193,6 +199,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             growing: false,
             plan_error: None,
             maps: BTreeMap::new(),
+            cache_reuse: crate::Reuse::default(),
             reused_items: BTreeMap::new(),
             summary: SummaryMode::Unused,
             summary_pending: 0,
@@ -204,6 +211,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             slice: usize::MAX,
             slice_left: usize::MAX,
             slice_full: false,
+            recall: None,
             renderer: Renderer::default(),
             counter: C::default(),
         }
@@ -251,6 +259,13 @@ impl<C: TokenCounter> RunState<C> {
     pub fn limit_dispatches(&mut self, most: usize) {
         self.slice = most.max(1);
         self.slice_left = self.slice;
+    }
+
+    /// Asks `recall` for a stored output before each task's first attempt is dispatched: an
+    /// output it gives is recorded as `TaskReused` instead (no attempt, no tokens). Derived, like
+    /// the dispatch limit: a driver sets it on the state it folds or starts.
+    pub fn recall_from(&mut self, recall: Arc<dyn crate::Recall>) {
+        self.recall = Some(crate::recall::Held(recall));
     }
 
     /// Whether the current slice is full and tasks that could start were left queued.

@@ -140,6 +140,7 @@ impl<C: TokenCounter> RunState<C> {
             trace: start.trace,
             approved_tools: start.approved_tools,
             growing: start.growing,
+            cache_reuse: start.cache_reuse,
         }));
         self.emit(event, out);
         for (task, output) in start.reuse {

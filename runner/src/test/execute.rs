@@ -62,13 +62,13 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     let run_id = &scenario.test.name;
     let children = Arc::new(TestChildren::new(world.clone(), run_id, vars.clone(), scenario.test.overrides.clone()));
     let reuse = engine::cache::Reuse { all: scenario.test.reuse, run: None };
-    let recalled = if scenario.test.cached.is_empty() {
-        Vec::new()
-    } else {
-        let declared = super::cached::Declared::of(&scenario.test);
-        engine::cache::resolve(&scenario.plan, &scenario.graph, &vars, &scenario.workdir, &declared, &reuse)
-            .recalled(&scenario.plan)
-    };
+    // The declared cache is asked before the run and as tasks become ready, as `apply` asks
+    // the task cache.
+    let declared = Arc::new(super::cached::Declared::of(&scenario.test));
+    let recall = Arc::new(engine::cache::CacheRecall::new(Arc::clone(&declared), scenario.workdir.clone()));
+    let recalled =
+        engine::cache::resolve(&scenario.plan, &scenario.graph, &vars, &scenario.workdir, &*declared, &reuse)
+            .recalled(&scenario.plan);
     let start = Start {
         plan: Arc::clone(&scenario.plan),
         vars,
@@ -76,6 +76,7 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
         source: Some(scenario.source.display().to_string()),
         graph: Some(Arc::clone(&scenario.graph)),
         recalled,
+        cache_reuse: reuse,
         ..Start::default()
     };
     let given = Given::of(&scenario.test);
@@ -85,7 +86,8 @@ async fn drive(scenario: &Scenario) -> anyhow::Result<Ran> {
     while let Some(command) = commands.pop_front() {
         let driver = Driver::new(run_id.clone(), store.clone(), &store.records(), scenario.workdir.clone())
             .with_clock(world.clock)
-            .with_jitter_seed(world.seed);
+            .with_jitter_seed(world.seed)
+            .recall_from(recall.clone());
         let children: Arc<dyn engine::runtime::Children> = children.clone();
         state = scripts.install(driver, Some(children)).run(command, CancellationToken::new()).await?;
         // A decision can end the run (a rejected review whose failure is not skipped); then,

@@ -52,9 +52,8 @@ const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Dur
 /// 57P01-57P03 (the server shutting down or ending the session). An error of the client's own
 /// (a parameter or column of the wrong type) is not: it has a cause that is not the network's.
 pub fn connection_lost(error: &tokio_postgres::Error) -> bool {
-    let network = || {
-        std::error::Error::source(error).is_none_or(|source| source.downcast_ref::<std::io::Error>().is_some())
-    };
+    let network =
+        || std::error::Error::source(error).is_none_or(|source| source.downcast_ref::<std::io::Error>().is_some());
     error.is_closed()
         || error.as_db_error().is_none() && error.code().is_none() && network()
         || error.code().is_some_and(|code| {

@@ -160,6 +160,7 @@ impl<C: TokenCounter> RunState<C> {
         }
         let attempt = self.tasks[i].attempts + 1;
         match self.render_input(i) {
+            Ok(input) if attempt == 1 && self.recalled(i, &input, out) => {}
             Ok(input) => match self.over_budget(i, &input) {
                 Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
                 None => {
@@ -169,5 +170,14 @@ impl<C: TokenCounter> RunState<C> {
             },
             Err(error) => self.refuse(i, format!("cannot render the input: {error}"), out),
         }
+    }
+
+    /// Records task `i` as reused when the run's recall gives a stored output for `input`.
+    fn recalled(&mut self, i: usize, input: &str, out: &mut Vec<Event>) -> bool {
+        let Some(recall) = self.recall.clone() else { return false };
+        let Some(found) = recall.0.recall(&self.plan, i, input, &self.cache_reuse) else { return false };
+        let crate::Recalled { task, output, from } = found;
+        self.emit_for(i, Event::TaskReused { task, output, from: Some(Box::new(from)) }, out);
+        true
     }
 }
