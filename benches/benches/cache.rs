@@ -4,7 +4,8 @@
 //! against an empty cache (`miss`: nothing to reuse, every task is looked up and runs; in a chain
 //! only the first would be), and a chain against a cache that holds every task's output (`hit`:
 //! the whole plan is reused, each input rendered from the output before it), beside loading and
-//! validating the chain (`validate`). The table after the measurements gives each per task and as a ratio to
+//! validating the chain (`validate`); and `recall`, what a run with nothing stored adds to each
+//! dispatch: the scheduler asking the cache for the task's key once its input is rendered. The table after the measurements gives each per task and as a ratio to
 //! `validate`.
 //!
 //! Targets: a lookup with nothing to reuse under 2 us a task; resolving a fully reused plan well
@@ -16,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use engine::cache::{Entry, FileCache, Keyer, Reuse, TaskCache, resolve};
+use engine::Recall;
+use engine::cache::{CacheRecall, Entry, FileCache, Keyer, Reuse, TaskCache, resolve};
 use manifest::{Plan, TaskGraph};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
@@ -87,13 +89,17 @@ fn main() {
         let vars = chain.run_vars(std::iter::empty()).expect("the plan declares no vars");
         let (miss_dir, hit_dir) = (folder(&format!("miss-{tasks}")), folder(&format!("hit-{tasks}")));
         fill(&hit_dir, &chain);
-        let miss = TaskCache::Files(Box::new(FileCache::open(&miss_dir).expect("an empty cache opens")));
+        let miss = Arc::new(TaskCache::Files(Box::new(FileCache::open(&miss_dir).expect("an empty cache opens"))));
         let hit = TaskCache::Files(Box::new(FileCache::open(&hit_dir).expect("the filled cache opens")));
         let reuse = Reuse { all: true, run: None };
         let check = resolve(&chain, &graph, &vars, Path::new("."), &hit, &reuse);
         assert_eq!(check.reused(), tasks, "every task is reused from the filled cache");
-        let check = resolve(&flat, &flat_graph, &vars, Path::new("."), &miss, &reuse);
+        let check = resolve(&flat, &flat_graph, &vars, Path::new("."), &*miss, &reuse);
         assert_eq!(check.verdicts.len(), tasks, "every independent task is looked up");
+        let recall = CacheRecall::new(Arc::clone(&miss), PathBuf::from("."));
+        let inputs: Vec<String> = (0..tasks).map(|i| format!("x{i}")).collect();
+        let recall_all = || (0..tasks).filter(|&i| recall.recall(&flat, i, &inputs[i], &reuse).is_some()).count();
+        assert_eq!(recall_all(), 0, "nothing is stored");
         let mut group = criterion.benchmark_group("cache");
         group.throughput(Throughput::Elements(tasks as u64));
         group.sample_size(10).measurement_time(Duration::from_secs(if tasks >= 100_000 { 20 } else { 5 }));
@@ -104,13 +110,17 @@ fn main() {
         };
         let times = [
             once(&|| drop(load(&text))),
-            once(&|| drop(resolve(&flat, &flat_graph, &vars, Path::new("."), &miss, &reuse))),
+            once(&|| drop(resolve(&flat, &flat_graph, &vars, Path::new("."), &*miss, &reuse))),
             once(&|| drop(resolve(&chain, &graph, &vars, Path::new("."), &hit, &reuse))),
+            once(&|| {
+                recall_all();
+            }),
         ];
         group.bench_function(BenchmarkId::new("validate", tasks), |b| b.iter(|| load(&text)));
         group.bench_function(BenchmarkId::new("miss", tasks), |b| {
-            b.iter(|| resolve(&flat, &flat_graph, &vars, Path::new("."), &miss, &reuse))
+            b.iter(|| resolve(&flat, &flat_graph, &vars, Path::new("."), &*miss, &reuse))
         });
+        group.bench_function(BenchmarkId::new("recall", tasks), |b| b.iter(recall_all));
         group.bench_function(BenchmarkId::new("hit", tasks), |b| {
             b.iter(|| resolve(&chain, &graph, &vars, Path::new("."), &hit, &reuse))
         });
@@ -120,14 +130,18 @@ fn main() {
         let _ = std::fs::remove_dir_all(&hit_dir);
     }
     println!("\none run each, us a task:");
-    println!("{:>8} {:>10} {:>10} {:>10} {:>12} {:>12}", "tasks", "validate", "miss", "hit", "miss/valid", "hit/valid");
-    for (tasks, [validate, miss, hit]) in rows {
+    println!(
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "tasks", "validate", "miss", "hit", "recall", "miss/valid", "hit/valid"
+    );
+    for (tasks, [validate, miss, hit, recall]) in rows {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / tasks as f64;
         println!(
-            "{tasks:>8} {:>10.2} {:>10.2} {:>10.2} {:>12.2} {:>12.2}",
+            "{tasks:>8} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>12.2} {:>12.2}",
             per(validate),
             per(miss),
             per(hit),
+            per(recall),
             miss.as_secs_f64() / validate.as_secs_f64(),
             hit.as_secs_f64() / validate.as_secs_f64()
         );

@@ -8,7 +8,7 @@ mod support;
 
 use llm_support::{is_agent, llm_agent, llm_plan, role, runner, user};
 use serde_json::Value;
-use support::Env;
+use support::{Env, mock_chain};
 use testkit::{COMPLETION_TOKENS, FakeOpenAi, PROMPT_TOKENS, Step};
 
 /// A model at temperature 0: the same request always gets the same answer, made from the agent
@@ -104,23 +104,10 @@ fn an_edited_plan_reapplied_with_reuse_asks_the_model_only_for_what_changed() {
     assert!(third.stdout.contains("reused:   3 task outputs from the cache"), "{third}");
 }
 
-/// A plan of `n` mock tasks in a chain, each echoing its input and the one before's output.
-fn chain(n: usize, cache: &str) -> String {
-    let mut text = format!(
-        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: chain}}\nspec:\n  agent_definitions:\n    w: {{runtime: mock{cache}}}\n  workflow:\n"
-    );
-    for i in 0..n {
-        let after = if i == 0 { String::new() } else { format!(", depends_on: [t{}]", i - 1) };
-        let read = if i == 0 { String::new() } else { format!(" {{{{ tasks.t{}.output }}}}", i - 1) };
-        text.push_str(&format!("    - {{id: t{i}, agent: w, input: \"step {i}{read}\"{after}}}\n"));
-    }
-    text
-}
-
 #[test]
 fn cache_on_an_agent_reuses_without_the_flag_and_a_task_can_turn_it_off() {
     let env = Env::new();
-    let plan = chain(3, ", cache: true").replace("input: \"step 2", "cache: false, input: \"step 2");
+    let plan = mock_chain(3, ", cache: true").replace("input: \"step 2", "cache: false, input: \"step 2");
     env.write("plan.yaml", &plan);
     assert_eq!(runner(&env, &["apply", "plan.yaml", "--yes"]).code, Some(0));
     let again = runner(&env, &["apply", "plan.yaml", "--yes"]);
@@ -135,7 +122,7 @@ fn cache_on_an_agent_reuses_without_the_flag_and_a_task_can_turn_it_off() {
 #[test]
 fn reuse_of_one_run_takes_only_that_runs_outputs() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(2, ""));
+    env.write("plan.yaml", &mock_chain(2, ""));
     let first = runner(&env, &["apply", "plan.yaml", "--yes"]);
     let second = runner(&env, &["apply", "plan.yaml", "--yes"]);
     let (first, second) = (run_id(&first.stdout), run_id(&second.stdout));
@@ -154,7 +141,7 @@ fn reuse_of_one_run_takes_only_that_runs_outputs() {
 #[test]
 fn two_processes_applying_with_reuse_at_once_both_finish_and_the_cache_stays_readable() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(200, ""));
+    env.write("plan.yaml", &mock_chain(200, ""));
     let spawn = || {
         env.runner_process()
             .args(["apply", "plan.yaml", "--yes", "--reuse"])
@@ -181,7 +168,7 @@ fn two_processes_applying_with_reuse_at_once_both_finish_and_the_cache_stays_rea
 #[test]
 fn a_damaged_entry_is_reported_and_never_trusted() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(2, ""));
+    env.write("plan.yaml", &mock_chain(2, ""));
     assert_eq!(runner(&env, &["apply", "plan.yaml", "--yes"]).code, Some(0));
     let packs = env.home().join("cache/packs");
     for file in std::fs::read_dir(&packs).expect("the cache has packs") {
@@ -202,7 +189,7 @@ fn a_damaged_entry_is_reported_and_never_trusted() {
 #[test]
 fn cache_list_show_prune_and_clear() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(3, ""));
+    env.write("plan.yaml", &mock_chain(3, ""));
     assert_eq!(runner(&env, &["apply", "plan.yaml", "--yes"]).code, Some(0));
     let list = runner(&env, &["cache", "list"]);
     assert_eq!(list.stdout.lines().count(), 3, "{list}");
@@ -225,7 +212,7 @@ fn cache_list_show_prune_and_clear() {
 #[test]
 fn a_plan_test_declares_what_the_cache_holds_and_expects_reuse() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(3, ""));
+    env.write("plan.yaml", &mock_chain(3, ""));
     let scenario = |reuse: bool, absent: &str| {
         format!(
             "apiVersion: runner/v1\nkind: PlanTest\nmetadata: {{name: cached}}\nspec:\n  plan: plan.yaml\n  \
@@ -247,7 +234,7 @@ fn a_plan_test_declares_what_the_cache_holds_and_expects_reuse() {
 #[test]
 fn a_cache_over_its_cap_loses_its_oldest_outputs_after_a_run() {
     let env = Env::new();
-    env.write("plan.yaml", &chain(40, ""));
+    env.write("plan.yaml", &mock_chain(40, ""));
     let out = env.runner().env("RUNNER_CACHE_MAX_BYTES", "4KiB").args(["apply", "plan.yaml", "--yes"]).output();
     let out = out.expect("runner runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -9,7 +9,7 @@ mod llm_support;
 mod support;
 
 use llm_support::{Out, is_agent, llm_agent, llm_plan, role, runner, user};
-use support::Env;
+use support::{Env, mock_chain};
 use testkit::pg::TestDatabase;
 use testkit::{FakeOpenAi, Step};
 
@@ -42,19 +42,6 @@ fn research(base_url: &str, brief: &str) -> String {
       depends_on: [synthesize]"#
     );
     llm_plan("research", base_url, &agents, &workflow, "")
-}
-
-/// A plan of `n` mock tasks in a chain, each echoing its input and the one before's output.
-fn chain(n: usize) -> String {
-    let mut text = String::from(
-        "apiVersion: runner/v1\nkind: Plan\nmetadata: {name: chain}\nspec:\n  agent_definitions:\n    w: {runtime: mock}\n  workflow:\n",
-    );
-    for i in 0..n {
-        let after = if i == 0 { String::new() } else { format!(", depends_on: [t{}]", i - 1) };
-        let read = if i == 0 { String::new() } else { format!(" {{{{ tasks.t{}.output }}}}", i - 1) };
-        text.push_str(&format!("    - {{id: t{i}, agent: w, input: \"step {i}{read}\"{after}}}\n"));
-    }
-    text
 }
 
 #[test]
@@ -98,7 +85,7 @@ fn a_plan_reapplied_with_reuse_from_another_machine_asks_only_for_what_changed()
 fn two_processes_reuse_at_once_and_a_damaged_row_is_reported_and_never_trusted() {
     let Some(db) = TestDatabase::new("cache_damage") else { return };
     let env = Env::new();
-    env.write("plan.yaml", &chain(60));
+    env.write("plan.yaml", &mock_chain(60, ""));
     assert_eq!(stored(&env, &db, &["apply", "plan.yaml", "--yes"]).code, Some(0));
     assert_eq!(rows(&db), 60);
     let spawn = || {
@@ -134,7 +121,7 @@ fn two_processes_reuse_at_once_and_a_damaged_row_is_reported_and_never_trusted()
 fn cache_prune_clear_and_the_size_cap_work_on_the_table() {
     let Some(db) = TestDatabase::new("cache_prune") else { return };
     let env = Env::new();
-    env.write("plan.yaml", &chain(40));
+    env.write("plan.yaml", &mock_chain(40, ""));
     let capped = env
         .runner()
         .env("RUNNER_CACHE_MAX_BYTES", "4KiB")

@@ -126,6 +126,20 @@ pub fn plan(name: &str, agents: &str, workflow: &str) -> String {
     )
 }
 
+/// A plan named `chain` of `n` tasks in a chain on the mock agent `w` (whose definition ends with
+/// `agent`, such as `, cache: true`), each echoing its input and the one before's output.
+pub fn mock_chain(n: usize, agent: &str) -> String {
+    let mut text = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: chain}}\nspec:\n  agent_definitions:\n    w: {{runtime: mock{agent}}}\n  workflow:\n"
+    );
+    for i in 0..n {
+        let after = if i == 0 { String::new() } else { format!(", depends_on: [t{}]", i - 1) };
+        let read = if i == 0 { String::new() } else { format!(" {{{{ tasks.t{}.output }}}}", i - 1) };
+        text.push_str(&format!("    - {{id: t{i}, agent: w, input: \"step {i}{read}\"{after}}}\n"));
+    }
+    text
+}
+
 /// A plan that pauses for a person: `draft`, the review `approve`, then `publish`, on a mock
 /// agent with a 10 ms latency.
 pub fn review_plan() -> String {
