@@ -297,3 +297,28 @@ fn a_task_whose_dependency_ran_again_with_the_same_output_is_reused_when_it_beco
     assert_eq!(records.iter().filter(|r| r["type"] == "TaskDispatched").count(), 3);
     assert!(records[0].get("cache_reuse").is_none(), "a run without --reuse records none: {:#}", records[0]);
 }
+
+#[test]
+fn a_resumed_run_looks_tasks_up_as_the_run_was_told_to() {
+    let env = Env::new();
+    env.write("plan.yaml", &support::review_plan());
+    let through = |args: &[&str]| {
+        let out = runner(&env, args);
+        let run = run_id(&out.stdout);
+        assert_eq!(out.code, Some(3), "the run pauses for the review: {out}");
+        assert_eq!(runner(&env, &["approve", &run, "approve"]).code, Some(0));
+        let resumed = runner(&env, &["resume", &run]);
+        assert_eq!(resumed.code, Some(0), "{resumed}");
+        run
+    };
+    let first = through(&["apply", "plan.yaml", "--yes"]);
+    // With --reuse, `publish` is below a review, so it is decided after the pause, by the
+    // process that resumes the run: it reads how to reuse from the run's log.
+    let second = through(&["apply", "plan.yaml", "--yes", "--reuse"]);
+    let records = env.records(&second);
+    let dispatched: Vec<&str> =
+        records.iter().filter(|r| r["type"] == "TaskDispatched").filter_map(|r| r["task"].as_str()).collect();
+    assert!(dispatched.is_empty(), "draft and publish come from the cache: {dispatched:?}");
+    let publish = records.iter().find(|r| r["type"] == "TaskReused" && r["task"] == "publish");
+    assert_eq!(publish.map(|r| &r["from"]["run"]), Some(&Value::from(first.as_str())), "{records:#?}");
+}
