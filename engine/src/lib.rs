@@ -11,6 +11,7 @@ pub mod clock;
 pub mod cluster;
 pub mod context;
 pub mod driver;
+pub mod forecast;
 mod guarded;
 pub mod journal;
 pub mod llm;

@@ -23,6 +23,7 @@ fn only_api_modules_are_public() {
             "cluster",
             "context",
             "driver",
+            "forecast",
             "journal",
             "llm",
             "runtime",

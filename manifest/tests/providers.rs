@@ -91,3 +91,37 @@ fn an_unknown_schema_dialect_is_an_error_at_its_value_with_a_suggestion() {
     let rendered = format!("{error} {:?}", error.help);
     assert!(rendered.contains("json_schema"), "{rendered}");
 }
+
+#[test]
+fn a_price_is_read_with_its_currency_and_survives_the_plans_json() {
+    let text = with_settings("      price: {input_per_mtok: 0.15, output_per_mtok: 0.6}", "");
+    let loaded = manifest::load_str("t.yaml", "t", &text, &|_| true);
+    assert!(loaded.is_valid(), "{:?}", loaded.errors().map(|d| d.to_string()).collect::<Vec<_>>());
+    let plan = loaded.plan.expect("the plan loads");
+    let price = plan.providers["local"].price.clone().expect("a price");
+    assert_eq!((price.input_per_mtok, price.output_per_mtok, price.currency.as_str()), (0.15, 0.6, "USD"));
+    assert!((price.cost(2_000_000, 1_000_000) - 0.9).abs() < 1e-9);
+    let json = serde_json::to_string(&plan).expect("the plan is JSON");
+    let back: manifest::Plan = serde_json::from_str(&json).expect("and reads back");
+    assert_eq!(back.providers["local"].price, Some(price));
+    let euros = with_settings("      price: {input_per_mtok: 1, output_per_mtok: 2, currency: EUR}", "");
+    let plan = manifest::load_str("t.yaml", "t", &euros, &|_| true).plan.expect("the plan loads");
+    assert_eq!(plan.providers["local"].price.as_ref().map(|p| p.currency.as_str()), Some("EUR"));
+}
+
+#[test]
+fn a_bad_price_is_an_error_at_its_value() {
+    for (price, path) in [
+        ("{input_per_mtok: -1, output_per_mtok: 2}", "spec.providers.local.price.input_per_mtok"),
+        ("{input_per_mtok: 1, output_per_mtok: cheap}", "spec.providers.local.price.output_per_mtok"),
+        ("{input_per_mtok: 1, output_per_mtok: 2, currency: dollars}", "spec.providers.local.price.currency"),
+        ("{input_per_mtok: 1, output_per_mtok: 2, per: token}", "spec.providers.local.price.per"),
+        ("{output_per_mtok: 2}", "spec.providers.local.price"),
+        ("5", "spec.providers.local.price"),
+    ] {
+        let text = with_settings(&format!("      price: {price}"), "");
+        let loaded = manifest::load_str("t.yaml", "t", &text, &|_| true);
+        let error = loaded.errors().next().unwrap_or_else(|| panic!("`{price}` is an error"));
+        assert_eq!(error.loc.path, path, "{price}: {error}");
+    }
+}

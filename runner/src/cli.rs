@@ -71,8 +71,12 @@ enum Command {
     /// Plan and run at once: a model writes the plan a line at a time and each task starts as
     /// soon as its line arrives and its dependencies have succeeded.
     Do(crate::growing::DoArgs),
-    /// Show each model's record at writing plans (from `$RUNNER_HOME/models.json`).
-    Models,
+    /// Show each model's record at writing plans (from `$RUNNER_HOME/models.json`); with a
+    /// plan, its providers' models, context windows and prices instead.
+    Models {
+        /// A plan whose providers to list.
+        plan: Option<PathBuf>,
+    },
     /// Ask a server what it serves and whether tool calls and JSON mode work there.
     Probe(crate::probe::ProbeArgs),
     /// List the runs under RUNNER_HOME (or in the --store database), newest first.
@@ -188,7 +192,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Apply(args) => crate::apply::run(&runs()?, &args),
         Command::Plan(args) => crate::plan::run(&args, store),
         Command::Do(args) => crate::growing::run(&runs()?, &args),
-        Command::Models => crate::models::run(),
+        Command::Models { plan } => crate::models::run(plan.as_deref()),
         Command::Probe(args) => crate::probe::run(&args),
         Command::Runs => crate::runs::run(&runs()?),
         Command::Status { run, format } => crate::status::run(&runs()?, &run, format),

@@ -177,6 +177,10 @@ fn write_json(
     pieces.write(out)?;
     out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
     nested(out, &review.metrics)?;
+    if let Some(forecast) = crate::forecast::of(loaded) {
+        out.write_all(b",\n  \"forecast\": ")?;
+        nested(out, &forecast)?;
+    }
     if !subplans.is_empty() {
         out.write_all(b",\n  \"subplans\": ")?;
         nested(out, &json_subplans(loaded, subplans))?;
@@ -497,6 +501,9 @@ fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     let _ = writeln!(out, "  phases              {}", m.phases);
     let _ = writeln!(out, "  critical_path       {}", m.critical_path.join(" -> "));
     let _ = writeln!(out, "  estimated_tokens    {}", m.estimated_tokens);
+    if let Some(forecast) = crate::forecast::of(loaded) {
+        out.push_str(&crate::forecast::human(&forecast));
+    }
     if let Some(vars) = declared_vars(loaded) {
         out.push_str(&vars_list(vars));
     }
@@ -528,6 +535,9 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -
     let (counts, _) = counts(review);
     for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
         let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), review.scores.of_dimension(dimension));
+    }
+    if let Some(forecast) = crate::forecast::of(loaded) {
+        out.push_str(&crate::forecast::markdown(&forecast));
     }
     if let Some(vars) = declared_vars(loaded) {
         out.push_str(&vars_table(vars));
@@ -627,6 +637,8 @@ mod tests {
         errors: Vec<JsonDiagnostic>,
         findings: Vec<JsonFinding>,
         metrics: &'a manifest::critic::Metrics,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        forecast: Option<engine::forecast::Forecast>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         subplans: Vec<JsonSubplan<'a>>,
     }
@@ -644,6 +656,7 @@ mod tests {
                 .collect(),
             findings: review.findings().map(|f| JsonFinding::new(&f, &loaded.source)).collect(),
             metrics: &review.metrics,
+            forecast: crate::forecast::of(loaded),
             subplans: json_subplans(loaded, subplans),
         };
         serde_json::to_string_pretty(&document).expect("a document of strings and numbers serialises")

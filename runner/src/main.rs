@@ -12,6 +12,7 @@ mod drive;
 mod event_line;
 mod exit;
 mod explain;
+mod forecast;
 mod format;
 mod graph;
 mod grouping;

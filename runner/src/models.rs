@@ -2,7 +2,7 @@
 //! `$RUNNER_HOME/models.json` across `runner plan` calls, and `runner models`, which shows it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -186,10 +186,41 @@ impl Models {
     }
 }
 
-/// `runner models`: the reliability table.
-pub fn run() -> anyhow::Result<u8> {
-    print(&Models::load()?.table())?;
+/// `runner models`: the reliability table; with a plan, the plan's providers.
+pub fn run(plan: Option<&Path>) -> anyhow::Result<u8> {
+    let Some(path) = plan else {
+        print(&Models::load()?.table())?;
+        return Ok(0);
+    };
+    let loaded = manifest::load_file(path);
+    let Some(plan) = loaded.plan.as_ref().filter(|_| loaded.is_valid()) else {
+        print(&crate::diagnostics::render_loaded(&loaded, crate::diagnostics::color_stdout()))?;
+        return Ok(crate::validate::exit_code(&loaded, path));
+    };
+    print(&providers(plan))?;
     Ok(0)
+}
+
+/// A plan's providers: each one's model, context window and price.
+fn providers(plan: &manifest::Plan) -> String {
+    if plan.providers.is_empty() {
+        return "the plan defines no provider\n".to_owned();
+    }
+    let width = plan.providers.keys().map(String::len).max().unwrap_or(8).max(8);
+    let mut out = format!(
+        "{:<width$}  {:<24}  {:>14}  price per million tokens (prompt / completion)\n",
+        "provider", "model", "context window"
+    );
+    for (name, provider) in &plan.providers {
+        let model = provider.model.as_deref().unwrap_or("-");
+        let window = provider.context_window.map_or_else(|| "-".to_owned(), |w| w.to_string());
+        let price = provider.price.as_ref().map_or_else(
+            || "none given (forecasts count tokens only)".to_owned(),
+            |p| format!("{} {} / {} {}", p.input_per_mtok, p.currency, p.output_per_mtok, p.currency),
+        );
+        out.push_str(&format!("{name:<width$}  {model:<24}  {window:>14}  {price}\n"));
+    }
+    out
 }
 
 #[cfg(test)]

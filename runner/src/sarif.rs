@@ -72,6 +72,7 @@ pub fn report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> 
                 "rules": rules.into_values().collect::<Vec<_>>(),
             }},
             "results": results,
+            "properties": {"forecast": crate::forecast::of(loaded)},
         }],
     })
 }

@@ -183,7 +183,19 @@ fn the_json_report_has_exactly_the_documented_shape() {
     let mut seen_findings = 0;
     for plan in &plans {
         let (_, report) = critic_json(plan);
-        assert_eq!(keys(&report), set(&["plan", "score", "dimensions", "errors", "findings", "metrics"]), "{plan}");
+        assert_eq!(
+            keys(&report),
+            set(&["plan", "score", "dimensions", "errors", "findings", "metrics", "forecast"]),
+            "{plan}"
+        );
+        assert_eq!(
+            keys(&report["forecast"]),
+            set(&["tokens", "cost", "duration_ms", "unbounded", "unpriced"]),
+            "{plan}"
+        );
+        for figure in ["tokens", "duration_ms"] {
+            assert_eq!(keys(&report["forecast"][figure]), set(&["expected", "worst"]), "{plan}");
+        }
         assert_eq!(keys(&report["dimensions"]), set(&DIMENSIONS), "{plan}");
         assert!(report["plan"].is_string() && report["score"].is_number(), "{plan}");
         assert!(report["errors"].as_array().expect("errors").is_empty(), "{plan}");

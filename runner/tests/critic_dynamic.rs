@@ -82,7 +82,7 @@ fn the_json_report_names_the_variables_and_their_defaults() {
     let keys: BTreeSet<&str> = report.as_object().expect("an object").keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        BTreeSet::from(["plan", "vars", "score", "dimensions", "errors", "findings", "metrics"]),
+        BTreeSet::from(["plan", "vars", "score", "dimensions", "errors", "findings", "metrics", "forecast"]),
         "the documented keys, `vars` among them"
     );
     assert_eq!(report["vars"], serde_json::json!({"audience": "buyers", "regions": ["EU", "UK", "US"]}));

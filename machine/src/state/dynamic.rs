@@ -183,11 +183,14 @@ fn with_items(plan: &Plan, i: usize, count: usize, keep_when: bool) -> Plan {
     let mut tasks: Vec<Task> = Vec::with_capacity(plan.tasks.len() + count);
     tasks.extend_from_slice(&plan.tasks[..i]);
     let mut collector = map.clone();
+    // Items are copies of the map without its list: a copy of the map itself would copy a
+    // literal `for_each` list once per item.
+    let mut template = map.clone();
+    template.set_extras(extras);
     for index in 0..count {
         let id = Text::from(item_id(&map.id.value, index));
-        let mut item = map.clone();
+        let mut item = template.clone();
         item.id = At::new(id.clone(), map.id.loc.clone());
-        item.set_extras(extras.clone());
         tasks.push(item);
         collector.depends_on.push(At::new(id, map.id.loc.clone()));
     }

@@ -76,6 +76,30 @@ pub(super) fn compute(facts: &Facts<'_>) -> Metrics {
     }
 }
 
+/// What the critic estimates for one task before the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Estimate {
+    /// The tokens of its input: its own text, its agent's system prompt and the upstream
+    /// outputs it reads (each at its output budget).
+    pub input: u64,
+    /// Its output budget: `max_output_tokens`, else the default.
+    pub output: u64,
+    /// How many times it runs: a map's `max_items`, else once.
+    pub runs: u64,
+}
+
+/// The critic's estimate of each task of `plan` (with `graph`, its graph), in plan order.
+pub fn estimates(plan: &Plan, graph: &TaskGraph) -> Vec<Estimate> {
+    let facts = Facts::new(plan, graph);
+    (0..plan.tasks.len())
+        .map(|i| Estimate {
+            input: estimate_input(&facts, i),
+            output: output_budget(&plan.tasks[i]),
+            runs: runs(&plan.tasks[i]),
+        })
+        .collect()
+}
+
 /// The estimated tokens of a whole run: each task's input estimate and output budget, or for a
 /// `type: plan` task the estimate of the sub-plan it runs, once per item for a map. `known`
 /// holds the estimates of the sub-plans already made, so a sub-plan that many tasks (or many

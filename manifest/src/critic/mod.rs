@@ -22,8 +22,9 @@ mod score;
 mod secrets;
 mod spof;
 
+pub use context::output_budget;
 pub use finding::{Dimension, Finding, Lint};
-pub use metrics::Metrics;
+pub use metrics::{Estimate, Metrics, estimates};
 pub use review::{Review, review};
 pub use score::Scores;
 

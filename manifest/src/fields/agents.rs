@@ -64,7 +64,28 @@ pub(crate) static PROVIDER: Section = Section::of(&[
         "The sampling temperature, for agents that set none (the server's default when neither sets it).",
     ),
     Field::new("seed", SEED, "The sampling seed, for agents that set none (sent only when set)."),
+    Field::new(
+        "price",
+        Shape::Named(&PRICE_DEF),
+        "What the provider's tokens cost, for the critic's forecast and a run's cost (none when not given: runner has no price list of its own).",
+    ),
 ]);
+
+static PRICE_DEF: Named = Named {
+    name: "Price",
+    doc: "What a provider's tokens cost: per million prompt (input) and completion (output) tokens.",
+    kind: Kind::Mapping(&PRICE),
+};
+
+/// The fields of a provider's `price`.
+pub(crate) static PRICE: Section = Section::of(&[
+    Field::new("input_per_mtok", PER_MTOK, "The price of a million prompt tokens.").required(),
+    Field::new("output_per_mtok", PER_MTOK, "The price of a million completion tokens.").required(),
+    Field::new("currency", Shape::Pattern("^[A-Z]{3}$"), "The currency, three capital letters (`USD` when not given)."),
+]);
+
+/// A price per million tokens.
+const PER_MTOK: Shape = Shape::Number { min: 0.0, max: 1.0e9 };
 
 static PROVIDER_DEF: Named = Named {
     name: "Provider",

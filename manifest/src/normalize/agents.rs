@@ -4,13 +4,13 @@ use std::collections::BTreeMap;
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::fields::{
-    AGENT, APPROVAL, MOCK_OUTCOME, PROVIDER, PROVIDER_KIND, RUNTIMES, SCHEMA_DIALECT, TOKENIZERS, TOOL, TOOL_CHOICE,
-    USAGE,
+    AGENT, APPROVAL, MOCK_OUTCOME, PRICE, PROVIDER, PROVIDER_KIND, RUNTIMES, SCHEMA_DIALECT, TOKENIZERS, TOOL,
+    TOOL_CHOICE, USAGE,
 };
 use crate::node_path::NodePath;
 use crate::plan::{
-    Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockOutcome, MockResponse, Provider, Runtime,
-    SchemaDialect, Tool, ToolChoice, Usage,
+    Agent, Approval, At, DEFAULT_MAX_OUTPUT_BYTES, Form, Generation, MockOutcome, MockResponse, Price, Provider,
+    Runtime, SchemaDialect, Tool, ToolChoice, Usage,
 };
 use crate::read::{Entry, Fields, Reader, scalar_text, words_of};
 use crate::source::Loc;
@@ -51,7 +51,32 @@ pub(super) fn read_provider(reader: &mut Reader, node: &Node, path: &NodePath, n
         .get("schema_dialect")
         .and_then(|(entry, path)| reader.word(entry, path, "schema_dialect", &dialects, &[]));
     provider.generation = read_generation(reader, &fields);
+    provider.price = fields.get("price").and_then(|(entry, path)| read_price(reader, entry, path));
     Some(provider)
+}
+
+/// Reads a provider's `price: {input_per_mtok, output_per_mtok, currency}`.
+fn read_price(reader: &mut Reader, entry: Entry<'_>, path: &NodePath) -> Option<Price> {
+    let fields = reader.fields(entry.value, path, "`price`", PRICE.fields, &[])?;
+    let input = reader.require(&fields, "input_per_mtok", "`price`").and(reader.number_of(&fields, "input_per_mtok"));
+    let output =
+        reader.require(&fields, "output_per_mtok", "`price`").and(reader.number_of(&fields, "output_per_mtok"));
+    let mut currency = "USD".to_owned();
+    if let Some((entry, path)) = fields.get("currency")
+        && let Some(code) = reader.string::<String>(entry, path, "currency")
+    {
+        if code.value.len() == 3 && code.value.bytes().all(|b| b.is_ascii_uppercase()) {
+            currency = code.value;
+        } else {
+            reader.invalid(
+                entry.value,
+                path,
+                "currency",
+                "a currency is three capital letters, such as `USD` or `EUR`",
+            );
+        }
+    }
+    Some(Price { input_per_mtok: input?, output_per_mtok: output?, currency })
 }
 
 /// Reports a URL the runner would call that is not `http://` or `https://`.

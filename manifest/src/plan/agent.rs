@@ -38,6 +38,9 @@ pub struct Provider {
     /// The generation settings of every agent on this provider, unless the agent sets its own.
     #[serde(default, skip_serializing_if = "Generation::is_unset")]
     pub generation: Generation,
+    /// What its tokens cost, when the manifest says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
     /// Where the provider was defined.
     #[serde(skip)]
     pub loc: Loc,
@@ -187,6 +190,24 @@ impl Default for Runtime {
             tool_choice: None,
             generation: Generation::default(),
         }
+    }
+}
+
+/// What a provider's tokens cost, per million prompt and completion tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    /// The price of a million prompt tokens.
+    pub input_per_mtok: f64,
+    /// The price of a million completion tokens.
+    pub output_per_mtok: f64,
+    /// The currency: three capital letters, `USD` by default.
+    pub currency: String,
+}
+
+impl Price {
+    /// What `prompt` and `completion` tokens cost.
+    pub fn cost(&self, prompt: u64, completion: u64) -> f64 {
+        (prompt as f64 * self.input_per_mtok + completion as f64 * self.output_per_mtok) / 1_000_000.0
     }
 }
 

@@ -21,8 +21,8 @@ mod vars;
 mod verification;
 
 pub use agent::{
-    Agent, Approval, DEFAULT_MAX_OUTPUT_BYTES, Generation, MockOutcome, MockResponse, Provider, Runtime, SchemaDialect,
-    Tool, ToolChoice, Usage,
+    Agent, Approval, DEFAULT_MAX_OUTPUT_BYTES, Generation, MockOutcome, MockResponse, Price, Provider, Runtime,
+    SchemaDialect, Tool, ToolChoice, Usage,
 };
 pub use cache::Cache;
 pub use control::{ControlLogic, GroupLimit, Strategy};

@@ -1,0 +1,362 @@
+//! What a plan will cost before it runs: tokens, money and time, each as what a run is expected
+//! to take and the worst a run within the plan's limits can take (docs/critic.md, "Forecast").
+//! Expected figures use the critic's estimates and the defaults below. The worst case counts
+//! every attempt, every turn, every replan and every map item at its `max_items`, and each model
+//! request at its provider's whole context window (a request cannot use more); it is unbounded,
+//! with the reason, where the plan sets no limit that bounds it. The duration is the makespan of
+//! the run as the state machine schedules it (`makespan.rs`), not a sum.
+
+mod makespan;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use manifest::critic::Estimate;
+use manifest::plan::{Action, Price, Runtime, TaskKind, Vars, Verification};
+use manifest::{Plan, TaskGraph};
+use serde::Serialize;
+
+pub use makespan::makespan;
+
+/// Model turns an llm task with tools is expected to take: a tool call, then the answer.
+pub const EXPECTED_TURNS_WITH_TOOLS: u64 = 2;
+/// The expected time of a model request before its first token, in milliseconds.
+pub const EXPECTED_REQUEST_MS: u64 = 2_000;
+/// The expected time per completion token, in milliseconds (50 tokens a second).
+pub const EXPECTED_MS_PER_TOKEN: u64 = 20;
+/// The expected time of a command or http attempt, in milliseconds.
+pub const EXPECTED_PROCESS_MS: u64 = 1_000;
+/// An answer's most tokens when neither the agent nor its provider sets `max_tokens`.
+const DEFAULT_MAX_TOKENS: u64 = 4096;
+/// The tokens a reviewer's verdict is expected to take.
+pub const REVIEW_TOKENS: u64 = 100;
+/// The turns an llm attempt with tools may take when its agent sets no `max_turns`.
+const DEFAULT_MAX_TURNS: u64 = crate::llm::DEFAULT_MAX_TURNS as u64;
+
+/// A figure as expected, and at worst (`None`: unbounded, see [`Forecast::unbounded`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Span<T> {
+    /// What a run is expected to take.
+    pub expected: T,
+    /// The most a run within the plan's limits can take.
+    pub worst: Option<T>,
+}
+
+/// Money, in one currency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// The expected and the worst amount.
+    #[serde(flatten)]
+    pub amount: Span<f64>,
+    /// Three capital letters, such as `USD`.
+    pub currency: String,
+}
+
+/// The forecast of one task (all its items, for a map).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TaskForecast {
+    /// The task.
+    pub task: String,
+    /// Tokens its agent and its reviewer use.
+    pub tokens: Span<u64>,
+    /// What those tokens cost, when the providers they go to have a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// How long one item of it takes, all attempts and backoffs included, in milliseconds.
+    pub duration_ms: Span<u64>,
+}
+
+/// The forecast of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Forecast {
+    /// Tokens of every model request: tasks, reviewers, the planner and the compactor.
+    pub tokens: Span<u64>,
+    /// What they cost; `None` when no task asks a model, a provider in use has no price
+    /// ([`Forecast::unpriced`]) or prices are in different currencies.
+    pub cost: Option<Cost>,
+    /// The run's duration in milliseconds: the makespan under its strategy and limits.
+    pub duration_ms: Span<u64>,
+    /// Why a worst case is unbounded, one line each.
+    pub unbounded: Vec<String>,
+    /// Providers in use with no price, sorted.
+    pub unpriced: Vec<String>,
+    /// Each task's figures, in plan order (left out of the run's JSON: a plan may have
+    /// 100,000 tasks).
+    #[serde(skip)]
+    pub tasks: Vec<TaskForecast>,
+}
+
+/// What the model requests of one agent may use.
+struct Model<'p> {
+    /// The provider's name.
+    provider: &'p str,
+    /// Its context window: the most tokens one request can use.
+    window: Option<u64>,
+    /// The most tokens one answer may have.
+    max_tokens: u64,
+    price: Option<&'p Price>,
+}
+
+impl<'p> Model<'p> {
+    /// The model agent `name` of `plan` asks, when it is an llm agent.
+    fn of(plan: &'p Plan, name: &str) -> Option<Self> {
+        let Runtime::Llm { provider, generation, .. } = &plan.agents.get(name)?.runtime else { return None };
+        let provider_name = provider.as_ref().map_or(manifest::plan::DEFAULT_AGENT, |p| p.value.as_str());
+        let (provider_name, settings) = plan.providers.get_key_value(provider_name)?;
+        let max_tokens = generation.or(settings.generation).max_tokens.map_or(DEFAULT_MAX_TOKENS, u64::from);
+        Some(Model {
+            provider: provider_name,
+            window: settings.context_window,
+            max_tokens,
+            price: settings.price.as_ref(),
+        })
+    }
+
+    /// The most tokens `calls` requests can use, or why it is unbounded.
+    fn worst(&self, calls: u64) -> Result<u64, String> {
+        self.window.map(|window| window.saturating_mul(calls)).ok_or_else(|| {
+            format!("provider `{}` gives no `context_window`, so its requests have no known size", self.provider)
+        })
+    }
+}
+
+/// The forecast of a run of `plan` with these `vars`.
+pub fn forecast(plan: &Arc<Plan>, graph: &Arc<TaskGraph>, vars: &Vars) -> Forecast {
+    let estimates = manifest::critic::estimates(plan, graph);
+    let mut run = Forecast::default();
+    let mut worst_tokens = Some(0_u64);
+    let mut costs: Vec<Option<Cost>> = Vec::new();
+    // Each reason a worst case is unbounded, with the tasks it holds for.
+    let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, estimate) in estimates.iter().enumerate() {
+        let (task, unbounded) = task_forecast(plan, i, *estimate, &mut run.unpriced);
+        worst_tokens = worst_tokens.zip(task.tokens.worst).map(|(a, b)| a.saturating_add(b));
+        run.tokens.expected = run.tokens.expected.saturating_add(task.tokens.expected);
+        for why in unbounded {
+            reasons.entry(why).or_default().push(task.task.clone());
+        }
+        costs.push(task.cost.clone());
+        run.tasks.push(task);
+    }
+    for (who, found) in [("the planner", planner(plan)), ("the compactor", compactor(plan, &estimates))] {
+        let Some((model, calls)) = found else { continue };
+        match model.worst(calls) {
+            Ok(tokens) => {
+                worst_tokens = worst_tokens.map(|sum| sum.saturating_add(tokens));
+                costs.push(model.price.map(|price| Cost {
+                    amount: Span { expected: 0.0, worst: Some(worst_cost(price, tokens)) },
+                    currency: price.currency.clone(),
+                }));
+            }
+            Err(why) => {
+                worst_tokens = None;
+                run.unbounded.push(format!("{who}: {why}"));
+            }
+        }
+        if model.price.is_none() {
+            run.unpriced.push(model.provider.to_owned());
+        }
+    }
+    run.tokens.worst = worst_tokens;
+    for (why, tasks) in reasons {
+        run.unbounded.push(format!("{}: {why}", named(&tasks)));
+    }
+    run.unpriced.sort();
+    run.unpriced.dedup();
+    run.cost = if run.unpriced.is_empty() { sum_costs(&costs) } else { None };
+    let expected = |plan: &Plan, i: usize| item_duration(plan, i).expected;
+    let Some(expected) = makespan(plan, graph, vars, &expected) else {
+        run.unbounded.push("the duration: the plan's run could not be simulated to its end".to_owned());
+        return run;
+    };
+    run.duration_ms.expected = expected;
+    let durations = || run.tasks.iter().map(|t| t.duration_ms);
+    if durations().all(|d| d.worst == Some(d.expected)) {
+        // Every attempt takes what it is expected to take (mock agents without retries): the
+        // same schedule.
+        run.duration_ms.worst = Some(run.duration_ms.expected);
+    } else if durations().all(|d| d.worst.is_some()) {
+        let worst = |plan: &Plan, i: usize| item_duration(plan, i).worst.unwrap_or(0);
+        run.duration_ms.worst = makespan(plan, graph, vars, &worst);
+    }
+    run
+}
+
+/// Task `i`'s figures, and why its worst cases are unbounded; providers it uses with no price
+/// join `unpriced`.
+fn task_forecast(plan: &Plan, i: usize, estimate: Estimate, unpriced: &mut Vec<String>) -> (TaskForecast, Vec<String>) {
+    let task = &plan.tasks[i];
+    let id = task.id.value.as_str();
+    let mut unbounded = Vec::new();
+    let attempts = attempts(plan, i);
+    let runs = estimate.runs.max(1);
+    let mut tokens: Span<u64> = Span { expected: 0, worst: Some(0) };
+    let mut cost = Some(Cost { amount: Span { expected: 0.0, worst: Some(0.0) }, currency: String::new() });
+    let agent = plan.agent_of(task);
+    // Each agent asked: its model, the prompt and completion tokens expected, the most requests.
+    let mut requests: Vec<(Model<'_>, u64, u64, u64)> = Vec::new();
+    if let Some(model) = agent.and_then(|name| Model::of(plan, name)) {
+        let turns = turns(plan, agent.unwrap_or_default());
+        let expected_turns = if turns > 1 { EXPECTED_TURNS_WITH_TOOLS } else { 1 };
+        let completion = estimate.output.min(model.max_tokens);
+        let calls = runs * expected_turns;
+        requests.push((model, calls * estimate.input, calls * completion, runs * attempts * turns));
+    }
+    if let Some(Verification::LlmReviewer { agent: reviewer, .. }) = task.extras().verification.as_ref()
+        && let Some(model) = Model::of(plan, &reviewer.value)
+    {
+        // The reviewer reads the output and answers pass or fail with a reason.
+        let completion = model.max_tokens.min(REVIEW_TOKENS);
+        requests.push((model, runs * estimate.output, runs * completion, runs * attempts));
+    }
+    for (model, prompt, completion, calls) in &requests {
+        let expected = prompt + completion;
+        tokens.expected = tokens.expected.saturating_add(expected);
+        match model.worst(*calls) {
+            Ok(worst) => tokens.worst = tokens.worst.map(|sum| sum.saturating_add(worst)),
+            Err(why) => {
+                tokens.worst = None;
+                unbounded.push(why);
+            }
+        }
+        match (model.price, cost.as_mut()) {
+            (Some(price), Some(sum)) if sum.currency.is_empty() || sum.currency == price.currency => {
+                sum.currency.clone_from(&price.currency);
+                sum.amount.expected += price.cost(*prompt, *completion);
+                sum.amount.worst =
+                    sum.amount.worst.zip(model.window).map(|(w, window)| w + worst_cost(price, window * calls));
+            }
+            (Some(_), _) => cost = None,
+            (None, _) => {
+                unpriced.push(model.provider.to_owned());
+                cost = None;
+            }
+        }
+    }
+    if requests.is_empty() {
+        cost = None;
+    }
+    let duration = item_duration(plan, i);
+    if duration.worst.is_none() {
+        unbounded.push(unbounded_duration(plan, i).to_owned());
+    }
+    (TaskForecast { task: id.to_owned(), tokens, cost, duration_ms: duration }, unbounded)
+}
+
+/// Tasks by name: the first few, and how many more.
+fn named(tasks: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let shown: Vec<String> = tasks.iter().take(SHOWN).map(|t| format!("`{t}`")).collect();
+    let noun = if tasks.len() == 1 { "task" } else { "tasks" };
+    match tasks.len().saturating_sub(SHOWN) {
+        0 => format!("{noun} {}", shown.join(", ")),
+        more => format!("{noun} {} and {more} more", shown.join(", ")),
+    }
+}
+
+/// What `tokens` worst-case tokens cost: each at the dearer of the two prices.
+fn worst_cost(price: &Price, tokens: u64) -> f64 {
+    tokens as f64 * price.input_per_mtok.max(price.output_per_mtok) / 1_000_000.0
+}
+
+/// The sum of the tasks' costs, when they are all in one currency.
+fn sum_costs(costs: &[Option<Cost>]) -> Option<Cost> {
+    let mut total: Option<Cost> = None;
+    for cost in costs.iter().flatten() {
+        let sum = total.get_or_insert_with(|| Cost {
+            amount: Span { expected: 0.0, worst: Some(0.0) },
+            currency: cost.currency.clone(),
+        });
+        if sum.currency != cost.currency {
+            return None;
+        }
+        sum.amount.expected += cost.amount.expected;
+        sum.amount.worst = sum.amount.worst.zip(cost.amount.worst).map(|(a, b)| a + b);
+    }
+    total
+}
+
+/// The most attempts task `i` may take: `max_attempts` under `retry`, else one.
+fn attempts(plan: &Plan, i: usize) -> u64 {
+    let policy = &plan.tasks[i].on_failure.value;
+    if policy.action == Action::Retry { u64::from(policy.max_attempts.max(1)) } else { 1 }
+}
+
+/// The most model turns one attempt of agent `name` may take: its `max_turns` when it is
+/// offered tools, else one.
+fn turns(plan: &Plan, name: &str) -> u64 {
+    match plan.agents.get(name).map(|a| &a.runtime) {
+        Some(Runtime::Llm { tools, max_turns, .. }) if !tools.is_empty() => {
+            max_turns.map_or(DEFAULT_MAX_TURNS, u64::from).max(1)
+        }
+        _ => 1,
+    }
+}
+
+/// The planner's model and the most requests it may get: two (an answer and a repair) for each
+/// replan the plan allows, when a task may ask for one.
+fn planner(plan: &Plan) -> Option<(Model<'_>, u64)> {
+    let replans = plan.tasks.iter().any(|t| {
+        let policy = &t.on_failure.value;
+        policy.action == Action::Replan || policy.then == Action::Replan
+    }) || plan.control.replan_on_empty_result;
+    let model = Model::of(plan, &plan.control.planner.as_ref()?.value)?;
+    replans.then(|| (model, 2 * u64::from(plan.control.max_replans)))
+}
+
+/// The compactor's model and the most requests it may get: one for each output recorded.
+fn compactor<'p>(plan: &'p Plan, estimates: &[Estimate]) -> Option<(Model<'p>, u64)> {
+    let model = Model::of(plan, &plan.control.compactor.as_ref()?.value)?;
+    let outputs = estimates.iter().enumerate().map(|(i, e)| e.runs.max(1) * attempts(plan, i)).sum();
+    Some((model, outputs))
+}
+
+/// How long one item of task `i` takes: one attempt expected, every attempt with the backoffs
+/// between them at worst.
+fn item_duration(plan: &Plan, i: usize) -> Span<u64> {
+    let task = &plan.tasks[i];
+    let agent = plan.agent_of(task).and_then(|name| plan.agents.get(name));
+    let timeout = task.extras().timeout.or(agent.and_then(|a| a.timeout)).map(manifest::Duration::as_millis);
+    let (expected, attempt_worst) = match (task.kind, agent.map(|a| &a.runtime)) {
+        (TaskKind::HumanReview, _) => (0, None),
+        (TaskKind::Plan | TaskKind::Expand, _) => (0, None),
+        (_, None) => (0, Some(0)),
+        (_, Some(Runtime::Mock { latency, .. })) => {
+            let latency = latency.map_or(0, |l| l.as_millis());
+            (latency, Some(timeout.map_or(latency, |t| t.min(latency))))
+        }
+        (_, Some(Runtime::Llm { .. })) => {
+            let model = plan.agent_of(task).and_then(|name| Model::of(plan, name));
+            let completion =
+                model.map_or(DEFAULT_MAX_TOKENS, |m| m.max_tokens).min(manifest::critic::output_budget(task));
+            let turns = turns(plan, plan.agent_of(task).unwrap_or_default());
+            let expected_turns = if turns > 1 { EXPECTED_TURNS_WITH_TOOLS } else { 1 };
+            (expected_turns * (EXPECTED_REQUEST_MS + completion * EXPECTED_MS_PER_TOKEN), timeout)
+        }
+        (_, Some(Runtime::Command { .. } | Runtime::Http { .. })) => (EXPECTED_PROCESS_MS, timeout),
+    };
+    let attempts = attempts(plan, i);
+    let worst = attempt_worst.map(|each| each.saturating_mul(attempts).saturating_add(backoffs(plan, i, attempts)));
+    Span { expected, worst }
+}
+
+/// Why task `i`'s duration is unbounded.
+fn unbounded_duration(plan: &Plan, i: usize) -> &'static str {
+    match plan.tasks[i].kind {
+        TaskKind::HumanReview => "a person decides it, whenever they do",
+        TaskKind::Plan | TaskKind::Expand => "its sub-plan is not forecast",
+        TaskKind::Task | TaskKind::SynthesisGate => "no `timeout` (the task's or its agent's) bounds its attempts",
+    }
+}
+
+/// The longest waits between `attempts` attempts of task `i`: each backoff at its full length.
+fn backoffs(plan: &Plan, i: usize, attempts: u64) -> u64 {
+    let policy = &plan.tasks[i].on_failure.value;
+    let (mut wait, cap) = (policy.backoff.as_millis(), policy.max_backoff.as_millis());
+    let mut total = 0_u64;
+    for _ in 1..attempts {
+        total = total.saturating_add(wait.min(cap));
+        wait = wait.saturating_mul(u64::from(policy.factor.max(1)));
+    }
+    total
+}
