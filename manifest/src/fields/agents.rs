@@ -67,7 +67,7 @@ pub(crate) static PROVIDER: Section = Section::of(&[
     Field::new(
         "price",
         Shape::Named(&PRICE_DEF),
-        "What the provider's tokens cost, for the critic's forecast and a run's cost (none when not given: runner has no price list of its own).",
+        "What the provider's tokens cost, for the critic's forecast (none when not given: runner has no price list of its own).",
     ),
 ]);
 
