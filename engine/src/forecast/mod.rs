@@ -101,14 +101,15 @@ impl<'p> Model<'p> {
     /// The model agent `name` of `plan` asks, when it is an llm agent.
     fn of(plan: &'p Plan, name: &str) -> Option<Self> {
         let Runtime::Llm { provider, generation, .. } = &plan.agents.get(name)?.runtime else { return None };
-        let provider_name = provider.as_ref().map_or(manifest::plan::DEFAULT_AGENT, |p| p.value.as_str());
-        let (provider_name, settings) = plan.providers.get_key_value(provider_name)?;
-        let max_tokens = generation.or(settings.generation).max_tokens.map_or(DEFAULT_MAX_TOKENS, u64::from);
+        let provider = provider.as_ref().map_or(manifest::plan::DEFAULT_AGENT, |p| p.value.as_str());
+        // A provider the plan does not define (the loader reports it) still gets requests.
+        let settings = plan.providers.get(provider);
+        let generation = settings.map_or(*generation, |s| generation.or(s.generation));
         Some(Model {
-            provider: provider_name,
-            window: settings.context_window,
-            max_tokens,
-            price: settings.price.as_ref(),
+            provider,
+            window: settings.and_then(|s| s.context_window),
+            max_tokens: generation.max_tokens.map_or(DEFAULT_MAX_TOKENS, u64::from),
+            price: settings.and_then(|s| s.price.as_ref()),
         })
     }
 
