@@ -116,15 +116,21 @@ impl<C: TokenCounter> RunState<C> {
         if std::mem::take(&mut self.tasks[i].in_flight) {
             self.tally.running -= 1;
             self.tally.phase_busy[self.graph.level(i)] -= 1;
-            if let Some(group) = &self.plan.tasks[i].extras().parallel_group {
+            let plan = Arc::clone(&self.plan);
+            if let Some(group) = &plan.tasks[i].extras().parallel_group {
                 if let Some(count) = self.tally.group_running.get_mut(&group.value) {
                     *count = count.saturating_sub(1);
                 }
                 // A slot in the group is free: the best parked member may go again.
-                if let Some(parked) = self.queue.parked.get_mut(&group.value).and_then(BinaryHeap::pop) {
-                    self.queue.ready.push(parked);
-                }
+                self.unpark(&group.value);
             }
+        }
+    }
+
+    /// Puts the best parked member of `group` back on the ready queue: the group has room.
+    pub(super) fn unpark(&mut self, group: &str) {
+        if let Some(parked) = self.queue.parked.get_mut(group).and_then(BinaryHeap::pop) {
+            self.queue.ready.push(parked);
         }
     }
 }

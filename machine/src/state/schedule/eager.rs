@@ -3,7 +3,8 @@
 //!
 //! Invariants: at most `max_concurrency` attempts in flight and at most a group's
 //! `max_concurrency` of its members; a queued member of a full group is parked (off the ready
-//! queue) until a member of its group ends, then the best parked one goes back.
+//! queue) until a member of its group ends (or a start takes no slot), then the best parked
+//! one goes back.
 
 use manifest::TaskGraph;
 use manifest::plan::TaskKind;
@@ -30,6 +31,17 @@ pub(super) fn round<C: TokenCounter>(run: &mut RunState<C>, out: &mut Vec<Event>
             }
             continue;
         }
+        let plan = std::sync::Arc::clone(&run.plan);
+        let group = plan.tasks[i].extras().parallel_group.as_ref();
+        let running = run.tally.running;
         run.start_task(i, out);
+        // A start that took no slot (a map collecting its items, a false condition) leaves the
+        // group's room to its best parked member, which would otherwise wait for an attempt
+        // of the group to end, and wait for ever when none is running.
+        if run.tally.running == running
+            && let Some(group) = group
+        {
+            run.unpark(&group.value);
+        }
     }
 }
