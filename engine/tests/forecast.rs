@@ -2,14 +2,13 @@
 //! expected and worst figures of tokens, money and time.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use engine::forecast::{forecast, makespan};
 
-fn load(path: &str) -> (Arc<manifest::Plan>, Arc<manifest::TaskGraph>) {
+fn load(path: &str) -> (manifest::Plan, manifest::TaskGraph) {
     let loaded = manifest::load_file(Path::new(path));
     let (plan, graph) = loaded.valid().expect("the plan is valid");
-    (Arc::new(plan.clone()), Arc::new(graph.clone()))
+    (plan.clone(), graph.clone())
 }
 
 #[test]
@@ -18,7 +17,7 @@ fn a_plan_with_a_review_is_simulated_to_its_end() {
     let vars = plan.run_vars(std::iter::empty()).expect("no vars");
     // Three searches in a group of two (two rounds), the synthesis, the review decided at
     // once, the brief: whatever the templates would read, which the simulation cannot know.
-    let took = makespan(&plan, &graph, &vars, &|_, _| 1_000);
+    let took = makespan(&plan, &vars, &|_, _| 1_000);
     assert_eq!(took, Some(4_000), "{:?}", forecast(&plan, &graph, &vars));
 }
 
@@ -28,8 +27,7 @@ fn llm_agents_count_tokens_even_on_a_provider_the_plan_leaves_to_its_default() {
                 w: {runtime: llm}\n  workflow:\n    - {id: a, agent: w, input: write a haiku}\n";
     let loaded = manifest::load_str("t.yaml", "t", text, &|_| true);
     let (plan, graph) = loaded.valid().expect("the plan is valid");
-    let (plan, graph) = (Arc::new(plan.clone()), Arc::new(graph.clone()));
-    let forecast = forecast(&plan, &graph, &plan.run_vars(std::iter::empty()).expect("no vars"));
+    let forecast = forecast(plan, graph, &plan.run_vars(std::iter::empty()).expect("no vars"));
     assert!(forecast.tokens.expected > 0, "{forecast:?}");
     assert_eq!(forecast.tokens.worst, None, "no window is known");
     assert_eq!(forecast.unpriced, ["default"]);

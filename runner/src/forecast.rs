@@ -1,18 +1,16 @@
 //! The forecast where people decide: what `runner critic` and `apply`'s confirmation show of
 //! `engine::forecast` (tokens, money and time, expected and at worst).
 
-use std::fmt::Write as _;
-use std::sync::Arc;
-
 use engine::forecast::{Forecast, Span};
 use manifest::Loaded;
+use std::fmt::Write as _;
 
 /// The forecast of a valid plan, with its declared variables' defaults; `None` for a plan with
 /// errors.
 pub fn of(loaded: &Loaded) -> Option<Forecast> {
     let (plan, graph) = loaded.valid()?;
     let vars = plan.run_vars(std::iter::empty()).unwrap_or_default();
-    Some(engine::forecast::forecast(&Arc::new(plan.clone()), &Arc::new(graph.clone()), &vars))
+    Some(engine::forecast::forecast(plan, graph, &vars))
 }
 
 /// A count of tokens, with thousands apart.

@@ -6,8 +6,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+use manifest::Plan;
 use manifest::plan::{ForEach, MockOutcome, Runtime, TaskKind, Vars};
-use manifest::{Plan, TaskGraph};
 
 use crate::event::Event;
 use crate::{Command, Handler as _, Start};
@@ -36,15 +36,10 @@ enum Due {
 /// milliseconds (`plan` is the run's, which a map's items join) and succeeds, reviews are
 /// approved at once and no other wait happens (see [`simulated`] for what is assumed of what
 /// only outputs decide); `None` when the run cannot start (a cycle) or does not succeed.
-pub fn makespan(
-    plan: &Arc<Plan>,
-    graph: &Arc<TaskGraph>,
-    vars: &Vars,
-    duration: &dyn Fn(&Plan, usize) -> u64,
-) -> Option<u64> {
+pub fn makespan(plan: &Plan, vars: &Vars, duration: &dyn Fn(&Plan, usize) -> u64) -> Option<u64> {
     let mut state = machine::RunState::<Uncounted>::new();
-    let plan = Arc::new(simulated(plan));
-    let start = Start { plan, vars: vars.clone(), graph: Some(Arc::clone(graph)), ..Start::default() };
+    // The machine builds the graph: the simulated plan keeps every dependency.
+    let start = Start { plan: Arc::new(simulated(plan)), vars: vars.clone(), ..Start::default() };
     let mut events = state.process(Command::Start(start)).ok()?;
     let mut due: BinaryHeap<Reverse<(u64, u64, Due)>> = BinaryHeap::new();
     let (mut now, mut order) = (0_u64, 0_u64);

@@ -9,7 +9,6 @@
 mod makespan;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use manifest::critic::Estimate;
 use manifest::plan::{Action, Price, Runtime, TaskKind, Vars, Verification};
@@ -122,7 +121,7 @@ impl<'p> Model<'p> {
 }
 
 /// The forecast of a run of `plan` with these `vars`.
-pub fn forecast(plan: &Arc<Plan>, graph: &Arc<TaskGraph>, vars: &Vars) -> Forecast {
+pub fn forecast(plan: &Plan, graph: &TaskGraph, vars: &Vars) -> Forecast {
     let estimates = manifest::critic::estimates(plan, graph);
     let mut run = Forecast::default();
     let mut worst_tokens = Some(0_u64);
@@ -166,7 +165,7 @@ pub fn forecast(plan: &Arc<Plan>, graph: &Arc<TaskGraph>, vars: &Vars) -> Foreca
     run.unpriced.dedup();
     run.cost = if run.unpriced.is_empty() { sum_costs(&costs) } else { None };
     let expected = |plan: &Plan, i: usize| item_duration(plan, i).expected;
-    let Some(expected) = makespan(plan, graph, vars, &expected) else {
+    let Some(expected) = makespan(plan, vars, &expected) else {
         run.unbounded.push("the duration: the plan's run could not be simulated to its end".to_owned());
         return run;
     };
@@ -178,7 +177,7 @@ pub fn forecast(plan: &Arc<Plan>, graph: &Arc<TaskGraph>, vars: &Vars) -> Foreca
         run.duration_ms.worst = Some(run.duration_ms.expected);
     } else if durations().all(|d| d.worst.is_some()) {
         let worst = |plan: &Plan, i: usize| item_duration(plan, i).worst.unwrap_or(0);
-        run.duration_ms.worst = makespan(plan, graph, vars, &worst);
+        run.duration_ms.worst = makespan(plan, vars, &worst);
     }
     run
 }

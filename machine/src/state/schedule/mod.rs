@@ -159,16 +159,20 @@ impl<C: TokenCounter> RunState<C> {
             return;
         }
         let attempt = self.tasks[i].attempts + 1;
-        match self.render_input(i) {
-            Ok(input) if attempt == 1 && self.recalled(i, &input, out) => {}
-            Ok(input) => match self.over_budget(i, &input) {
-                Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
-                None => {
-                    self.emit_for(i, Event::TaskDispatched { task, attempt, input }, out);
-                    self.dispatched.push((i, attempt));
-                }
-            },
-            Err(error) => self.refuse(i, format!("cannot render the input: {error}"), out),
+        let input = match self.render_input(i) {
+            Ok(input) => input,
+            Err(error) => return self.refuse(i, format!("cannot render the input: {error}"), out),
+        };
+        // A first attempt is looked up in the task cache: a stored output stands for it.
+        if attempt == 1 && self.recalled(i, &input, out) {
+            return;
+        }
+        match self.over_budget(i, &input) {
+            Some(reason) => self.emit(Event::BudgetExhausted { reason }, out),
+            None => {
+                self.emit_for(i, Event::TaskDispatched { task, attempt, input }, out);
+                self.dispatched.push((i, attempt));
+            }
         }
     }
 
