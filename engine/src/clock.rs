@@ -89,6 +89,32 @@ pub fn format_millis(millis: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
 }
 
+/// Milliseconds since the Unix epoch of a time as [`format_millis`] writes it (RFC 3339 in UTC,
+/// milliseconds optional); `None` for any other text.
+pub fn parse_millis(text: &str) -> Option<i64> {
+    let (date, time) = text.strip_suffix('Z')?.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
+    let (clock, ms) = time.split_once('.').unwrap_or((time, "0"));
+    let mut clock = clock.splitn(3, ':').map(str::parse::<i64>);
+    let (h, m, s) = (clock.next()?.ok()?, clock.next()?.ok()?, clock.next()?.ok()?);
+    let ms: i64 = format!("{ms:0<3}").get(..3)?.parse().ok()?;
+    let valid = (1..=12).contains(&month) && (1..=31).contains(&day) && h < 24 && m < 60 && s < 61;
+    valid.then(|| days_from_civil(year, month, day) * 86_400_000 + ((h * 60 + m) * 60 + s) * 1000 + ms)
+}
+
+/// The day count from 1970-01-01 of a proleptic Gregorian date (the inverse of
+/// [`civil_from_days`]).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -105,12 +131,23 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::format_millis;
+    use super::{format_millis, parse_millis};
 
     #[test]
     fn formats_known_instants() {
         assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(format_millis(951_782_400_123), "2000-02-29T00:00:00.123Z");
         assert_eq!(format_millis(1_795_351_503_456), "2026-11-22T12:45:03.456Z");
+    }
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        for millis in [0, 951_782_400_123, 1_795_351_503_456, -86_400_001, 4_102_444_800_999] {
+            assert_eq!(parse_millis(&format_millis(millis)), Some(millis), "{}", format_millis(millis));
+        }
+        assert_eq!(parse_millis("2026-11-22T12:45:03Z"), Some(1_795_351_503_000));
+        for bad in ["", "2026-11-22", "2026-13-01T00:00:00Z", "2026-11-22T12:45:03.456", "x-1-1T0:0:0Z"] {
+            assert_eq!(parse_millis(bad), None, "{bad}");
+        }
     }
 }

@@ -28,8 +28,8 @@ fn llm_agents_count_tokens_even_on_a_provider_the_plan_leaves_to_its_default() {
     let loaded = manifest::load_str("t.yaml", "t", text, &|_| true);
     let (plan, graph) = loaded.valid().expect("the plan is valid");
     let forecast = forecast(plan, graph, &plan.run_vars(std::iter::empty()).expect("no vars"));
-    assert!(forecast.tokens.expected > 0, "{forecast:?}");
-    assert_eq!(forecast.tokens.worst, None, "no window is known");
+    assert!(forecast.run.tokens.expected > 0, "{forecast:?}");
+    assert_eq!(forecast.run.tokens.worst, None, "no window is known");
     assert_eq!(forecast.unpriced, ["default"]);
-    assert!(forecast.cost.is_none());
+    assert!(forecast.run.cost.is_none());
 }

@@ -54,6 +54,7 @@ fn created(plan: Arc<manifest::Plan>) -> Event {
         approved_tools: Vec::new(),
         growing: None,
         cache_reuse: Default::default(),
+        forecast: None,
     }))
 }
 

@@ -77,6 +77,7 @@ async fn records_round_trip() {
                 approved_tools: Vec::new(),
                 growing: None,
                 cache_reuse: Default::default(),
+                forecast: None,
             })),
         ),
         record(2, Event::TaskDispatched { task: "a".into(), attempt: 1, input: "line\n\"quoted\" \u{1F600}".into() }),

@@ -42,6 +42,8 @@ pub struct Start {
     pub graph: Option<Arc<TaskGraph>>,
     /// Set when a planner is still writing the plan: the run waits for its tasks.
     pub growing: Option<Growing>,
+    /// What the run is forecast to take, recorded with it.
+    pub forecast: Option<Box<crate::event::Forecasted>>,
 }
 
 impl PartialEq for Start {
@@ -59,6 +61,7 @@ impl PartialEq for Start {
             && self.recalled == other.recalled
             && self.cache_reuse == other.cache_reuse
             && self.growing == other.growing
+            && self.forecast == other.forecast
     }
 }
 

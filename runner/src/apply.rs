@@ -201,11 +201,13 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     let cache = crate::cache::open_for(runs);
     let uses_cache =
         reuse.all || (0..plan.tasks.len()).any(|i| engine::cache::setting(plan, i).is_some_and(|c| c.enabled));
-    let critique = crate::critic::review(&loaded);
+    // Forecast with the run's variables, not the declared defaults the critic uses.
+    let forecast = engine::forecast::forecast_with(plan, graph, &vars, &crate::past::history(runs));
+    let critique = crate::critic::review_with(&loaded, Some(&forecast));
     let color = crate::diagnostics::color_stdout();
     if args.dry_run {
         say(&schedule(plan, graph, strategy));
-        say(&review(&loaded, &critique, color, &args.plan));
+        say(&review(&loaded, &critique, &forecast, color, &args.plan));
         if let Some(cache) = cache.as_ref().filter(|_| uses_cache) {
             let cache = cache.lock().map_err(|_| anyhow::anyhow!("the task cache's lock was poisoned"))?;
             let (plan, graph) = (Arc::new(plan.clone()), Arc::new(graph.clone()));
@@ -219,7 +221,11 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
     }
     if !args.reviewed {
         say(&overview(plan, graph, strategy));
-        say(&review(&loaded, &critique, color, &args.plan));
+        say(&review(&loaded, &critique, &forecast, color, &args.plan));
+    }
+    if crate::critic::has_errors(&critique) {
+        eprintln!("error: the plan cannot keep its `control_logic.budget` (see above); nothing was recorded");
+        return Ok(EXIT_USAGE);
     }
     let run_id = args.run_id.clone().unwrap_or_else(|| new_run_id(&plan.name));
     drop(critique);
@@ -252,6 +258,7 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
         approved_tools: args.approve_tools.clone(),
         recalled,
         cache_reuse: reuse,
+        forecast: Some(Box::new(forecast.run)),
         ..Start::default()
     };
     if args.detach {
@@ -281,9 +288,15 @@ fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Resu
 
 /// The critic's review as `apply` shows it: grouped as in `runner critic`, which it points at
 /// when findings were left out.
-fn review(loaded: &manifest::Loaded, critique: &manifest::critic::Review<'_>, color: bool, path: &Path) -> String {
+fn review(
+    loaded: &manifest::Loaded,
+    critique: &manifest::critic::Review<'_>,
+    forecast: &engine::forecast::Forecast,
+    color: bool,
+    path: &Path,
+) -> String {
     let crate::critic::HumanReview { mut text, hidden, findings } =
-        crate::critic::human_review(loaded, critique, color);
+        crate::critic::human_review(loaded, critique, Some(forecast), color);
     if hidden > 0 {
         let _ = writeln!(text, "`runner critic {}` lists all {findings} findings", path.display());
     }

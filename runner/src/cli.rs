@@ -42,7 +42,13 @@ enum Command {
         /// Exit 1 when the overall score is below this.
         #[arg(long, default_value_t = 0.0)]
         min_score: f64,
+        /// Forecast from the documented defaults alone, not from what earlier runs observed.
+        #[arg(long)]
+        no_history: bool,
     },
+    /// Forecast a plan's tokens, money and time, task by task; with `--accuracy`, score the
+    /// past runs against the forecasts they recorded.
+    Forecast(crate::forecast::ForecastArgs),
     /// Draw a plan's task graph with its phases, parallel groups, gates and reviews.
     Graph {
         /// The plan file (YAML or JSON), or a run id: that run's current plan, replanned tasks included.
@@ -184,7 +190,15 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
     let runs = || crate::store::Runs::choose(store);
     match cli.command {
         Command::Validate { plan, format } => crate::validate::run(&plan, format),
-        Command::Critic { plan, format, min_score } => crate::critic::run(&plan, format, min_score),
+        Command::Critic { plan, format, min_score, no_history } => {
+            let history = if no_history {
+                Default::default()
+            } else {
+                runs().map(|r| crate::past::history(&r)).unwrap_or_default()
+            };
+            crate::critic::run(&plan, format, min_score, &history)
+        }
+        Command::Forecast(args) => crate::forecast::run(&runs()?, &args),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema { test } => crate::schema::run(test),
         Command::Explain { code } => crate::explain::run(code.as_deref()),
@@ -219,6 +233,7 @@ impl Command {
             self,
             Command::Validate { .. }
                 | Command::Critic { .. }
+                | Command::Forecast(_)
                 | Command::Graph { .. }
                 | Command::Test(_)
                 | Command::Apply(_)

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+use engine::forecast::{Forecast, History};
 use manifest::critic::{Dimension, Finding, Metrics, Review, Scores};
 use manifest::plan::Vars;
 use manifest::{Loaded, Severity, Source};
@@ -20,19 +21,24 @@ use crate::format::CriticFormat;
 pub const EXIT_LOW_SCORE: u8 = 1;
 
 /// Reviews a plan and prints the report to stdout in every format; exit 0 when it has no errors
-/// and scores at least `min_score`, 1 when it scores lower, 2 when it has errors.
-pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<u8> {
+/// and scores at least `min_score`, 1 when it scores lower, 2 when it has errors (the loader's, or
+/// a budget the plan cannot keep).
+pub fn run(path: &Path, format: CriticFormat, min_score: f64, history: &History) -> anyhow::Result<u8> {
     let loaded = manifest::load_file(path);
-    let review = review(&loaded);
+    let forecast = crate::forecast::of(&loaded, history);
+    let review = review_with(&loaded, forecast.as_ref());
     let subplans = subplan_reviews(&loaded);
+    let forecast = forecast.as_ref();
     match format {
-        CriticFormat::Human => print(&human_review(&loaded, &review, color_stdout()).text)?,
-        CriticFormat::Json => print_json_report(&loaded, &review, &subplans)?,
-        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review, &subplans))?,
-        CriticFormat::Markdown => print(&markdown(&loaded, &review, &subplans))?,
+        CriticFormat::Human => print(&human_review(&loaded, &review, forecast, color_stdout()).text)?,
+        CriticFormat::Json => print_json_report(&loaded, &review, &subplans, forecast)?,
+        CriticFormat::Sarif => print_json(&crate::sarif::report(&loaded, &review, &subplans, forecast))?,
+        CriticFormat::Markdown => print(&markdown(&loaded, &review, &subplans, forecast))?,
     }
     let code = if !loaded.is_valid() {
         crate::validate::exit_code(&loaded, path)
+    } else if has_errors(&review) {
+        crate::exit::EXIT_USAGE
     } else if review.scores.overall < min_score {
         EXIT_LOW_SCORE
     } else {
@@ -45,12 +51,28 @@ pub fn run(path: &Path, format: CriticFormat, min_score: f64) -> anyhow::Result<
     Ok(code)
 }
 
-/// The critic's review of a loaded plan; a plan with errors is unrunnable and scores 0.
+/// The critic's review of a loaded plan, with the forecast's findings on its budget (the forecast
+/// is made for them, from the documented defaults, when the plan has a budget); a plan with
+/// errors is unrunnable and scores 0.
 pub fn review(loaded: &Loaded) -> Review<'_> {
-    match loaded.valid() {
-        Some((plan, graph)) => manifest::critic::review(plan, graph),
-        None => Review::unrunnable(),
+    let budgeted = loaded.valid().is_some_and(|(plan, _)| plan.control.budget.is_some());
+    let forecast = if budgeted { crate::forecast::of(loaded, &History::default()) } else { None };
+    review_with(loaded, forecast.as_ref())
+}
+
+/// The critic's review of a loaded plan, with `forecast`'s findings on its budget.
+pub fn review_with<'a>(loaded: &'a Loaded, forecast: Option<&Forecast>) -> Review<'a> {
+    let Some((plan, graph)) = loaded.valid() else { return Review::unrunnable() };
+    let mut review = manifest::critic::review(plan, graph);
+    for finding in forecast.map(|f| engine::forecast::budget::findings(plan, f)).unwrap_or_default() {
+        review.add(finding);
     }
+    review
+}
+
+/// Whether the review has an error: a budget the plan cannot keep.
+pub fn has_errors(review: &Review<'_>) -> bool {
+    (0..review.len()).any(|i| review.severity(i) == manifest::Severity::Error)
 }
 
 /// The review of each sub-plan file a plan includes, in the order of `loaded.included`; a file
@@ -135,9 +157,14 @@ impl Serialize for JsonDimensions<'_> {
 
 /// Prints the JSON report (see [`write_json`]) and a newline; a closed pipe is an error `main`
 /// ignores.
-fn print_json_report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> anyhow::Result<()> {
+fn print_json_report(
+    loaded: &Loaded,
+    review: &Review<'_>,
+    subplans: &[Review<'_>],
+    forecast: Option<&Forecast>,
+) -> anyhow::Result<()> {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    write_json(&mut stdout, loaded, review, subplans, PIECE)?;
+    write_json(&mut stdout, loaded, review, subplans, forecast, PIECE)?;
     stdout.write_all(b"\n")?;
     stdout.flush()?;
     Ok(())
@@ -156,6 +183,7 @@ fn write_json(
     loaded: &Loaded,
     review: &Review<'_>,
     subplans: &[Review<'_>],
+    forecast: Option<&Forecast>,
     piece: usize,
 ) -> std::io::Result<()> {
     let dimensions = JsonDimensions(&review.scores);
@@ -177,9 +205,9 @@ fn write_json(
     pieces.write(out)?;
     out.write_all(if review.is_empty() { b"],\n  \"metrics\": " } else { b"\n  ],\n  \"metrics\": " })?;
     nested(out, &review.metrics)?;
-    if let Some(forecast) = crate::forecast::of(loaded) {
+    if let Some(forecast) = forecast {
         out.write_all(b",\n  \"forecast\": ")?;
-        nested(out, &forecast)?;
+        nested(out, forecast)?;
     }
     if !subplans.is_empty() {
         out.write_all(b",\n  \"subplans\": ")?;
@@ -398,7 +426,7 @@ pub struct HumanReview {
 /// and its score, then the plan's scores and metrics; each kind grouped by code (see
 /// [`crate::grouping`]). Only the findings it draws are made whole; the others are counted and
 /// named by their place.
-pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> HumanReview {
+pub fn human_review(loaded: &Loaded, review: &Review<'_>, forecast: Option<&Forecast>, color: bool) -> HumanReview {
     let subplans = subplan_reviews(loaded);
     let mut text = render_loaded(loaded, color);
     if !subplans.is_empty() && loaded.is_valid() {
@@ -417,7 +445,7 @@ pub fn human_review(loaded: &Loaded, review: &Review<'_>, color: bool) -> HumanR
         hidden += findings_human(&mut text, &child.source, sub, color);
     }
     text.push('\n');
-    text.push_str(&score_table(loaded, review));
+    text.push_str(&score_table(loaded, review, forecast));
     let findings = review.len() + subplans.iter().map(Review::len).sum::<usize>();
     HumanReview { text, hidden, findings }
 }
@@ -444,7 +472,7 @@ fn findings_human(out: &mut String, source: &Source, review: &Review<'_>, color:
         Some(task) => Cow::Borrowed(task),
         None => Cow::Owned(format!("line {}", source.line_column(review.offset(i)).0)),
     };
-    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning);
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) != Severity::Info);
     let mut hidden = render_groups(out, warnings, code, kind, place, |out, i| {
         // Writing into a String cannot fail.
         let _ = handler.render_report(out, &review.finding(i).with_source(source));
@@ -477,7 +505,7 @@ fn counts(review: &Review<'_>) -> ([usize; 5], usize) {
     (dimensions, general)
 }
 
-fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
+fn score_table(loaded: &Loaded, review: &Review<'_>, forecast: Option<&Forecast>) -> String {
     let mut out = String::new();
     if !loaded.is_valid() {
         let _ = writeln!(out, "plan `{}` has errors and cannot run: score 0/10", plan_name(loaded));
@@ -501,8 +529,8 @@ fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
     let _ = writeln!(out, "  phases              {}", m.phases);
     let _ = writeln!(out, "  critical_path       {}", m.critical_path.join(" -> "));
     let _ = writeln!(out, "  estimated_tokens    {}", m.estimated_tokens);
-    if let Some(forecast) = crate::forecast::of(loaded) {
-        out.push_str(&crate::forecast::human(&forecast));
+    if let Some(forecast) = forecast {
+        out.push_str(&crate::forecast::human(forecast));
     }
     if let Some(vars) = declared_vars(loaded) {
         out.push_str(&vars_list(vars));
@@ -512,7 +540,7 @@ fn score_table(loaded: &Loaded, review: &Review<'_>) -> String {
 
 /// A review comment: summary, score table, findings grouped by dimension, then each sub-plan
 /// file's findings under its name.
-pub fn markdown(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> String {
+pub fn markdown(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>], forecast: Option<&Forecast>) -> String {
     let mut out = String::new();
     let name = plan_name(loaded);
     if !loaded.is_valid() {
@@ -536,8 +564,8 @@ pub fn markdown(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -
     for (dimension, count) in Dimension::ALL.into_iter().zip(counts) {
         let _ = writeln!(out, "| {} | {:.1} | {count} |", dimension.title(), review.scores.of_dimension(dimension));
     }
-    if let Some(forecast) = crate::forecast::of(loaded) {
-        out.push_str(&crate::forecast::markdown(&forecast));
+    if let Some(forecast) = forecast {
+        out.push_str(&crate::forecast::markdown(forecast));
     }
     if let Some(vars) = declared_vars(loaded) {
         out.push_str(&vars_table(vars));
@@ -606,7 +634,7 @@ fn markdown_item(out: &mut String, finding: &Finding, source: &Source) {
 
 /// How many warnings and how many notes a review has.
 fn severities(review: &Review<'_>) -> (usize, usize) {
-    let warnings = (0..review.len()).filter(|&i| review.severity(i) == Severity::Warning).count();
+    let warnings = (0..review.len()).filter(|&i| review.severity(i) != Severity::Info).count();
     (warnings, review.len() - warnings)
 }
 
@@ -656,7 +684,7 @@ mod tests {
                 .collect(),
             findings: review.findings().map(|f| JsonFinding::new(&f, &loaded.source)).collect(),
             metrics: &review.metrics,
-            forecast: crate::forecast::of(loaded),
+            forecast: crate::forecast::of(loaded, &History::default()),
             subplans: json_subplans(loaded, subplans),
         };
         serde_json::to_string_pretty(&document).expect("a document of strings and numbers serialises")
@@ -703,7 +731,15 @@ spec:
             // writes them in order with their separators.
             for piece in [PIECE, 1, 2] {
                 let mut written = Vec::new();
-                write_json(&mut written, &loaded, &review, &subplans, piece).expect("writing to memory cannot fail");
+                write_json(
+                    &mut written,
+                    &loaded,
+                    &review,
+                    &subplans,
+                    crate::forecast::of(&loaded, &History::default()).as_ref(),
+                    piece,
+                )
+                .expect("writing to memory cannot fail");
                 let expected = document(&loaded, &review, &subplans);
                 assert_eq!(String::from_utf8(written).expect("UTF-8"), expected, "{name} by {piece}");
             }
@@ -776,8 +812,8 @@ spec:
         let loaded = manifest::load_str("odd.yaml", "odd", ODD, &|_| true);
         let review = review(&loaded);
         for room in [0, 300, 1200] {
-            let error =
-                write_json(&mut Closing { room }, &loaded, &review, &[], 1).expect_err("the pipe closes mid-report");
+            let error = write_json(&mut Closing { room }, &loaded, &review, &[], None, 1)
+                .expect_err("the pipe closes mid-report");
             assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "after {room} bytes");
         }
     }

@@ -79,6 +79,8 @@ pub fn run(runs: &Runs, old_id: &str, from: Option<&str>, run_id: Option<&str>) 
         approved_tools: created.approved_tools.clone(),
         // The plan as far as it was written runs whole: nobody writes more of it.
         growing: None,
+        // What it reuses costs nothing, so the whole plan's forecast would not score it.
+        forecast: None,
     };
     drive(Session { span, ..Session::new(run, lock, workdir, store, Vec::new()) }, Command::Start(start))
 }

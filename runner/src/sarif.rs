@@ -10,7 +10,12 @@ use serde_json::{Value, json};
 
 /// The SARIF log of a plan's errors and findings; `subplans` are the reviews of the sub-plan
 /// files it includes, in the order of `loaded.included`.
-pub fn report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> Value {
+pub fn report(
+    loaded: &Loaded,
+    review: &Review<'_>,
+    subplans: &[Review<'_>],
+    forecast: Option<&engine::forecast::Forecast>,
+) -> Value {
     let mut rules: BTreeMap<String, Value> = BTreeMap::new();
     let mut results = Vec::new();
     let mut add = |source: &Source,
@@ -72,7 +77,7 @@ pub fn report(loaded: &Loaded, review: &Review<'_>, subplans: &[Review<'_>]) -> 
                 "rules": rules.into_values().collect::<Vec<_>>(),
             }},
             "results": results,
-            "properties": {"forecast": crate::forecast::of(loaded)},
+            "properties": {"forecast": forecast},
         }],
     })
 }

@@ -22,6 +22,9 @@ struct JsonStatus<'a> {
     /// Tasks whose output the task cache gave, and the tokens that saved.
     #[serde(skip_serializing_if = "Option::is_none")]
     reused: Option<Reused>,
+    /// What the run was forecast to take beside what it took, when it recorded a forecast.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forecast: Option<crate::scored::Scored>,
     /// Replacements the planner spliced in.
     replans: u32,
     /// Why dispatching stopped, when a budget ran out.
@@ -163,6 +166,7 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                 tokens: state.tokens,
                 reused: (state.saved.tasks > 0)
                     .then_some(Reused { tasks: state.saved.tasks, tokens_saved: state.saved.tokens }),
+                forecast: crate::scored::Scored::of(&records, &state),
                 replans: state.replans,
                 exhausted: state.exhausted.as_deref(),
                 tasks,
@@ -176,6 +180,10 @@ pub fn run(runs: &Runs, run_id: &str, format: Format) -> anyhow::Result<u8> {
                 eprintln!("warning: {warning}");
             }
             let mut text = human(run_id, &created, &state, status, &children);
+            if let Some(scored) = crate::scored::Scored::of(&records, &state) {
+                let at = text.find("\n  task ").map_or(text.len(), |i| i + 1);
+                text.insert_str(at, &scored.lines());
+            }
             if let Some(planning) = Planning::of(&records, &state) {
                 let at = text.find('\n').map_or(text.len(), |i| i + 1);
                 text.insert_str(at, &planning.line());

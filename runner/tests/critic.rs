@@ -52,7 +52,10 @@ fn every_critic_example_is_a_valid_plan() {
 fn every_critic_example_produces_the_finding_it_is_named_after() {
     for plan in critic_examples() {
         let (code, report) = critic_json(&plan);
-        assert_eq!(code, 0, "{plan} exits 0");
+        // A budget the plan cannot keep is the one finding that is an error.
+        let errors = findings(&report).iter().any(|f| f["severity"] == "error");
+        assert_eq!(errors, plan.ends_with("budget_not_kept.yaml"), "{plan}");
+        assert_eq!(code, if errors { 2 } else { 0 }, "{plan} exits 0, or 2 with an error");
         let expected = format!("critic::{}", stem(&plan));
         assert!(codes(&report).contains(&expected.as_str()), "{plan}: expected {expected}, got {:?}", codes(&report));
     }
@@ -61,6 +64,7 @@ fn every_critic_example_produces_the_finding_it_is_named_after() {
 /// Every finding of every example, checked by hand against the file: (file stem, code, task,
 /// line, column). Each example has exactly these findings and no others.
 const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
+    ("budget_not_kept", "budget_not_kept", None, 23, 5),
     ("cache_not_deterministic", "cache_not_deterministic", Some("haiku"), 24, 14),
     ("condition_never_holds", "condition_never_holds", Some("explain"), 19, 13),
     ("context_budget", "context_budget", Some("condense"), 19, 14),
@@ -76,6 +80,7 @@ const EXPECTED: &[(&str, &str, Option<&str>, u64, u64)] = &[
     ("optimism_bias", "critical_without_fallback", Some("lookup"), 14, 11),
     ("optimism_bias", "optimism_bias", Some("lookup"), 14, 11),
     ("output_format_coupling", "output_format_coupling", Some("report"), 19, 25),
+    ("over_budget", "over_budget", None, 24, 5),
     ("parallel_explosion", "parallel_explosion", None, 13, 12),
     ("plain_http_secret", "plain_http_secret", None, 12, 20),
     ("redundant_edge", "redundant_edge", Some("final"), 25, 28),
@@ -221,7 +226,7 @@ fn the_json_report_has_exactly_the_documented_shape() {
                 set(&["code", "dimension", "severity", "task", "message", "help", "file", "line", "column", "path"]),
                 "{plan}"
             );
-            assert!(["warning", "info"].contains(&finding["severity"].as_str().expect("severity")), "{plan}");
+            assert!(["error", "warning", "info"].contains(&finding["severity"].as_str().expect("severity")), "{plan}");
             let dimension = &finding["dimension"];
             assert!(dimension.is_null() || DIMENSIONS.contains(&dimension.as_str().expect("a name")), "{plan}");
             assert!(finding["message"].as_str().is_some_and(|m| !m.is_empty()), "{plan}");
@@ -479,10 +484,14 @@ fn apply_shows_the_grouped_review_and_points_at_critic_for_the_rest() {
 /// as `runner` is given it.
 fn expected_findings(file: &str) -> Vec<Value> {
     let loaded = manifest::load_file(&repo_root().join(file));
-    let (plan, _) = loaded.valid().expect("a valid plan");
+    let (plan, graph) = loaded.valid().expect("a valid plan");
     let source = &loaded.source;
-    manifest::critic::critique(plan)
-        .findings
+    let vars = plan.run_vars(std::iter::empty()).unwrap_or_default();
+    let budget = engine::forecast::budget::findings(plan, &engine::forecast::forecast(plan, graph, &vars));
+    let mut findings = manifest::critic::critique(plan).findings;
+    findings.extend(budget);
+    findings.sort_by_key(|f| f.loc.span.offset());
+    findings
         .iter()
         .map(|f| {
             let (line, column) = source.line_column(f.loc.span.offset());

@@ -279,7 +279,14 @@ fn the_critic_index_names_exactly_the_critic_entries() {
     let critic: BTreeMap<&str, &str> = entries
         .iter()
         .filter(|entry| entry.code.starts_with("critic::"))
-        .map(|entry| (entry.code.as_str(), if entry.body.starts_with("Note") { "info" } else { "warning" }))
+        .map(|entry| {
+            let severity = match entry.body.as_str() {
+                body if body.starts_with("Note") => "info",
+                body if body.starts_with("Error") => "error",
+                _ => "warning",
+            };
+            (entry.code.as_str(), severity)
+        })
         .collect();
     assert_eq!(indexed, critic, "docs/critic.md's index and docs/explain/critic.md disagree");
 }

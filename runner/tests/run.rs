@@ -74,7 +74,11 @@ fn apply_with_yes_runs_a_plan_and_every_view_of_the_run_agrees() {
     assert!(stdout.contains("TaskSucceeded c"), "plain progress lines: {stdout}");
 
     let status = env.status("r1");
-    assert_eq!(keys(&status), set(&["run_id", "plan", "status", "tokens", "replans", "exhausted", "tasks"]));
+    assert_eq!(
+        keys(&status),
+        set(&["run_id", "plan", "status", "tokens", "forecast", "replans", "exhausted", "tasks"])
+    );
+    assert_eq!(keys(&status["forecast"]), set(&["tokens", "duration_ms"]), "no model is asked, so no cost");
     assert_eq!(status["tokens"], serde_json::json!({"prompt": 0, "completion": 0}), "command agents use no tokens");
     assert_eq!(status["run_id"], "r1");
     assert_eq!(status["plan"], "three");

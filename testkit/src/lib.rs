@@ -87,6 +87,9 @@ pub enum Step {
     /// Answers with the inner step without any `usage`, as llama-cpp-python's server does when
     /// it streams (it ignores `stream_options.include_usage`).
     Unmetered(Box<Step>),
+    /// Answers with the inner step, reporting this `usage` (prompt, completion) instead of
+    /// [`PROMPT_TOKENS`] and [`COMPLETION_TOKENS`].
+    Metered(u64, u64, Box<Step>),
     /// Waits until this many requests have arrived in all (this one included), then answers
     /// with the inner step: requests that may overlap then do, however busy the machine, so a
     /// test can count them in flight without timing. Gives up waiting after [`TOGETHER_WAIT`].
@@ -231,6 +234,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let mut step = (shared.responder)(&body, number);
     let mut model = body.get("model").cloned().unwrap_or(Value::Null);
     let mut metered = true;
+    let (mut prompt_tokens, mut completion_tokens) = (PROMPT_TOKENS, COMPLETION_TOKENS);
     let step = loop {
         step = match step {
             Step::Delay(pause, inner) => {
@@ -249,15 +253,19 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 metered = false;
                 *inner
             }
+            Step::Metered(prompt, completion, inner) => {
+                (prompt_tokens, completion_tokens) = (prompt, completion);
+                *inner
+            }
             other => break other,
         }
     };
     let echo = |text: String| text.replace(AUTHORIZATION_ECHO, authorization.as_deref().unwrap_or(""));
     let usage = metered.then(|| {
         json!({
-            "prompt_tokens": PROMPT_TOKENS,
-            "completion_tokens": COMPLETION_TOKENS,
-            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         })
     });
     let completion = |message: Value, finish: &str| {
@@ -335,7 +343,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Step::Raw(text) => ([(header::CONTENT_TYPE, "application/json")], echo(text)).into_response(),
         Step::Hang => std::future::pending().await,
-        Step::Delay(..) | Step::Together(..) | Step::As(..) | Step::Unmetered(..) => {
+        Step::Delay(..) | Step::Together(..) | Step::As(..) | Step::Unmetered(..) | Step::Metered(..) => {
             unreachable!("waits and renamings are unwrapped above")
         }
     }

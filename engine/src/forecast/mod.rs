@@ -6,7 +6,10 @@
 //! with the reason, where the plan sets no limit that bounds it. The duration is the makespan of
 //! the run as the state machine schedules it (`makespan.rs`), not a sum.
 
+pub mod budget;
+mod history;
 mod makespan;
+pub mod shown;
 
 use std::collections::BTreeMap;
 
@@ -15,6 +18,9 @@ use manifest::plan::{Action, Price, Runtime, TaskKind, Vars, Verification};
 use manifest::{Plan, TaskGraph};
 use serde::Serialize;
 
+pub use machine::event::{Cost, Forecasted, Span};
+
+pub use history::{History, Observed};
 pub use makespan::makespan;
 
 /// Model turns an llm task with tools is expected to take: a tool call, then the answer.
@@ -31,25 +37,6 @@ const DEFAULT_MAX_TOKENS: u64 = 4096;
 pub const REVIEW_TOKENS: u64 = 100;
 /// The turns an llm attempt with tools may take when its agent sets no `max_turns`.
 const DEFAULT_MAX_TURNS: u64 = crate::llm::DEFAULT_MAX_TURNS as u64;
-
-/// A figure as expected, and at worst (`None`: unbounded, see [`Forecast::unbounded`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Span<T> {
-    /// What a run is expected to take.
-    pub expected: T,
-    /// The most a run within the plan's limits can take.
-    pub worst: Option<T>,
-}
-
-/// Money, in one currency.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Cost {
-    /// The expected and the worst amount.
-    #[serde(flatten)]
-    pub amount: Span<f64>,
-    /// Three capital letters, such as `USD`.
-    pub currency: String,
-}
 
 /// The forecast of one task (all its items, for a map).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -68,17 +55,17 @@ pub struct TaskForecast {
 /// The forecast of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Forecast {
-    /// Tokens of every model request: tasks, reviewers, the planner and the compactor.
-    pub tokens: Span<u64>,
-    /// What they cost; `None` when no task asks a model, a provider in use has no price
-    /// ([`Forecast::unpriced`]) or prices are in different currencies.
-    pub cost: Option<Cost>,
-    /// The run's duration in milliseconds: the makespan under its strategy and limits.
-    pub duration_ms: Span<u64>,
+    /// The run's tokens, cost and duration (`cost` is `None` when a provider in use has no
+    /// price: see [`Forecast::unpriced`]).
+    #[serde(flatten)]
+    pub run: Forecasted,
     /// Why a worst case is unbounded, one line each.
     pub unbounded: Vec<String>,
     /// Providers in use with no price, sorted.
     pub unpriced: Vec<String>,
+    /// How many earlier runs the expected figures drew on (0: the documented defaults only).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub history_runs: usize,
     /// Each task's figures, in plan order (left out of the run's JSON: a plan may have
     /// 100,000 tasks).
     #[serde(skip)]
@@ -99,8 +86,8 @@ struct Model<'p> {
 impl<'p> Model<'p> {
     /// The model agent `name` of `plan` asks, when it is an llm agent.
     fn of(plan: &'p Plan, name: &str) -> Option<Self> {
-        let Runtime::Llm { provider, generation, .. } = &plan.agents.get(name)?.runtime else { return None };
-        let provider = provider.as_ref().map_or(manifest::plan::DEFAULT_AGENT, |p| p.value.as_str());
+        let Runtime::Llm { generation, .. } = &plan.agents.get(name)?.runtime else { return None };
+        let provider = plan.provider_of(name)?;
         // A provider the plan does not define (the loader reports it) still gets requests.
         let settings = plan.providers.get(provider);
         let generation = settings.map_or(*generation, |s| generation.or(s.generation));
@@ -108,7 +95,7 @@ impl<'p> Model<'p> {
             provider,
             window: settings.and_then(|s| s.context_window),
             max_tokens: generation.max_tokens.map_or(DEFAULT_MAX_TOKENS, u64::from),
-            price: settings.and_then(|s| s.price.as_ref()),
+            price: plan.price_of(name),
         })
     }
 
@@ -120,23 +107,34 @@ impl<'p> Model<'p> {
     }
 }
 
-/// The forecast of a run of `plan` with these `vars`.
+/// Whether a count is zero, for leaving it out of JSON.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The forecast of a run of `plan` with these `vars`, from the documented defaults alone.
 pub fn forecast(plan: &Plan, graph: &TaskGraph, vars: &Vars) -> Forecast {
+    forecast_with(plan, graph, vars, &History::default())
+}
+
+/// The forecast of a run of `plan` with these `vars`; an agent that earlier runs observed on the
+/// same model is expected to take what it took on average (`history`).
+pub fn forecast_with(plan: &Plan, graph: &TaskGraph, vars: &Vars, history: &History) -> Forecast {
     let estimates = manifest::critic::estimates(plan, graph);
-    let mut run = Forecast::default();
+    let mut out = Forecast { history_runs: if history.is_empty() { 0 } else { history.runs }, ..Forecast::default() };
     let mut worst_tokens = Some(0_u64);
     let mut costs: Vec<Option<Cost>> = Vec::new();
     // Each reason a worst case is unbounded, with the tasks it holds for.
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, estimate) in estimates.iter().enumerate() {
-        let (task, unbounded) = task_forecast(plan, i, *estimate, &mut run.unpriced);
+        let (task, unbounded) = task_forecast(plan, i, *estimate, history, &mut out.unpriced);
         worst_tokens = worst_tokens.zip(task.tokens.worst).map(|(a, b)| a.saturating_add(b));
-        run.tokens.expected = run.tokens.expected.saturating_add(task.tokens.expected);
+        out.run.tokens.expected = out.run.tokens.expected.saturating_add(task.tokens.expected);
         for why in unbounded {
             reasons.entry(why).or_default().push(task.task.clone());
         }
         costs.push(task.cost.clone());
-        run.tasks.push(task);
+        out.tasks.push(task);
     }
     for (who, found) in [("the planner", planner(plan)), ("the compactor", compactor(plan, &estimates))] {
         let Some((model, calls)) = found else { continue };
@@ -150,41 +148,47 @@ pub fn forecast(plan: &Plan, graph: &TaskGraph, vars: &Vars) -> Forecast {
             }
             Err(why) => {
                 worst_tokens = None;
-                run.unbounded.push(format!("{who}: {why}"));
+                out.unbounded.push(format!("{who}: {why}"));
             }
         }
         if model.price.is_none() {
-            run.unpriced.push(model.provider.to_owned());
+            out.unpriced.push(model.provider.to_owned());
         }
     }
-    run.tokens.worst = worst_tokens;
+    out.run.tokens.worst = worst_tokens;
     for (why, tasks) in reasons {
-        run.unbounded.push(format!("{}: {why}", named(&tasks)));
+        out.unbounded.push(format!("{}: {why}", named(&tasks)));
     }
-    run.unpriced.sort();
-    run.unpriced.dedup();
-    run.cost = if run.unpriced.is_empty() { sum_costs(&costs) } else { None };
-    let expected = |plan: &Plan, i: usize| item_duration(plan, i).expected;
+    out.unpriced.sort();
+    out.unpriced.dedup();
+    out.run.cost = if out.unpriced.is_empty() { sum_costs(&costs) } else { None };
+    let expected = |plan: &Plan, i: usize| item_duration(plan, i, history).expected;
     let Some(expected) = makespan(plan, vars, &expected) else {
-        run.unbounded.push("the duration: the plan's run could not be simulated to its end".to_owned());
-        return run;
+        out.unbounded.push("the duration: the plan's run could not be simulated to its end".to_owned());
+        return out;
     };
-    run.duration_ms.expected = expected;
-    let durations = || run.tasks.iter().map(|t| t.duration_ms);
+    out.run.duration_ms.expected = expected;
+    let durations = || out.tasks.iter().map(|t| t.duration_ms);
     if durations().all(|d| d.worst == Some(d.expected)) {
         // Every attempt takes what it is expected to take (mock agents without retries): the
         // same schedule.
-        run.duration_ms.worst = Some(run.duration_ms.expected);
+        out.run.duration_ms.worst = Some(out.run.duration_ms.expected);
     } else if durations().all(|d| d.worst.is_some()) {
-        let worst = |plan: &Plan, i: usize| item_duration(plan, i).worst.unwrap_or(0);
-        run.duration_ms.worst = makespan(plan, vars, &worst);
+        let worst = |plan: &Plan, i: usize| item_duration(plan, i, history).worst.unwrap_or(0);
+        out.run.duration_ms.worst = makespan(plan, vars, &worst);
     }
-    run
+    out
 }
 
 /// Task `i`'s figures, and why its worst cases are unbounded; providers it uses with no price
 /// join `unpriced`.
-fn task_forecast(plan: &Plan, i: usize, estimate: Estimate, unpriced: &mut Vec<String>) -> (TaskForecast, Vec<String>) {
+fn task_forecast(
+    plan: &Plan,
+    i: usize,
+    estimate: Estimate,
+    history: &History,
+    unpriced: &mut Vec<String>,
+) -> (TaskForecast, Vec<String>) {
     let task = &plan.tasks[i];
     let id = task.id.value.as_str();
     let mut unbounded = Vec::new();
@@ -235,8 +239,18 @@ fn task_forecast(plan: &Plan, i: usize, estimate: Estimate, unpriced: &mut Vec<S
     }
     if requests.is_empty() {
         cost = None;
+    } else if let Some(name) = agent
+        && let Some(observed) = history.of(plan, name)
+    {
+        // Earlier runs: what a task on this agent and model used, checks and retries included.
+        let each = observed.tokens_per_task();
+        // Never past the worst case: a run within the limits cannot take more.
+        tokens.expected = tokens.worst.unwrap_or(u64::MAX).min(runs * (each.prompt + each.completion));
+        if let (Some(sum), Some(price)) = (cost.as_mut(), plan.price_of(name)) {
+            sum.amount.expected = runs as f64 * price.cost(each.prompt, each.completion);
+        }
     }
-    let duration = item_duration(plan, i);
+    let duration = item_duration(plan, i, history);
     if duration.worst.is_none() {
         unbounded.push(unbounded_duration(plan, i).to_owned());
     }
@@ -311,9 +325,9 @@ fn compactor<'p>(plan: &'p Plan, estimates: &[Estimate]) -> Option<(Model<'p>, u
     Some((model, outputs))
 }
 
-/// How long one item of task `i` takes: one attempt expected, every attempt with the backoffs
-/// between them at worst.
-fn item_duration(plan: &Plan, i: usize) -> Span<u64> {
+/// How long one item of task `i` takes: one attempt expected (what earlier runs observed of its
+/// agent, when they did), every attempt with the backoffs between them at worst.
+fn item_duration(plan: &Plan, i: usize, history: &History) -> Span<u64> {
     let task = &plan.tasks[i];
     let agent = plan.agent_of(task).and_then(|name| plan.agents.get(name));
     let timeout = task.extras().timeout.or(agent.and_then(|a| a.timeout)).map(manifest::Duration::as_millis);
@@ -337,6 +351,10 @@ fn item_duration(plan: &Plan, i: usize) -> Span<u64> {
     };
     let attempts = attempts(plan, i);
     let worst = attempt_worst.map(|each| each.saturating_mul(attempts).saturating_add(backoffs(plan, i, attempts)));
+    // What earlier runs observed, never past the worst case (their time includes runner's own
+    // work, which the worst case leaves out).
+    let observed = plan.agent_of(task).and_then(|name| history.of(plan, name));
+    let expected = observed.map_or(expected, |o| worst.unwrap_or(u64::MAX).min(o.duration_per_task()));
     Span { expected, worst }
 }
 

@@ -38,6 +38,7 @@ pub fn created() -> Record {
             approved_tools: Vec::new(),
             growing: None,
             cache_reuse: Default::default(),
+            forecast: None,
         })),
     )
 }

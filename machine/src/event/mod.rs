@@ -3,6 +3,7 @@
 
 mod compaction;
 mod conversation;
+mod forecast;
 mod plan;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use compaction::{ContextCompacted, Scope};
 pub use conversation::{ModelTurn, ToolApprovalDecided, ToolApprovalRequested, ToolCallFinished, ToolCallStarted};
+pub use forecast::{Cost, Forecasted, Span};
 pub use plan::{Growing, Replanned, RunCreated, TaskPlanned};
 
 /// The version of the event schema written in `RunCreated`. Version 2 links results to their

@@ -45,6 +45,9 @@ pub struct RunCreated {
     /// How the run reuses stored outputs beyond the tasks' `cache` (`runner apply --reuse`).
     #[serde(default, skip_serializing_if = "crate::Reuse::is_default")]
     pub cache_reuse: crate::Reuse,
+    /// What the run was forecast to take when it started (`runner apply` records it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<Box<super::Forecasted>>,
 }
 
 /// What a plan that grows while it runs was asked for, so that a resumed run can ask the

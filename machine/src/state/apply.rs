@@ -8,6 +8,7 @@ use std::sync::Arc;
 use manifest::{Plan, TaskGraph};
 
 use super::RunState;
+use super::transitions::Spender;
 use crate::event::{Event, Scope, SkipCause, Tokens};
 use crate::run_status::RunStatus;
 use crate::summary_mode::SummaryMode;
@@ -58,7 +59,7 @@ impl<C: TokenCounter> RunState<C> {
             | Event::ToolApprovalDecided(_) => self.apply_conversation(event, known),
             Event::VerificationFailed { task, reason, tokens, .. } => {
                 let tokens = self.settle_tokens(task, known, *tokens);
-                self.add_tokens(tokens);
+                self.add_tokens(tokens, Spender::Task(task, known));
                 if let Some(i) = known.or_else(|| self.index_of(task)) {
                     self.tasks[i].set_feedback(Some(reason.clone()));
                 }
@@ -68,13 +69,13 @@ impl<C: TokenCounter> RunState<C> {
                 self.replanning.insert(task.clone());
             }
             Event::Replanned(replanned) => {
-                self.add_tokens(replanned.tokens);
+                self.add_tokens(replanned.tokens, Spender::Planner);
                 self.replanning.remove(&replanned.task);
                 self.replans += 1;
                 self.splice(Arc::clone(&replanned.plan));
             }
             Event::ReplanFailed { task, tokens, .. } => {
-                self.add_tokens(*tokens);
+                self.add_tokens(*tokens, Spender::Planner);
                 self.replanning.remove(task);
             }
             Event::TaskPlanned(planned) => self.planned(&planned.task),
@@ -143,7 +144,7 @@ impl<C: TokenCounter> RunState<C> {
     /// `TaskSucceeded`: the output is recorded and dependents may go.
     fn task_succeeded(&mut self, task: &str, known: Option<usize>, output: &Arc<str>, tokens: Option<Tokens>) {
         let tokens = self.settle_tokens(task, known, tokens);
-        self.add_tokens(tokens);
+        self.add_tokens(tokens, Spender::Task(task, known));
         if self.summary == SummaryMode::ByAgent {
             self.summary_pending += 1;
         }
@@ -160,7 +161,7 @@ impl<C: TokenCounter> RunState<C> {
     /// `TaskFailed`: the attempt failed (a retry, replan or skip may follow).
     fn task_failed(&mut self, task: &str, known: Option<usize>, error: &str, tokens: Option<Tokens>) {
         let tokens = self.settle_tokens(task, known, tokens);
-        self.add_tokens(tokens);
+        self.add_tokens(tokens, Spender::Task(task, known));
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.tasks[i].failures += 1;
         self.end_attempt(i);
@@ -198,7 +199,7 @@ impl<C: TokenCounter> RunState<C> {
     /// `ClarificationRequested`: the task waits for an answer.
     fn asked(&mut self, task: &str, known: Option<usize>, question: &str, tokens: Option<Tokens>) {
         let tokens = self.settle_tokens(task, known, tokens);
-        self.add_tokens(tokens);
+        self.add_tokens(tokens, Spender::Task(task, known));
         let Some(i) = known.or_else(|| self.index_of(task)) else { return };
         self.end_attempt(i);
         self.set_status(i, TaskStatus::Paused);
@@ -234,7 +235,7 @@ impl<C: TokenCounter> RunState<C> {
 
     /// `ContextCompacted`: a new context summary; tasks held for it go once it has caught up.
     fn compaction(&mut self, scope: Scope, summary: &Option<String>, tokens: Option<Tokens>) {
-        self.add_tokens(tokens);
+        self.add_tokens(tokens, Spender::Compactor);
         if let (Scope::Summary, Some(summary)) = (scope, summary) {
             self.context_summary.clone_from(summary);
             if self.summary == SummaryMode::ByAgent {

@@ -1,5 +1,5 @@
-//! Budgets: the token budget and `max_turns_per_phase`, checked before each dispatch; once
-//! one is spent nothing more is dispatched and the run ends when what runs has finished.
+//! Budgets: the token budget, the cost budget and `max_turns_per_phase`, checked before each
+//! dispatch; once one is spent nothing more is dispatched and the run ends when what runs has finished.
 
 use super::RunState;
 use crate::event::{Event, Outcome, SkipCause};
@@ -20,6 +20,16 @@ impl<C: TokenCounter> RunState<C> {
                     self.id(i)
                 ));
             }
+        }
+        if let Some(cost) = control.budget.as_ref().and_then(|b| b.value.cost)
+            && self.spent >= cost
+        {
+            return Some(format!(
+                "the cost budget is spent: {:.4} of {cost} {} used before task `{}`",
+                self.spent,
+                self.plan.currency().unwrap_or_default(),
+                self.id(i)
+            ));
         }
         let level = self.graph.level(i);
         match control.max_turns_per_phase {

@@ -67,6 +67,9 @@ pub struct RunState<C> {
     pub context_summary: String,
     /// Tokens used so far by agents, checks, compaction and the planner.
     pub tokens: Tokens,
+    /// What those tokens cost at the prices of the providers asked, in their currency (tokens
+    /// of a provider with no price count nothing).
+    pub spent: f64,
     /// Tasks whose output the task cache gave, and the tokens their original attempts used:
     /// what this run saved.
     pub saved: Saved,
@@ -154,6 +157,7 @@ impl<C> PartialEq for RunState<C> {
             && self.strategy == other.strategy
             && self.context_summary == other.context_summary
             && self.tokens == other.tokens
+            && self.spent == other.spent
             && self.saved == other.saved
             && self.replans == other.replans
             && self.replanning == other.replanning
@@ -188,6 +192,7 @@ impl<C: TokenCounter + Default> RunState<C> {
             strategy: Strategy::Eager,
             context_summary: String::new(),
             tokens: Tokens::default(),
+            spent: 0.0,
             saved: Saved::default(),
             replans: 0,
             replanning: BTreeSet::new(),

@@ -141,6 +141,7 @@ impl<C: TokenCounter> RunState<C> {
             approved_tools: start.approved_tools,
             growing: start.growing,
             cache_reuse: start.cache_reuse,
+            forecast: start.forecast,
         }));
         self.emit(event, out);
         for (task, output) in start.reuse {

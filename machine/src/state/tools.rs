@@ -4,6 +4,7 @@
 //! before the process that made it ended).
 
 use super::RunState;
+use super::transitions::Spender;
 use crate::conversation::{Approval, CallState, ToolCallRecord, Turn};
 use crate::error::EngineError;
 use crate::event::{
@@ -136,7 +137,7 @@ impl<C: TokenCounter> RunState<C> {
         match event {
             Event::ModelTurn(event) => {
                 let ModelTurn { task, attempt, turn, content, tool_calls, tokens, .. } = &**event;
-                self.add_tokens(*tokens);
+                self.add_tokens(*tokens, Spender::Task(task, known));
                 let conversation = self.conversations.entry(task.clone()).or_default();
                 if conversation.counted_attempt != *attempt {
                     conversation.counted_attempt = *attempt;

@@ -35,12 +35,22 @@ impl<C: TokenCounter> RunState<C> {
         }
     }
 
-    /// Adds an agent's token use to the run's.
-    pub(super) fn add_tokens(&mut self, tokens: Option<Tokens>) {
-        if let Some(tokens) = tokens {
-            self.tokens.prompt += tokens.prompt;
-            self.tokens.completion += tokens.completion;
-        }
+    /// Adds an agent's token use to the run's, and what they cost to its spend when the
+    /// provider asked has a price.
+    pub(super) fn add_tokens(&mut self, tokens: Option<Tokens>, by: Spender<'_>) {
+        let Some(tokens) = tokens else { return };
+        self.tokens.prompt += tokens.prompt;
+        self.tokens.completion += tokens.completion;
+        let plan = &self.plan;
+        let agent = match by {
+            Spender::Task(task, known) => {
+                known.or_else(|| self.index_of(task)).and_then(|i| plan.agent_of(&plan.tasks[i]))
+            }
+            Spender::Planner => plan.control.planner.as_ref().map(|a| a.value.as_str()),
+            Spender::Compactor => plan.control.compactor.as_ref().map(|a| a.value.as_str()),
+        };
+        let cost = agent.and_then(|a| plan.price_of(a)).map_or(0.0, |p| p.cost(tokens.prompt, tokens.completion));
+        self.spent += cost;
     }
 
     /// Puts task `i` in the ready queue, unless it is there.
@@ -133,4 +143,16 @@ impl<C: TokenCounter> RunState<C> {
             self.queue.ready.push(parked);
         }
     }
+}
+
+/// Whose model requests used some tokens, which decides their price: a task's agent (its
+/// attempts, turns and checks), the planner or the compactor.
+#[derive(Clone, Copy)]
+pub(super) enum Spender<'a> {
+    /// The task with this id (and index, when known).
+    Task(&'a str, Option<usize>),
+    /// The `control_logic.planner` agent.
+    Planner,
+    /// The `control_logic.compactor` agent.
+    Compactor,
 }

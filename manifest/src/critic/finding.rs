@@ -264,6 +264,26 @@ pub enum Lint {
         /// What makes its answers vary: no seed, a temperature above 0, or both.
         missing: String,
     },
+    /// A forecast figure is expected to pass its `control_logic.budget`.
+    #[error("the run's expected {what}, {expected}, is over its budget of {budget}")]
+    OverBudget {
+        /// `cost` or `duration`.
+        what: &'static str,
+        /// The expected figure, as shown.
+        expected: String,
+        /// The budget, as shown.
+        budget: String,
+    },
+    /// A run within the plan's limits can pass its budget, and nothing at run time stops it there.
+    #[error("the run's {what} can pass its budget of {budget} ({worst}), and nothing stops it there")]
+    BudgetNotKept {
+        /// `cost` or `duration`.
+        what: &'static str,
+        /// The worst case, as shown (`an unbounded amount`, or why it is not known).
+        worst: String,
+        /// The budget, as shown.
+        budget: String,
+    },
 }
 
 /// How many items a map has, for [`Lint::MapWithoutSynthesis`]'s message.
@@ -338,11 +358,15 @@ pub(crate) enum LintKind {
     ExpandWithoutBounds,
     /// [`Lint::CacheNotDeterministic`].
     CacheNotDeterministic,
+    /// [`Lint::OverBudget`].
+    OverBudget,
+    /// [`Lint::BudgetNotKept`].
+    BudgetNotKept,
 }
 
 impl LintKind {
     /// Every kind, in the order of [`Lint`]'s variants.
-    pub(crate) const ALL: [LintKind; 25] = [
+    pub(crate) const ALL: [LintKind; 27] = [
         LintKind::SinglePointOfFailure,
         LintKind::OutputFormatCoupling,
         LintKind::ContextBudget,
@@ -368,6 +392,8 @@ impl LintKind {
         LintKind::ConditionNeverHolds,
         LintKind::ExpandWithoutBounds,
         LintKind::CacheNotDeterministic,
+        LintKind::OverBudget,
+        LintKind::BudgetNotKept,
     ];
 
     /// The stable code and the dimension (`None` for the general checks) of each kind: the one
@@ -403,6 +429,8 @@ impl LintKind {
             LintKind::ConditionNeverHolds => ("critic::condition_never_holds", None),
             LintKind::ExpandWithoutBounds => ("critic::expand_without_bounds", None),
             LintKind::CacheNotDeterministic => ("critic::cache_not_deterministic", None),
+            LintKind::OverBudget => ("critic::over_budget", None),
+            LintKind::BudgetNotKept => ("critic::budget_not_kept", None),
         }
     }
 
@@ -420,8 +448,8 @@ impl LintKind {
 impl Lint {
     /// Every code [`Lint::code_str`] gives, in the order of the variants, for what names codes
     /// without a finding: a plan test's critic expectations.
-    pub const CODES: [&'static str; 25] = {
-        let mut codes = [""; 25];
+    pub const CODES: [&'static str; 27] = {
+        let mut codes = [""; 27];
         let mut i = 0;
         while i < codes.len() {
             codes[i] = LintKind::ALL[i].code();
@@ -458,6 +486,8 @@ impl Lint {
             Lint::ConditionNeverHolds { .. } => LintKind::ConditionNeverHolds,
             Lint::ExpandWithoutBounds { .. } => LintKind::ExpandWithoutBounds,
             Lint::CacheNotDeterministic { .. } => LintKind::CacheNotDeterministic,
+            Lint::OverBudget { .. } => LintKind::OverBudget,
+            Lint::BudgetNotKept { .. } => LintKind::BudgetNotKept,
         }
     }
 
@@ -484,7 +514,7 @@ impl miette::Diagnostic for Lint {
 pub struct Finding {
     /// What was found; its variant gives the stable code.
     pub lint: Lint,
-    /// `Warning` or `Info`.
+    /// `Warning` or `Info`; `Error` for a budget the plan cannot keep.
     pub severity: Severity,
     /// The task it concerns, if any.
     pub task: Option<String>,
@@ -501,6 +531,11 @@ impl Finding {
     /// A warning.
     pub fn warning(lint: Lint, task: Option<&str>, loc: &Loc) -> Self {
         Finding::new(lint, Severity::Warning, task, loc)
+    }
+
+    /// An error: the plan runs, but cannot keep what it promises.
+    pub fn error(lint: Lint, task: Option<&str>, loc: &Loc) -> Self {
+        Finding::new(lint, Severity::Error, task, loc)
     }
 
     /// A note.
@@ -588,6 +623,8 @@ mod tests {
             Lint::ConditionNeverHolds { task: s(), condition: s(), status: None },
             Lint::ExpandWithoutBounds { task: s() },
             Lint::CacheNotDeterministic { owner: s(), agent: s(), missing: s() },
+            Lint::OverBudget { what: "cost", expected: s(), budget: s() },
+            Lint::BudgetNotKept { what: "cost", worst: s(), budget: s() },
         ];
         for lint in &lints {
             let shown = miette::Diagnostic::code(lint).map(|c| c.to_string());
@@ -633,6 +670,8 @@ mod tests {
                 "critic::condition_never_holds",
                 "critic::expand_without_bounds",
                 "critic::cache_not_deterministic",
+                "critic::over_budget",
+                "critic::budget_not_kept",
             ],
             "the general checks, scored in no dimension"
         );

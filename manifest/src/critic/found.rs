@@ -44,6 +44,11 @@ pub(super) fn index(position: usize) -> u32 {
     u32::try_from(position).expect("a plan's lists hold fewer than 2^32 items: they would not fit in memory")
 }
 
+/// Records a finding made whole at position `at`.
+pub(super) fn push_whole_at(found: &mut Vec<Found>, at: usize, finding: Finding) {
+    found.insert(at, Found::Whole(Box::new(finding)));
+}
+
 /// Records a finding its pass made whole.
 pub(super) fn push_whole(found: &mut Vec<Found>, finding: Finding) {
     found.push(Found::Whole(Box::new(finding)));

@@ -58,6 +58,18 @@ impl<'p> Review<'p> {
         Review { facts: None, found: Vec::new(), scores: Scores::zero(), metrics: Metrics::default() }
     }
 
+    /// Adds a finding made outside the plan's own passes (the forecast's budget checks), in
+    /// source order; a review of a plan that cannot run takes none.
+    pub fn add(&mut self, finding: Finding) {
+        let Some(facts) = &self.facts else { return };
+        let offset = finding.loc.span.offset() as u32;
+        let at = self.found.partition_point(|f| f.loc(facts).span.offset() as u32 <= offset);
+        self.scores = Scores::of(
+            self.found.iter().map(|f| (f.dimension(), f.severity())).chain([(finding.dimension(), finding.severity)]),
+        );
+        super::found::push_whole_at(&mut self.found, at, finding);
+    }
+
     /// How many findings there are.
     pub fn len(&self) -> usize {
         self.found.len()

@@ -1,6 +1,6 @@
 //! `control_logic`: scheduling, budgets, replanning, parallel groups and seed-form gates.
 
-use super::{Field, Kind, Named, Section, Shape, TEXTS};
+use super::{DURATION, Field, Kind, Named, Section, Shape, TEXTS};
 
 /// `spec.control_logic`.
 pub(crate) static CONTROL_LOGIC: Named = Named {
@@ -33,6 +33,11 @@ pub(crate) static CONTROL: Section = Section::of(&[
         Shape::Integer { min: 1 },
         "Tokens one task's input may hold; the critic estimates against it.",
     ),
+    Field::new(
+        "budget",
+        Shape::Named(&BUDGET_DEF),
+        "What the run should cost and take: the critic checks its forecast against it, and a run stops dispatching once its spend passes `cost`.",
+    ),
     Field::new("summary_budget", Shape::Integer { min: 1 }, "Tokens the rolling context summary may hold."),
     Field::new(
         "error_char_limit",
@@ -44,6 +49,23 @@ pub(crate) static CONTROL: Section = Section::of(&[
         "synthesis_gates",
         Shape::List(&Shape::Named(&GATE_DEF)),
         "Synthesis gates in the seed form; each becomes a `synthesis_gate` task.",
+    ),
+]);
+
+static BUDGET_DEF: Named =
+    Named { name: "Budget", doc: "What a run should cost and take.", kind: Kind::Mapping(&BUDGET) };
+
+/// The fields of `control_logic.budget`.
+pub(crate) static BUDGET: Section = Section::of(&[
+    Field::new(
+        "cost",
+        Shape::Number { min: 0.0, max: 1.0e12 },
+        "Money the run may spend, in the currency of the providers' prices; dispatching stops once it is spent.",
+    ),
+    Field::new(
+        "duration",
+        Shape::Named(&DURATION),
+        "Time the run should take; the critic checks it against the forecast (the run is not stopped at it).",
     ),
 ]);
 

@@ -26,7 +26,7 @@ pub(crate) use agents::{
     AGENT, APPROVAL, MOCK_OUTCOME, PRICE, PROVIDER, PROVIDER_KIND, RUNTIMES, SCHEMA_DIALECT, TOOL, TOOL_CHOICE, USAGE,
     USAGE_DEF,
 };
-pub(crate) use control::{CONTROL, GATE, GROUP, STRATEGY};
+pub(crate) use control::{BUDGET, CONTROL, GATE, GROUP, STRATEGY};
 pub(crate) use declare::declare_task;
 pub use document::{API_VERSION, WORKFLOW_KEYS};
 pub(crate) use document::{

@@ -2,9 +2,9 @@
 
 use std::collections::HashSet;
 
-use crate::fields::{CONTROL, GATE, GROUP, STRATEGY};
+use crate::fields::{BUDGET, CONTROL, GATE, GROUP, STRATEGY};
 use crate::node_path::NodePath;
-use crate::plan::{At, ControlLogic, Extras, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
+use crate::plan::{At, Budget, ControlLogic, Extras, FailurePolicy, GroupLimit, Plan, Strategy, Task, TaskKind};
 use crate::read::{Reader, words_of};
 use crate::source::Loc;
 use crate::text::Text;
@@ -43,6 +43,13 @@ pub(super) fn read_control(
     control.allow_clarification = reader.boolean_of(&fields, "allow_clarification").unwrap_or(true);
     control.planner = reader.text_of(&fields, "planner");
     control.compactor = reader.text_of(&fields, "compactor");
+    if let Some((entry, path)) = fields.get("budget")
+        && let Some(budget) = reader.fields(entry.value, path, "`budget`", BUDGET.fields, &[])
+    {
+        let value =
+            Budget { cost: reader.number_of(&budget, "cost"), duration: reader.duration_of(&budget, "duration") };
+        control.budget = Some(At::new(value, Loc::new(entry.key.span(), path.clone())));
+    }
     if let Some((entry, path)) = fields.get("parallel_groups") {
         for (name, node, item_path) in reader.named(entry, path, "parallel_groups") {
             let context = format!("parallel group `{}`", name.value);

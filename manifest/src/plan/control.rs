@@ -59,6 +59,22 @@ pub struct ControlLogic {
     pub error_char_limit: u64,
     /// Whether llm agents get the `ask_user` tool.
     pub allow_clarification: bool,
+    /// What the run should cost and take; the critic checks the forecast against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<At<Budget>>,
+}
+
+/// What a run should cost and take. The critic warns when the expected figure passes it and
+/// errors when the worst case can with nothing to stop it; a run stops dispatching once its
+/// spend passes `cost`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Money, in the currency of the providers' prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Time from the run's start to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<crate::Duration>,
 }
 
 impl Default for ControlLogic {
@@ -77,6 +93,7 @@ impl Default for ControlLogic {
             summary_budget: None,
             error_char_limit: 2000,
             allow_clarification: true,
+            budget: None,
         }
     }
 }

@@ -25,7 +25,7 @@ pub use agent::{
     SchemaDialect, Tool, ToolChoice, Usage,
 };
 pub use cache::Cache;
-pub use control::{ControlLogic, GroupLimit, Strategy};
+pub use control::{Budget, ControlLogic, GroupLimit, Strategy};
 pub use failure::{Action, FailurePolicy, RetryOn};
 pub use for_each::ForEach;
 pub use task::{Attachment, Extras, ExtrasBox, Read, Task, TaskKind, With};
@@ -166,5 +166,23 @@ impl Plan {
             (None, TaskKind::Task) => Some(DEFAULT_AGENT),
             (None, _) => None,
         }
+    }
+
+    /// The provider an llm agent asks: its own, or the `default` provider.
+    pub fn provider_of(&self, agent: &str) -> Option<&str> {
+        match &self.agents.get(agent)?.runtime {
+            Runtime::Llm { provider, .. } => Some(provider.as_ref().map_or(DEFAULT_AGENT, |p| p.value.as_str())),
+            _ => None,
+        }
+    }
+
+    /// The currency of the providers' prices (the first provider's with one, by name).
+    pub fn currency(&self) -> Option<&str> {
+        self.providers.values().find_map(|p| p.price.as_ref()).map(|p| p.currency.as_str())
+    }
+
+    /// The price of the tokens agent `agent` uses, when it asks a provider that has one.
+    pub fn price_of(&self, agent: &str) -> Option<&Price> {
+        self.providers.get(self.provider_of(agent)?)?.price.as_ref()
     }
 }

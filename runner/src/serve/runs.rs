@@ -265,6 +265,9 @@ pub struct RunView {
     graph: GraphView,
     events: Vec<EventView>,
     state: StateView,
+    /// What the run was forecast to take beside what it took, when it recorded a forecast.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forecast: Option<crate::scored::Scored>,
 }
 
 /// `GET /api/runs/{id}`.
@@ -280,6 +283,7 @@ pub async fn run(State(served): State<Arc<Served>>, Path(id): Path<String>) -> R
             parent: created.parent,
             graph: GraphView::of_run(&state)?,
             events: records.iter().map(EventView::new).collect(),
+            forecast: crate::scored::Scored::of(&records, &state),
             state: StateView::live(&state, &run).with_children(&state, &served.runs, &id)?,
             id,
         })

@@ -95,7 +95,14 @@ pub fn prepare(
     if !problems.is_empty() {
         return Err(invalid(render_human(&problems, &loaded.source, color)));
     }
-    let findings = manifest::critic::critique_graph(plan, graph).findings.iter().map(|f| f.code()).collect();
+    // As `runner critic` reports them, the budget's findings (from the documented defaults) too.
+    let mut findings: Vec<String> =
+        manifest::critic::critique_graph(plan, graph).findings.iter().map(|f| f.code()).collect();
+    if plan.control.budget.is_some() {
+        let vars = plan.run_vars(std::iter::empty()).unwrap_or_default();
+        let forecast = engine::forecast::forecast(plan, graph, &vars);
+        findings.extend(engine::forecast::budget::findings(plan, &forecast).iter().map(|f| f.code()));
+    }
     Ok(Some(Scenario {
         plan: Arc::new(plan.clone()),
         graph: Arc::new(graph.clone()),

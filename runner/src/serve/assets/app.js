@@ -653,6 +653,15 @@ async function runPage(id) {
     return !!node && (node.kind === "plan" || node.kind === "expand");
   };
   let liveState = view.state;
+  // What the run was forecast to take beside what it took when the page loaded.
+  function forecastText(f) {
+    const figure = (name, a, show) =>
+      name + " " + show(a.actual) + " of " + show(a.expected) + " expected (" + (a.worst === null ? "unbounded" : show(a.worst)) + " at worst)";
+    const parts = [figure("tokens", f.tokens, String)];
+    if (f.cost) parts.push(figure("cost", f.cost, (x) => x.toFixed(4) + " " + f.currency));
+    parts.push(figure("time", f.duration_ms, (ms) => (ms / 1000).toFixed(1) + " s"));
+    return "forecast: " + parts.join(" · ");
+  }
   let position = events.length;
   let picked = null;
   let source = null;
@@ -691,6 +700,7 @@ async function runPage(id) {
   show(
     el("div", { class: "runhead" },
       el("h1", {}, "Run " + id), statusBadge, el("span", {}, "plan ", el("b", {}, view.graph.name)), tokens,
+      view.forecast ? el("span", { id: "forecast", class: "muted" }, forecastText(view.forecast)) : null,
       view.parent ? el("span", { id: "parent-run" }, "a sub-plan of run ", runLink(view.parent.run), ", task " + view.parent.task) : null),
     el("div", { class: "actions" },
       cancelButton,
