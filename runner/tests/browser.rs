@@ -218,6 +218,14 @@ fn a_run_is_watched_live_approved_from_the_page_and_replayed() {
     browser.go(&format!("{}/#/run/br", server.url));
     browser.wait("the graph", "return !!document.querySelector('#graph [data-task=\"publish\"]')");
     assert_ne!(browser.status_of("draft"), json!("succeeded"), "the page opened before the draft was written");
+    // The forecast apply recorded: 2.8 s expected (the draft, then the publish), and a review makes
+    // the worst unbounded.
+    let forecast = browser.run("return document.getElementById('forecast').textContent");
+    let forecast = forecast.as_str().unwrap_or_default();
+    assert!(
+        forecast.contains("of 2.8 s expected (unbounded at worst)") && forecast.contains("tokens 0 of 0"),
+        "{forecast}"
+    );
     browser.wait(
         "the draft turn green live",
         "return document.querySelector('#graph [data-task=\"draft\"]').getAttribute('data-status') === 'succeeded'",

@@ -69,6 +69,9 @@ fn the_runs_and_a_run_are_served_as_json_from_the_log() {
     assert_eq!(run["events"].as_array().map(Vec::len), Some(env.records("r1").len()), "every event of the log");
     assert_eq!(run["state"]["status"], "succeeded");
     assert_eq!(run["state"]["tasks"], json!({"a": "succeeded", "b": "succeeded", "c": "succeeded"}));
+    // The forecast apply recorded, against what the run took: the same as `status` shows.
+    assert!(run["forecast"]["duration_ms"]["actual"].is_u64(), "{:#}", run["forecast"]);
+    assert_eq!(run["forecast"], env.status("r1")["forecast"]);
 
     assert_eq!(server.get("/api/runs/nope").status, 404);
     assert_eq!(server.get("/api/runs/..%2Fetc").status, 404, "a run id is a plain name");
