@@ -122,6 +122,20 @@ fn a_priced_plan_states_its_cost_and_its_worst_case_counts_every_attempt() {
     let dry = String::from_utf8_lossy(&dry.stdout);
     assert!(dry.contains("forecast:") && dry.contains("43.0 s at worst"), "{dry}");
 
+    // `runner forecast` gives each task's figures: `t`'s three attempts, `u`'s one.
+    let tasks = json(&env, &["forecast", "plan.yaml", "--format", "json"]);
+    assert_eq!(tasks["tokens"], forecast["tokens"], "the same forecast as the critic's");
+    let worst: Vec<(String, Value)> = tasks["tasks"]
+        .as_array()
+        .expect("a list of tasks")
+        .iter()
+        .map(|t| (t["task"].as_str().unwrap_or_default().to_owned(), t["tokens"]["worst"].clone()))
+        .collect();
+    assert_eq!(worst, [("t".to_owned(), Value::from(3000)), ("u".to_owned(), Value::from(1000))]);
+    let human = env.runner().args(["forecast", "plan.yaml"]).output().expect("runs");
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("forecast:") && human.lines().any(|l| l.starts_with("t ") && l.contains("3,000")), "{human}");
+
     let models = env.runner().args(["models", "plan.yaml"]).output().expect("runs");
     let models = String::from_utf8_lossy(&models.stdout);
     assert!(models.contains("default") && models.contains("1 USD / 2 USD") && models.contains("1000"), "{models}");
