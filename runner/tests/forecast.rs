@@ -134,7 +134,10 @@ fn a_priced_plan_states_its_cost_and_its_worst_case_counts_every_attempt() {
     assert_eq!(worst, [("t".to_owned(), Value::from(3000)), ("u".to_owned(), Value::from(1000))]);
     let human = env.runner().args(["forecast", "plan.yaml"]).output().expect("runs");
     let human = String::from_utf8_lossy(&human.stdout);
-    assert!(human.contains("forecast:") && human.lines().any(|l| l.starts_with("t ") && l.contains("3,000")), "{human}");
+    assert!(
+        human.contains("forecast:") && human.lines().any(|l| l.starts_with("t ") && l.contains("3,000")),
+        "{human}"
+    );
 
     let models = env.runner().args(["models", "plan.yaml"]).output().expect("runs");
     let models = String::from_utf8_lossy(&models.stdout);

@@ -90,10 +90,14 @@ pub fn makespan(plan: &Plan, vars: &Vars, duration: &dyn Fn(&Plan, usize) -> u64
 
 /// `plan` as the simulation runs it: what decides when tasks start is kept (dependencies,
 /// agents, groups, limits, retries), what only outputs decide is fixed. No input or prompt is
-/// rendered (outputs are not known), every condition holds, a map has its `max_items` items
-/// (one when it has none), and a sub-plan or an expand step runs as one task.
+/// rendered (outputs are not known), every condition holds, no output is empty enough to
+/// replan, a map has its `max_items` items (one when it has none), and a sub-plan or an expand
+/// step runs as one task.
 fn simulated(plan: &Plan) -> Plan {
     let mut plan = plan.clone();
+    // Every attempt succeeds: an output the simulation leaves empty (an llm task's) asks for no
+    // replan, which nothing would answer.
+    plan.control.replan_on_empty_result = false;
     for task in &mut plan.tasks {
         task.input = None;
         task.reads.clear();

@@ -14,7 +14,7 @@ pub mod shown;
 use std::collections::BTreeMap;
 
 use manifest::critic::Estimate;
-use manifest::plan::{Action, Price, Runtime, TaskKind, Vars, Verification};
+use manifest::plan::{Action, Price, Runtime, Strategy, TaskKind, Vars, Verification};
 use manifest::{Plan, TaskGraph};
 use serde::Serialize;
 
@@ -175,9 +175,42 @@ pub fn forecast_with(plan: &Plan, graph: &TaskGraph, vars: &Vars, history: &Hist
         out.run.duration_ms.worst = Some(out.run.duration_ms.expected);
     } else if durations().all(|d| d.worst.is_some()) {
         let worst = |plan: &Plan, i: usize| item_duration(plan, i, history).worst.unwrap_or(0);
-        out.run.duration_ms.worst = makespan(plan, vars, &worst);
+        let work = out
+            .tasks
+            .iter()
+            .zip(&estimates)
+            .map(|(t, e)| t.duration_ms.worst.unwrap_or(0).saturating_mul(e.runs.max(1)))
+            .fold(0, u64::saturating_add);
+        out.run.duration_ms.worst = worst_makespan(plan, vars, &worst, work);
     }
     out
+}
+
+/// The most time a run can take when each item of task `i` is busy (in attempts, or waiting
+/// for a retry) at most `worst(plan, i)`, `work` being all of that time summed. With no limit on
+/// concurrency, or one task at a time, a run ends later only when a task does, so the makespan
+/// of every task at its worst is the bound. Under a limit a shorter attempt can end a run later
+/// (it lets another task take a slot first), so the bound is that of a schedule that never
+/// leaves a slot idle while a task is ready, as the machine's: at every moment every slot is
+/// taken or a task of one chain of dependencies is busy, so `eager` under `max_concurrency`
+/// alone takes at most the work over the slots plus the longest chain (Graham's bound), and any
+/// other limited run at most the whole work, one task at a time.
+fn worst_makespan(plan: &Plan, vars: &Vars, worst: &dyn Fn(&Plan, usize) -> u64, work: u64) -> Option<u64> {
+    let control = &plan.control;
+    let grouped = control.parallel_groups.values().any(|g| g.max_concurrency.is_some());
+    let slots = control.max_concurrency.filter(|&m| m > 1);
+    if control.strategy == Strategy::Sequential || (slots.is_none() && !grouped) {
+        return makespan(plan, vars, worst);
+    }
+    match slots {
+        Some(slots) if !grouped && control.strategy == Strategy::Eager => {
+            let mut free = plan.clone();
+            free.control.max_concurrency = None;
+            let longest = makespan(&free, vars, worst)?;
+            Some(work.min(work.div_ceil(u64::from(slots)).saturating_add(longest)))
+        }
+        _ => Some(work),
+    }
 }
 
 /// Task `i`'s figures, and why its worst cases are unbounded; providers it uses with no price
@@ -204,14 +237,17 @@ fn task_forecast(
         let expected_turns = if turns > 1 { EXPECTED_TURNS_WITH_TOOLS } else { 1 };
         let completion = estimate.output.min(model.max_tokens);
         let calls = runs * expected_turns;
-        requests.push((model, calls * estimate.input, calls * completion, runs * attempts * turns));
+        let most = runs * attempts * agent_runs(plan, i) * turns;
+        requests.push((model, calls * estimate.input, calls * completion, most));
     }
     if let Some(Verification::LlmReviewer { agent: reviewer, .. }) = task.extras().verification.as_ref()
         && let Some(model) = Model::of(plan, &reviewer.value)
     {
-        // The reviewer reads the output and answers pass or fail with a reason.
+        // The reviewer reads the output and answers pass or fail with a reason; a reviewer
+        // offered tools may call them first, as any run of its agent may.
         let completion = model.max_tokens.min(REVIEW_TOKENS);
-        requests.push((model, runs * estimate.output, runs * completion, runs * attempts));
+        let turns = turns(plan, &reviewer.value);
+        requests.push((model, runs * estimate.output, runs * completion, runs * attempts * turns));
     }
     for (model, prompt, completion, calls) in &requests {
         let expected = prompt + completion;
@@ -307,22 +343,26 @@ fn turns(plan: &Plan, name: &str) -> u64 {
     }
 }
 
-/// The planner's model and the most requests it may get: two (an answer and a repair) for each
-/// replan the plan allows, when a task may ask for one.
+/// The planner's model and the most requests it may get: two runs (an answer and a repair) for
+/// each replan the plan allows, when a task may ask for one, each run as many turns as the
+/// planner agent may take.
 fn planner(plan: &Plan) -> Option<(Model<'_>, u64)> {
     let replans = plan.tasks.iter().any(|t| {
         let policy = &t.on_failure.value;
         policy.action == Action::Replan || policy.then == Action::Replan
     }) || plan.control.replan_on_empty_result;
-    let model = Model::of(plan, &plan.control.planner.as_ref()?.value)?;
-    replans.then(|| (model, 2 * u64::from(plan.control.max_replans)))
+    let name = &plan.control.planner.as_ref()?.value;
+    let model = Model::of(plan, name)?;
+    replans.then(|| (model, 2 * u64::from(plan.control.max_replans) * turns(plan, name)))
 }
 
-/// The compactor's model and the most requests it may get: one for each output recorded.
+/// The compactor's model and the most requests it may get: one run for each output recorded,
+/// each as many turns as the compactor agent may take.
 fn compactor<'p>(plan: &'p Plan, estimates: &[Estimate]) -> Option<(Model<'p>, u64)> {
-    let model = Model::of(plan, &plan.control.compactor.as_ref()?.value)?;
-    let outputs = estimates.iter().enumerate().map(|(i, e)| e.runs.max(1) * attempts(plan, i)).sum();
-    Some((model, outputs))
+    let name = &plan.control.compactor.as_ref()?.value;
+    let model = Model::of(plan, name)?;
+    let outputs: u64 = estimates.iter().enumerate().map(|(i, e)| e.runs.max(1) * attempts(plan, i)).sum();
+    Some((model, outputs * turns(plan, name)))
 }
 
 /// How long one item of task `i` takes: one attempt expected (what earlier runs observed of its
@@ -350,12 +390,23 @@ fn item_duration(plan: &Plan, i: usize, history: &History) -> Span<u64> {
         (_, Some(Runtime::Command { .. } | Runtime::Http { .. })) => (EXPECTED_PROCESS_MS, timeout),
     };
     let attempts = attempts(plan, i);
-    let worst = attempt_worst.map(|each| each.saturating_mul(attempts).saturating_add(backoffs(plan, i, attempts)));
+    let each = attempt_worst.map(|each| each.saturating_mul(agent_runs(plan, i)));
+    let worst = each.map(|each| each.saturating_mul(attempts).saturating_add(backoffs(plan, i, attempts)));
     // What earlier runs observed, never past the worst case (their time includes runner's own
     // work, which the worst case leaves out).
     let observed = plan.agent_of(task).and_then(|name| history.of(plan, name));
     let expected = observed.map_or(expected, |o| worst.unwrap_or(u64::MAX).min(o.duration_per_task()));
     Span { expected, worst }
+}
+
+/// The most runs of its agent one attempt of task `i` may take: a synthesis gate with an agent
+/// and a `max_output_tokens` asks its agent once more, under the same timeout, to shorten an
+/// answer over the cap (docs/running.md); any other task asks once.
+fn agent_runs(plan: &Plan, i: usize) -> u64 {
+    let task = &plan.tasks[i];
+    let shortens =
+        task.kind == TaskKind::SynthesisGate && task.extras().max_output_tokens.is_some() && task.agent.is_some();
+    if shortens { 2 } else { 1 }
 }
 
 /// Why task `i`'s duration is unbounded.
