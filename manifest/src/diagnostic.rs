@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::fix::Fix;
 pub use crate::problem::Problem;
 use crate::rendered::Rendered;
 use crate::source::{Loc, Source, Span};
@@ -43,6 +44,8 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Further places that explain it (each edge of a cycle, say).
     pub related: Vec<(Span, String)>,
+    /// The edits that carry out the help, when it is mechanical.
+    pub fix: Option<Fix>,
 }
 
 impl Diagnostic {
@@ -65,7 +68,7 @@ impl Diagnostic {
     fn new(problem: Problem, severity: Severity, loc: Loc) -> Self {
         let label = problem.label();
         let help = miette::Diagnostic::help(&problem).map(|help| help.to_string());
-        Diagnostic { problem, severity, loc, label, help, related: Vec::new() }
+        Diagnostic { problem, severity, loc, label, help, related: Vec::new(), fix: None }
     }
 
     /// Sets the primary label's text.
@@ -83,6 +86,22 @@ impl Diagnostic {
     /// Sets the help line when there is one.
     pub fn maybe_help(mut self, help: Option<String>) -> Self {
         self.help = help;
+        self
+    }
+
+    /// When `word`, written at `span`, is a likely typo for one of `candidates`: a "did you
+    /// mean" help and the fix that replaces it. Otherwise the diagnostic is unchanged.
+    pub(crate) fn suggest<'a>(
+        mut self,
+        text: &str,
+        span: Span,
+        word: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        if let Some(close) = closest(word, candidates) {
+            self.help = Some(format!("did you mean `{close}`?"));
+            self.fix = Fix::replace(text, span, word, close);
+        }
         self
     }
 

@@ -11,6 +11,7 @@ mod decimal;
 mod diagnostic;
 mod duration;
 mod fields;
+pub mod fix;
 mod graph;
 mod json;
 mod json_strings;

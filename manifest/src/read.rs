@@ -4,7 +4,7 @@
 //! noted as `info`) and ignores unknown fields with a warning; the enveloped form accepts
 //! canonical names only and makes anything unknown an error at the offending key.
 
-use crate::diagnostic::{Diagnostic, Problem, did_you_mean};
+use crate::diagnostic::{Diagnostic, Problem};
 use crate::duration::Duration;
 pub(crate) use crate::fields::Field;
 use crate::fields::{Named, Section, Shape};
@@ -182,20 +182,25 @@ impl Reader {
 
     fn unknown_field(&mut self, name: &str, loc: Loc, context: &str, known: &[Field], alias: Option<&Field>) {
         let bare_only = known.iter().find(|f| f.name == name || f.aliases.contains(&name)).and_then(|f| f.bare_only);
-        let help = match (bare_only, alias) {
-            (Some(instead), _) => Some(format!("`{name}` is read only in the bare seed form; {instead}")),
-            (None, Some(f)) => Some(format!("`{name}` is read only in the bare seed form; here write `{}`", f.name)),
-            (None, None) => {
-                did_you_mean(name, known.iter().filter(|f| f.bare_only.is_none() || self.bare()).map(|f| f.name))
-            }
-        };
+        let span = loc.span;
         let problem = Problem::UnknownField { field: name.into(), context: context.into() };
         let diagnostic = if self.bare() {
             Diagnostic::warning(problem, loc).label("ignored")
         } else {
             Diagnostic::error(problem, loc)
         };
-        self.push(diagnostic.maybe_help(help));
+        let diagnostic = match (bare_only, alias) {
+            (Some(instead), _) => diagnostic.help(format!("`{name}` is read only in the bare seed form; {instead}")),
+            (None, Some(f)) => {
+                diagnostic.help(format!("`{name}` is read only in the bare seed form; here write `{}`", f.name))
+            }
+            (None, None) => {
+                let bare = self.bare();
+                let names = known.iter().filter(|f| f.bare_only.is_none() || bare).map(|f| f.name);
+                diagnostic.suggest(&self.text, span, name, names)
+            }
+        };
+        self.push(diagnostic);
     }
 
     /// A required field: reports it missing at the mapping.
@@ -429,16 +434,18 @@ impl Reader {
             return Some(*value);
         }
         let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
-        let help =
-            did_you_mean(word, names.iter().copied()).unwrap_or_else(|| format!("use one of: {}", names.join(", ")));
+        let span = loc.span;
+        let one_of = format!("use one of: {}", names.join(", "));
         if let Some((fallback_word, fallback)) = fallback.filter(|_| self.bare()) {
             let problem = Problem::Unsupported { what: format!("{what} `{word}`") };
-            self.push(Diagnostic::warning(problem, loc).label(format!("read as `{fallback_word}`")).help(help));
+            let diagnostic = Diagnostic::warning(problem, loc).label(format!("read as `{fallback_word}`")).help(one_of);
+            self.push(diagnostic.suggest(&self.text, span, word, names.iter().copied()));
             return Some(fallback);
         }
         let problem =
             Problem::InvalidValue { what: what.into(), reason: format!("`{word}` is not one of {}", names.join(", ")) };
-        self.push(Diagnostic::error(problem, loc).label("unknown value").help(help));
+        let diagnostic = Diagnostic::error(problem, loc).label("unknown value").help(one_of);
+        self.push(diagnostic.suggest(&self.text, span, word, names.iter().copied()));
         None
     }
 

@@ -35,8 +35,8 @@ pub(crate) fn validate_each<'s>(
 ) -> Option<TaskGraph> {
     let (ids, repeated) = IdIndex::of(plan);
     check_ids(plan, &ids, &repeated, out);
-    check_dependencies(plan, &ids, out);
-    check_agents(plan, out);
+    check_dependencies(plan, source_of, &ids, out);
+    check_agents(plan, source_of, out);
     check_policies(plan, out);
     check_schemas(plan, out);
     check_attachments(plan, files, out);
@@ -68,8 +68,13 @@ fn check_ids(plan: &Plan, ids: &IdIndex, repeated: &[TaskIdx], out: &mut Vec<Dia
     }
 }
 
-fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
-    for task in &plan.tasks {
+fn check_dependencies<'s>(
+    plan: &Plan,
+    source_of: &dyn Fn(TaskIdx) -> &'s str,
+    ids: &IdIndex,
+    out: &mut Vec<Diagnostic>,
+) {
+    for (i, task) in plan.tasks.iter().enumerate() {
         for dep in &task.depends_on {
             if dep.value == task.id.value {
                 out.push(Diagnostic::error(
@@ -77,46 +82,52 @@ fn check_dependencies(plan: &Plan, ids: &IdIndex, out: &mut Vec<Diagnostic>) {
                     dep.loc.clone(),
                 ));
             } else if ids.get(&dep.value).is_none() {
-                let help = did_you_mean(
-                    &dep.value,
-                    plan.tasks.iter().map(|t| t.id.value.as_str()).filter(|id| *id != task.id.value),
-                )
-                .or_else(|| Some("remove it, or add a task with this id".into()));
                 let is_gate_input = task.extras().inputs.iter().any(|input| input.loc == dep.loc);
                 let problem = if is_gate_input {
                     Problem::UnknownGateInput { gate: task.id.value.to_string(), input: dep.value.to_string() }
                 } else {
                     Problem::UnknownDependency { task: task.id.value.to_string(), dependency: dep.value.to_string() }
                 };
-                out.push(Diagnostic::error(problem, dep.loc.clone()).maybe_help(help));
+                let others = plan.tasks.iter().map(|t| t.id.value.as_str()).filter(|id| *id != task.id.value);
+                out.push(
+                    Diagnostic::error(problem, dep.loc.clone()).help("remove it, or add a task with this id").suggest(
+                        source_of(i),
+                        dep.loc.span,
+                        &dep.value,
+                        others,
+                    ),
+                );
             }
         }
     }
 }
 
-fn agent_help(plan: &Plan, name: &str) -> Option<String> {
-    did_you_mean(name, plan.agents.keys().map(String::as_str)).or_else(|| {
-        let known: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
-        Some(if known.is_empty() {
-            format!("define it under `agent_definitions: {{{name}: ...}}`")
-        } else {
-            format!("define it under `agent_definitions`, or use one of: {}", known.join(", "))
-        })
-    })
+fn agent_help(plan: &Plan, name: &str) -> String {
+    let known: Vec<&str> = plan.agents.keys().map(String::as_str).collect();
+    if known.is_empty() {
+        format!("define it under `agent_definitions: {{{name}: ...}}`")
+    } else {
+        format!("define it under `agent_definitions`, or use one of: {}", known.join(", "))
+    }
 }
 
-fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
+fn check_agents<'s>(plan: &Plan, source_of: &dyn Fn(TaskIdx) -> &'s str, out: &mut Vec<Diagnostic>) {
+    // The agents, providers and tools are in the text of the plan's first task; a text that does
+    // not hold a misspelt word where it was found gets no fix (a replan's splice passes none).
+    let plan_text = source_of(0);
     // The owner is named only for an unknown agent: formatting it for every task of a large
     // plan was 3% of loading it.
-    let unknown = |owner: &dyn Fn() -> String, name: &str, loc: &Loc, out: &mut Vec<Diagnostic>| {
+    let unknown = |owner: &dyn Fn() -> String, name: &str, loc: &Loc, text: &str, out: &mut Vec<Diagnostic>| {
         if !plan.agents.contains_key(name) {
             out.push(
                 Diagnostic::error(Problem::UnknownAgent { owner: owner(), agent: name.into() }, loc.clone())
-                    .maybe_help(agent_help(plan, name)),
+                    .help(agent_help(plan, name))
+                    .suggest(text, loc.span, name, plan.agents.keys().map(String::as_str)),
             );
         }
     };
-    for task in &plan.tasks {
+    for (i, task) in plan.tasks.iter().enumerate() {
+        let text = source_of(i);
         match &task.agent {
             Some(agent)
                 if agent.value == DIRECT_AGENT
@@ -132,7 +143,7 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                     .help("runner has no Lisp interpreter: to run code, define a `runtime: command` agent"),
                 );
             }
-            Some(agent) => unknown(&|| format!("task `{}`", task.id.value), &agent.value, &agent.loc, out),
+            Some(agent) => unknown(&|| format!("task `{}`", task.id.value), &agent.value, &agent.loc, text, out),
             None if matches!(task.kind, TaskKind::Task | TaskKind::Expand)
                 && !plan.agents.contains_key(DEFAULT_AGENT) =>
             {
@@ -142,49 +153,53 @@ fn check_agents(plan: &Plan, out: &mut Vec<Diagnostic>) {
                         task.id.loc.clone(),
                     )
                     .label("this task names no agent")
-                    .maybe_help(agent_help(plan, DEFAULT_AGENT).map(|h| format!("add `agent: ...`, or {h}"))),
+                    .help(format!("add `agent: ...`, or {}", agent_help(plan, DEFAULT_AGENT))),
                 );
             }
             None => {}
         }
         if let Some(Verification::LlmReviewer { agent, .. }) = task.extras().verification.as_ref() {
-            unknown(&|| format!("the verification of task `{}`", task.id.value), &agent.value, &agent.loc, out);
+            let owner = || format!("the verification of task `{}`", task.id.value);
+            unknown(&owner, &agent.value, &agent.loc, text, out);
         }
     }
     for (field, agent) in [("planner", &plan.control.planner), ("compactor", &plan.control.compactor)] {
         if let Some(agent) = agent {
-            unknown(&|| format!("control_logic.{field}"), &agent.value, &agent.loc, out);
+            unknown(&|| format!("control_logic.{field}"), &agent.value, &agent.loc, plan_text, out);
         }
     }
-    check_providers_and_tools(plan, out);
+    check_providers_and_tools(plan, plan_text, out);
 }
 
 /// The providers and tools llm agents name must be defined.
-fn check_providers_and_tools(plan: &Plan, out: &mut Vec<Diagnostic>) {
+fn check_providers_and_tools(plan: &Plan, text: &str, out: &mut Vec<Diagnostic>) {
     for (name, agent) in &plan.agents {
         let Runtime::Llm { provider, tools, allow_tools, .. } = &agent.runtime else { continue };
         if let Some(provider) = provider
             && !plan.providers.contains_key(&provider.value)
         {
-            let help = did_you_mean(&provider.value, plan.providers.keys().map(String::as_str))
-                .or_else(|| Some("define it under `providers`".into()));
             out.push(
                 Diagnostic::error(
                     Problem::UnknownProvider { agent: name.clone(), provider: provider.value.clone() },
                     provider.loc.clone(),
                 )
-                .maybe_help(help),
+                .help("define it under `providers`")
+                .suggest(
+                    text,
+                    provider.loc.span,
+                    &provider.value,
+                    plan.providers.keys().map(String::as_str),
+                ),
             );
         }
         for tool in tools.iter().chain(allow_tools) {
             if !plan.tools.contains_key(&tool.value) {
-                let help = did_you_mean(&tool.value, plan.tools.keys().map(String::as_str))
-                    .or_else(|| Some("define it under `tools` with a `command`".into()));
                 let diagnostic = Diagnostic::error(
                     Problem::UnknownTool { agent: name.clone(), tool: tool.value.clone() },
                     tool.loc.clone(),
                 )
-                .maybe_help(help);
+                .help("define it under `tools` with a `command`")
+                .suggest(text, tool.loc.span, &tool.value, plan.tools.keys().map(String::as_str));
                 // LLM-written bare plans name tools their own runtime provided; they load, but say so.
                 out.push(if plan.form == Form::Bare {
                     Diagnostic { severity: Severity::Warning, ..diagnostic }
@@ -483,7 +498,7 @@ fn check_templates<'s>(
             };
             // The list a map's items come from is known before its items exist.
             let scope = Scope { kind: checked.kind, items: in_map && checked.field != "for_each" };
-            let check = Reads { plan, graph, index: i, task, owner: &owner, scope };
+            let check = Reads { plan, graph, index: i, task, owner: &owner, scope, text: source_of(i) };
             let mut runtime = false;
             for reference in references {
                 runtime |= reference.root == "tasks";
@@ -528,12 +543,14 @@ struct Reads<'a> {
     task: &'a Task,
     owner: &'a dyn Fn() -> String,
     scope: Scope,
+    /// The text the task's locations point into.
+    text: &'a str,
 }
 
 impl Reads<'_> {
     /// Checks one variable the text reads, and returns the upstream output it reads, if any.
     fn check(&self, reference: Reference, loc: Loc, out: &mut Vec<Diagnostic>) -> Option<Read> {
-        let Reads { plan, graph, index, task, owner, scope } = *self;
+        let Reads { plan, graph, index, task, owner, scope, text } = *self;
         let root = reference.root.as_str();
         if ITEM_ROOTS.contains(&root) && !scope.items {
             out.push(Diagnostic::error(Problem::ItemOutsideMap { owner: owner(), variable: reference.path }, loc));
@@ -579,7 +596,12 @@ impl Reads<'_> {
                     loc.clone(),
                 )
                 .label("no task has this id")
-                .maybe_help(did_you_mean(&read, plan.tasks.iter().map(|t| t.id.value.as_str()))),
+                .suggest(
+                    text,
+                    id_in(text, &loc, &read),
+                    &read,
+                    plan.tasks.iter().map(|t| t.id.value.as_str()),
+                ),
             ),
             // `depends_on: [serach]` is reported already, with "did you mean `search`?".
             Some(j) if !graph.is_ancestor(j, index) && !misspells(task, graph, &read) => out.push(Diagnostic::error(
@@ -590,6 +612,14 @@ impl Reads<'_> {
         }
         Some(Read { task: read, attribute: reference.attribute, field: reference.field, loc })
     }
+}
+
+/// Where a template names task `id`: the end of its narrowed location `tasks.ID`; an empty
+/// span when the location was not narrowed to it, so no fix is offered.
+fn id_in(text: &str, loc: &Loc, id: &str) -> Span {
+    let written = text.get(loc.span.offset()..loc.span.offset() + loc.span.len()).unwrap_or("");
+    let named = ["tasks.", "results."].iter().any(|prefix| written.strip_prefix(prefix) == Some(id));
+    if named { Span::new(loc.span.offset() + loc.span.len() - id.len(), id.len()) } else { Span::default() }
 }
 
 /// Whether one of the task's dependencies names no task but is a likely typo for `read`.

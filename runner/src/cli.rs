@@ -45,6 +45,13 @@ enum Command {
         /// Forecast from the documented defaults alone, not from what earlier runs observed.
         #[arg(long)]
         no_history: bool,
+        /// Apply the mechanical fixes (a typo to its suggestion, a redundant dependency removed,
+        /// a retry for a critical task) to the file in place, then report what is left.
+        #[arg(long)]
+        fix: bool,
+        /// With `--fix`: print the fixes as a unified diff and leave the file as it is.
+        #[arg(long, requires = "fix")]
+        diff: bool,
     },
     /// Forecast a plan's tokens, money and time, task by task; with `--accuracy`, score the
     /// past runs against the forecasts they recorded.
@@ -190,7 +197,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
     let runs = || crate::store::Runs::choose(store);
     match cli.command {
         Command::Validate { plan, format } => crate::validate::run(&plan, format),
-        Command::Critic { plan, format, min_score, no_history } => {
+        Command::Critic { plan, fix: true, diff, .. } => crate::fix::run(&plan, diff),
+        Command::Critic { plan, format, min_score, no_history, .. } => {
             let history = if no_history {
                 Default::default()
             } else {

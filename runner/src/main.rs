@@ -12,6 +12,7 @@ mod drive;
 mod event_line;
 mod exit;
 mod explain;
+mod fix;
 mod forecast;
 mod format;
 mod graph;
@@ -39,6 +40,7 @@ mod store;
 mod survivors;
 mod telemetry;
 mod test;
+mod unified;
 mod validate;
 mod worker;
 

@@ -11,6 +11,7 @@ mod coupling;
 mod expressions;
 mod fallbacks;
 mod finding;
+mod fixes;
 mod found;
 mod hygiene;
 mod lists;
@@ -24,6 +25,7 @@ mod spof;
 
 pub use context::output_budget;
 pub use finding::{Dimension, Finding, Lint};
+pub use fixes::fix;
 pub use metrics::{Estimate, Metrics, estimates};
 pub use review::{Review, review};
 pub use score::Scores;
