@@ -105,6 +105,12 @@ impl Diagnostic {
         self
     }
 
+    /// Sets the fix, when there is one.
+    pub(crate) fn with_fix(mut self, fix: Option<Fix>) -> Self {
+        self.fix = fix;
+        self
+    }
+
     /// Adds a secondary label.
     pub fn related(mut self, span: Span, label: impl Into<String>) -> Self {
         self.related.push((span, label.into()));

@@ -78,6 +78,34 @@ impl Fix {
         None
     }
 
+    /// Adds `word` to the list whose last entry is at `last` (a scalar in a flow list, or a
+    /// block list's `- entry`), after that entry; `None` when the text there is not a list entry.
+    pub fn add_entry(text: &str, last: Span, word: &str, title: String) -> Option<Fix> {
+        let end = last.offset() + last.len();
+        let after = text.get(end..)?;
+        let quoted;
+        let word = if text.get(last.offset()..end)?.starts_with('"') {
+            quoted = serde_json::to_string(word).ok()?;
+            quoted.as_str()
+        } else {
+            word
+        };
+        let next = after.trim_start_matches([' ', '\t']);
+        if next.starts_with([',', ']']) {
+            return Some(Fix { title, edits: vec![Edit { span: Span::new(end, 0), text: format!(", {word}") }] });
+        }
+        let before = text.get(..last.offset())?;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let prefix = &before[line_start..];
+        let dash = prefix.trim_end();
+        if !dash.ends_with('-') || !dash[..dash.len() - 1].chars().all(|c| c == ' ' || c == '-') {
+            return None;
+        }
+        let line_end = after.find('\n').map_or(text.len(), |i| end + i);
+        let indent = " ".repeat(dash.len() - 1);
+        Some(Fix { title, edits: vec![Edit { span: Span::new(line_end, 0), text: format!("\n{indent}- {word}") }] })
+    }
+
     /// Adds `key: value` to the mapping whose key `anchor` is the value of (a task's `id`, say):
     /// on a line of its own below the anchor's in a block mapping, after the anchor's entry in a
     /// flow one. `yaml` is the value in block YAML, `json` the same value in JSON.
@@ -212,6 +240,20 @@ mod tests {
         let text = "- id: last";
         let fix = Fix::add_field(text, at(text, "last"), "critical", "true", "true", String::new()).expect("block");
         assert_eq!(applied(text, &fix), "- id: last\n  critical: true");
+    }
+
+    #[test]
+    fn an_entry_goes_after_the_last_one_in_the_list_s_own_style() {
+        let text = "d: [a, b]  # deps";
+        let fix = Fix::add_entry(text, at(text, "b"), "c", String::new()).expect("a flow list");
+        assert_eq!(applied(text, &fix), "d: [a, b, c]  # deps");
+        let text = "d:\n  - a\n  - b  # last\ne: 1\n";
+        let fix = Fix::add_entry(text, at(text, "b"), "c", String::new()).expect("a block list");
+        assert_eq!(applied(text, &fix), "d:\n  - a\n  - b  # last\n  - c\ne: 1\n");
+        assert_eq!(Fix::add_entry("d: b\n", Span::new(3, 1), "c", String::new()), None);
+        let text = "{\"d\": [\"a\"]}";
+        let fix = Fix::add_entry(text, at(text, "\"a\""), "c", String::new()).expect("a JSON list");
+        assert_eq!(applied(text, &fix), "{\"d\": [\"a\", \"c\"]}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub use answer::{AnswerError, Found, JsonSyntax, find_json};
 pub use decimal::digits;
 pub use diagnostic::{Diagnostic, Problem, Severity, edit_distance};
 pub use duration::{Duration, DurationError};
-pub use fields::{API_VERSION, TOKENIZERS, WORKFLOW_KEYS};
+pub use fields::{API_VERSION, FieldDoc, TOKENIZERS, WORKFLOW_KEYS, field_at, fields_at};
 pub use graph::{Cycles, TaskGraph, TaskIdx};
 pub use load::{Loaded, load_file, load_file_with_limit, load_str};
 pub use node_path::NodePath;

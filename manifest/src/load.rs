@@ -95,9 +95,14 @@ fn read_file(path: &Path, limit: u64) -> Loaded {
 }
 
 /// Loads a plan from text: `name` is shown in diagnostics, `stem` names a bare-form plan, and
-/// `files` answers whether an attached file exists. Sub-plans are not loaded: a plan read from
-/// text names no folder for them ([`crate::subplan::resolve`] loads them from one).
+/// `files` answers whether an attached file exists. A text over [`plan_limit`] bytes is a
+/// `plan::too_large` error, as a file would be. Sub-plans are not loaded: a plan read from text
+/// names no folder for them ([`crate::subplan::resolve`] loads them from one).
 pub fn load_str(name: &str, stem: &str, text: &str, files: FileCheck<'_>) -> Loaded {
+    let limit = plan_limit();
+    if text.len() as u64 > limit {
+        return Loaded::failed(Source::new(name, ""), too_large(text.len() as u64, limit, Loc::default()).label(""));
+    }
     load_source(Source::new(name, text), stem, files)
 }
 

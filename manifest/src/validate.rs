@@ -604,13 +604,41 @@ impl Reads<'_> {
                 ),
             ),
             // `depends_on: [serach]` is reported already, with "did you mean `search`?".
-            Some(j) if !graph.is_ancestor(j, index) && !misspells(task, graph, &read) => out.push(Diagnostic::error(
-                Problem::TemplateNotAncestor { task: task.id.value.to_string(), read: read.clone() },
-                loc.clone(),
-            )),
+            Some(j) if !graph.is_ancestor(j, index) && !misspells(task, graph, &read) => out.push(
+                Diagnostic::error(
+                    Problem::TemplateNotAncestor { task: task.id.value.to_string(), read: read.clone() },
+                    loc.clone(),
+                )
+                .related(plan.tasks[j].id.loc.span, format!("`{read}` is defined here, not upstream"))
+                .with_fix(if graph.is_ancestor(index, j) {
+                    None
+                } else {
+                    depend_on(text, task, &read)
+                }),
+            ),
             Some(_) => {}
         }
         Some(Read { task: read, attribute: reference.attribute, field: reference.field, loc })
+    }
+}
+
+/// The fix that makes `task` depend on `read`: an entry after the last dependency it writes in
+/// `depends_on`, or a `depends_on` of its own when it writes none.
+fn depend_on(text: &str, task: &Task, read: &str) -> Option<crate::fix::Fix> {
+    let title = format!("add `{read}` to the dependencies of `{}`", task.id.value);
+    let inputs = &task.extras().inputs;
+    let written = task.depends_on.iter().filter(|d| {
+        let at = text.get(d.loc.span.offset()..d.loc.span.offset() + d.loc.span.len()).unwrap_or("");
+        !d.loc.span.is_empty()
+            && at.trim_matches(['"', '\'']) == d.value.as_str()
+            && !inputs.iter().any(|i| i.loc == d.loc)
+    });
+    match written.last() {
+        Some(last) => crate::fix::Fix::add_entry(text, last.loc.span, read, title),
+        None => {
+            let json = serde_json::to_string(&[read]).ok()?;
+            crate::fix::Fix::add_field(text, task.id.loc.span, "depends_on", &format!("[{read}]"), &json, title)
+        }
     }
 }
 

@@ -64,6 +64,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
         format: GraphFormat,
     },
+    /// Serve the critic to an editor: a language server on stdin and stdout (diagnostics as you
+    /// type, hover, completion, go to definition, references, rename, outline, quick fixes).
+    Lsp,
     /// Explain a diagnostic code: what it means, an example and the fix; with no code, list them all.
     Explain {
         /// The code, such as `plan::cycle`.
@@ -209,6 +212,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Forecast(args) => crate::forecast::run(&runs()?, &args),
         Command::Graph { plan, format } => crate::graph::run(&plan, format),
         Command::Schema { test } => crate::schema::run(test),
+        Command::Lsp => crate::lsp::run(),
         Command::Explain { code } => crate::explain::run(code.as_deref()),
         Command::Test(args) => crate::test::run(&args),
         Command::Apply(args) => crate::apply::run(&runs()?, &args),

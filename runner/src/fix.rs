@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
+use manifest::critic::Finding;
 use manifest::fix::{Edit, Fix};
 use manifest::{Loaded, Source};
 
@@ -29,18 +30,17 @@ pub struct Offered {
     pub fix: Fix,
 }
 
-/// Every mechanical fix for a plan read from `text`: the loader's, and the critic's when the
-/// plan is valid.
-pub fn offered(loaded: &Loaded, text: &str) -> Vec<Offered> {
+/// Every mechanical fix for a plan read from `text`: the loader's, and those of the critic's
+/// `findings` (none when the plan is not valid).
+pub fn offered(loaded: &Loaded, findings: &[Finding], text: &str) -> Vec<Offered> {
     let mut out: Vec<Offered> = loaded
         .diagnostics
         .iter()
         .filter_map(|d| d.fix.clone().map(|fix| Offered { code: d.code(), span: d.loc.span, fix }))
         .collect();
-    if let Some((plan, graph)) = loaded.valid() {
-        let review = manifest::critic::review(plan, graph);
-        for finding in review.findings() {
-            if let Some(fix) = manifest::critic::fix(&finding, plan, text) {
+    if let Some(plan) = loaded.valid().map(|(plan, _)| plan) {
+        for finding in findings {
+            if let Some(fix) = manifest::critic::fix(finding, plan, text) {
                 out.push(Offered { code: finding.lint.code_str().to_owned(), span: finding.loc.span, fix });
             }
         }
@@ -84,7 +84,8 @@ pub fn run(path: &Path, diff: bool) -> anyhow::Result<u8> {
     let mut made: Vec<String> = Vec::new();
     for _ in 0..ROUNDS {
         let loaded = manifest::load_str(&name, &stem, &text, &files);
-        let offered = offered(&loaded, &text);
+        let findings = findings_of(&loaded);
+        let offered = offered(&loaded, &findings, &text);
         let mut taken: Vec<Edit> = Vec::new();
         for offer in offered {
             let overlaps = offer.fix.edits.iter().any(|e| taken.iter().any(|t| overlap(t, e)));
@@ -116,6 +117,11 @@ pub fn run(path: &Path, diff: bool) -> anyhow::Result<u8> {
     Ok(if fixed.is_valid() { 0 } else { EXIT_USAGE })
 }
 
+/// The critic's findings on a loaded plan; none when it is not valid.
+fn findings_of(loaded: &Loaded) -> Vec<Finding> {
+    crate::critic::review(loaded).findings().collect()
+}
+
 /// Whether two edits touch the same bytes (two insertions at one place count as overlapping).
 fn overlap(a: &Edit, b: &Edit) -> bool {
     let (a0, a1) = (a.span.offset(), a.span.offset() + a.span.len());
@@ -140,18 +146,9 @@ fn report(made: &[String], fixed: &Loaded, written: bool) -> String {
         .filter(|d| d.severity != manifest::Severity::Info)
         .map(|d| left_line(&fixed.source, d.loc.span.offset(), d.severity, &d.code(), &d.to_string()))
         .collect();
-    if let Some((plan, graph)) = fixed.valid() {
-        let review = manifest::critic::review(plan, graph);
-        for finding in review.findings() {
-            let code = finding.lint.code_str();
-            left.push(left_line(
-                &fixed.source,
-                finding.loc.span.offset(),
-                finding.severity,
-                code,
-                &finding.to_string(),
-            ));
-        }
+    for finding in findings_of(fixed) {
+        let (offset, code) = (finding.loc.span.offset(), finding.lint.code_str());
+        left.push(left_line(&fixed.source, offset, finding.severity, code, &finding.to_string()));
     }
     if left.is_empty() {
         out.push_str("left: nothing\n");

@@ -21,6 +21,7 @@ mod growing;
 mod home;
 mod live;
 mod logs;
+mod lsp;
 mod models;
 mod output;
 mod past;

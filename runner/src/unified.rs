@@ -130,7 +130,7 @@ pub fn line_edits(before: &str, after: &str) -> Vec<Edit> {
         let at = |k: isize| v[(k + offset) as usize];
         let previous = if k == -d || (k != d && at(k - 1) < at(k + 1)) { k + 1 } else { k - 1 };
         let (px, py) = if d == 0 { (0, 0) } else { (at(previous), at(previous) - previous) };
-        while x > px && y > py && x - 1 >= 0 && y - 1 >= 0 && old[(x - 1) as usize] == new[(y - 1) as usize] {
+        while x > px && y > py && x > 0 && y > 0 && old[(x - 1) as usize] == new[(y - 1) as usize] {
             x -= 1;
             y -= 1;
         }

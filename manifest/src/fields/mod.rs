@@ -16,6 +16,7 @@ mod agents;
 mod control;
 pub(crate) mod declare;
 mod document;
+mod lookup;
 #[cfg(test)]
 mod round_trip;
 mod tasks;
@@ -32,6 +33,7 @@ pub use document::{API_VERSION, WORKFLOW_KEYS};
 pub(crate) use document::{
     COMPLEXITY, ENVELOPE, MANIFEST_DOC, METADATA, MISSION_ANALYSIS, NESTED_PLAN, SPEC, WORKFLOW_ALIASES,
 };
+pub use lookup::{FieldDoc, field_at, fields_at};
 pub(crate) use tasks::{
     ACTION, ATTACHMENT, ATTACHMENT_DEF, FAILURE, FOR_EACH_DEF, ON_FAILURE, PHASE, RETRY_ON, TASK_KIND, VERIFICATION,
     VERIFICATION_DEF, VERIFICATION_KIND,
