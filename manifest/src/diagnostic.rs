@@ -157,21 +157,29 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     closest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
-/// Levenshtein distance over characters, with one row of memory; the measure behind every
-/// "did you mean" suggestion.
+/// The edit distance over characters, counting a swap of two neighbours as one edit (the
+/// optimal string alignment distance), so `fecth` is as close to `fetch` as `fech`: the measure
+/// behind every "did you mean" suggestion. Three rows of memory.
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut above: Vec<usize> = (0..=b.len()).collect();
+    let mut row: Vec<usize> = vec![0; b.len() + 1];
+    for i in 0..a.len() {
         row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+        for j in 0..b.len() {
+            let substitution = above[j] + usize::from(a[i] != b[j]);
+            let mut best = (above[j + 1] + 1).min(row[j] + 1).min(substitution);
+            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+                best = best.min(before[j - 1] + 1);
+            }
+            row[j + 1] = best;
         }
+        std::mem::swap(&mut before, &mut above);
+        std::mem::swap(&mut above, &mut row);
     }
-    row[b.len()]
+    above[b.len()]
 }
 
 #[cfg(test)]
@@ -184,6 +192,16 @@ mod tests {
         assert_eq!(closest("serach", ids), Some("search"));
         assert_eq!(closest("summarize", ids), Some("summarise"));
         assert_eq!(closest("deploy", ids), None);
+    }
+
+    #[test]
+    fn a_swap_of_neighbours_is_one_edit() {
+        assert_eq!(edit_distance("fecth", "fetch"), 1);
+        assert_eq!(edit_distance("tpye", "type"), 1);
+        assert_eq!(edit_distance("abc", "ca"), 3, "optimal string alignment, not full Damerau");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
     }
 
     #[test]
