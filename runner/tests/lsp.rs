@@ -2,11 +2,13 @@
 //! incremental change, hover, completion, definition, references, rename, the outline, quick
 //! fixes, and messages that are malformed or about documents that are not plans.
 
-#[path = "support/lsp.rs"]
-mod lsp_client;
-
-use lsp_client::{Client, apply_edit, position};
 use serde_json::{Value, json};
+use testkit::lsp::{Client, apply_edit, position};
+
+/// This build's `runner lsp`, started and initialised.
+fn start(encodings: &[&str]) -> (Client, Value) {
+    Client::start(std::path::Path::new(env!("CARGO_BIN_EXE_runner")), encodings)
+}
 
 const URI: &str = "file:///nonexistent/editing.yaml";
 
@@ -45,7 +47,7 @@ fn codes(diagnostics: &[Value]) -> Vec<(String, u64)> {
 }
 
 fn opened(text: &str) -> (Client, Vec<Value>) {
-    let (mut client, _) = Client::start(&[]);
+    let (mut client, _) = start(&[]);
     client.open(URI, text);
     let diagnostics = client.diagnostics(URI, 1);
     (client, diagnostics)
@@ -297,7 +299,7 @@ fn malformed_messages_and_unknown_requests_get_errors_and_the_server_goes_on() {
 
 #[test]
 fn documents_that_are_not_plans_get_a_diagnostic_or_nothing_never_a_crash() {
-    let (mut client, _) = Client::start(&[]);
+    let (mut client, _) = start(&[]);
     for (n, text) in
         ["# Notes\n\nnot: [a plan", "[1, 2, 3]\n", "", "\u{0}\u{1}binary\u{ffff}", "key: value\n"].iter().enumerate()
     {
@@ -322,7 +324,7 @@ fn utf8_columns_are_used_when_the_client_offers_them() {
     // four UTF-8 ones.
     let text = PLAN.replace("Check {{", "Check é😀 {{");
     for (offered, encoding, column) in [(&["utf-8", "utf-16"][..], "utf-8", 30), (&[][..], "utf-16", 27)] {
-        let (mut client, init) = Client::start(offered);
+        let (mut client, init) = start(offered);
         assert_eq!(init["capabilities"]["positionEncoding"], encoding);
         client.open(URI, &text);
         let diagnostics = client.diagnostics(URI, 1);
@@ -334,7 +336,7 @@ fn utf8_columns_are_used_when_the_client_offers_them() {
 
 #[test]
 fn exit_without_shutdown_is_exit_code_1() {
-    let (mut client, _) = Client::start(&[]);
+    let (mut client, _) = start(&[]);
     client.notify("exit", Value::Null);
     assert_eq!(client.exit_code(), 1);
 }

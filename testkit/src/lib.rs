@@ -23,6 +23,7 @@ use crate::background::Background;
 
 pub mod api;
 mod background;
+pub mod lsp;
 mod otlp;
 pub mod pg;
 pub mod process;

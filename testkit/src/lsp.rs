@@ -1,8 +1,6 @@
-//! A language-server client for tests: `runner lsp` spawned, messages framed over its stdio,
-//! each answer and notification read with a deadline so a server that stops answering fails the
-//! test instead of hanging it.
-
-#![allow(dead_code)]
+//! A language-server client for tests and benchmarks: `runner lsp` spawned, messages framed
+//! over its stdio, each answer and notification read with a deadline so a server that stops
+//! answering fails the test instead of hanging it.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -26,9 +24,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// Starts the server and initialises it, offering `encodings` (none: the protocol's UTF-16).
-    pub fn start(encodings: &[&str]) -> (Client, Value) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+    /// Starts `runner lsp` from the binary at `runner` and initialises it, offering `encodings`
+    /// (none: the protocol's UTF-16).
+    pub fn start(runner: &Path, encodings: &[&str]) -> (Client, Value) {
+        let mut child = Command::new(runner)
             .arg("lsp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -113,12 +112,15 @@ impl Client {
 
     /// The next diagnostics published for `uri` at `version` or later.
     pub fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
-        let message = self.wait(|m| {
+        let mut message = self.wait(|m| {
             m["method"] == "textDocument/publishDiagnostics"
                 && m["params"]["uri"] == uri
                 && m["params"]["version"].as_i64().is_some_and(|v| v >= version)
         });
-        message["params"]["diagnostics"].as_array().cloned().unwrap_or_default()
+        match message["params"]["diagnostics"].take() {
+            Value::Array(diagnostics) => diagnostics,
+            _ => Vec::new(),
+        }
     }
 
     /// Asks the server to shut down and exit, and returns its exit code.
@@ -127,6 +129,11 @@ impl Client {
         self.notify("exit", Value::Null);
         drop(self.stdin.take());
         self.exit_code()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Waits for the process to end and returns its exit code.
@@ -170,11 +177,6 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     serde_json::from_slice(&body).ok()
 }
 
-/// The `file:` URI of a path.
-pub fn uri_of(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
-
 /// The LSP position (UTF-16 columns) of the `n`th occurrence of `needle` in `text`, plus
 /// `after` characters.
 pub fn position(text: &str, needle: &str, n: usize, after: usize) -> Value {
@@ -192,7 +194,7 @@ pub fn apply_edit(text: &str, edit: &Value, uri: &str) -> String {
 }
 
 /// Applies `TextEdit`s (UTF-16 positions) to `text`, last first.
-pub fn apply_text_edits(text: &str, edits: &[Value]) -> String {
+fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     let offset = |p: &Value| -> usize {
         let line = p["line"].as_u64().expect("a line") as usize;
         let character = p["character"].as_u64().expect("a character") as usize;

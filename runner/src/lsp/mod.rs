@@ -37,15 +37,16 @@ const SETTLE: Duration = Duration::from_millis(50);
 
 /// Runs the server on stdio until the client says `exit`; exit 0 after a `shutdown`, 1 without.
 pub fn run() -> anyhow::Result<u8> {
-    let (connection, threads) = transport::stdio();
-    let code = serve(&connection)?;
+    let (connection, written, threads) = transport::stdio();
+    let code = serve(&connection, written)?;
     drop(connection);
     threads.join()?;
     Ok(code)
 }
 
-/// Answers one client on a connection, from `initialize` to `exit`.
-pub fn serve(connection: &Connection) -> anyhow::Result<u8> {
+/// Answers one client on a connection, from `initialize` to `exit`; notifications written as
+/// JSON go to `written`.
+fn serve(connection: &Connection, written: transport::Written) -> anyhow::Result<u8> {
     let (id, params) = connection.initialize_start()?;
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let offered = params.capabilities.general.and_then(|g| g.position_encodings).unwrap_or_default();
@@ -55,7 +56,7 @@ pub fn serve(connection: &Connection) -> anyhow::Result<u8> {
         "serverInfo": {"name": "runner", "version": env!("CARGO_PKG_VERSION")},
     });
     connection.initialize_finish(id, result)?;
-    let mut server = Server { encoding, documents: HashMap::new(), shutdown: false, connection };
+    let mut server = Server { encoding, documents: HashMap::new(), shutdown: false, connection, written };
     server.main_loop()
 }
 
@@ -97,6 +98,7 @@ struct Server<'c> {
     documents: HashMap<Url, Open>,
     shutdown: bool,
     connection: &'c Connection,
+    written: transport::Written,
 }
 
 impl Server<'_> {
@@ -147,8 +149,7 @@ impl Server<'_> {
     }
 
     fn notify<N: notification::Notification>(&self, params: N::Params) -> anyhow::Result<()> {
-        let note = Notification::new(N::METHOD.to_owned(), params);
-        self.connection.sender.send(Message::Notification(note))?;
+        self.written.send(transport::notification(N::METHOD, &params)?)?;
         Ok(())
     }
 

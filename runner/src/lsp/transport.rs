@@ -26,10 +26,28 @@ impl Threads {
     }
 }
 
-/// A connection over this process's stdin and stdout.
-pub fn stdio() -> (Connection, Threads) {
+/// Notifications the server has already written as JSON: diagnostics of a large plan are
+/// megabytes, and going through `serde_json::Value` (as `lsp_server::Notification` does) took
+/// most of the time from an edit to its diagnostics.
+pub type Written = crossbeam_channel::Sender<String>;
+
+/// The JSON of a notification, serialised straight from its parameters.
+pub fn notification<P: serde::Serialize>(method: &str, params: &P) -> serde_json::Result<String> {
+    #[derive(serde::Serialize)]
+    struct Outgoing<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a P,
+    }
+    serde_json::to_string(&Outgoing { jsonrpc: "2.0", method, params })
+}
+
+/// A connection over this process's stdin and stdout, and a way to send notifications already
+/// written as JSON.
+pub fn stdio() -> (Connection, Written, Threads) {
     let (to_server, receiver) = crossbeam_channel::bounded::<Message>(16);
     let (sender, from_server) = crossbeam_channel::unbounded::<Message>();
+    let (written, from_written) = crossbeam_channel::unbounded::<String>();
     let reader = std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
@@ -43,13 +61,27 @@ pub fn stdio() -> (Connection, Threads) {
     let writer = std::thread::spawn(move || {
         let stdout = std::io::stdout();
         let mut output = stdout.lock();
-        for message in from_server {
-            message.write(&mut output)?;
+        loop {
+            crossbeam_channel::select! {
+                recv(from_server) -> message => match message {
+                    Ok(message) => message.write(&mut output)?,
+                    // The server is done: what it wrote last goes out before the writer ends.
+                    Err(_) => {
+                        for json in from_written.try_iter() {
+                            write!(output, "Content-Length: {}\r\n\r\n{json}", json.len())?;
+                        }
+                        output.flush()?;
+                        return Ok(());
+                    }
+                },
+                recv(from_written) -> json => if let Ok(json) = json {
+                    write!(output, "Content-Length: {}\r\n\r\n{json}", json.len())?;
+                },
+            }
             output.flush()?;
         }
-        Ok(())
     });
-    (Connection { sender, receiver }, Threads { reader, writer })
+    (Connection { sender, receiver }, written, Threads { reader, writer })
 }
 
 /// The next message on `input`; `None` at its end. Malformed messages are skipped.
