@@ -340,3 +340,12 @@ fn exit_without_shutdown_is_exit_code_1() {
     client.notify("exit", Value::Null);
     assert_eq!(client.exit_code(), 1);
 }
+
+#[test]
+fn a_client_that_skips_initialized_is_served_all_the_same() {
+    let mut client = Client::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_runner")));
+    client.request("initialize", json!({"capabilities": {}}));
+    client.open(URI, PLAN);
+    assert!(!client.diagnostics(URI, 1).is_empty());
+    assert_eq!(client.stop(), 0);
+}

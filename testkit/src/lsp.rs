@@ -27,6 +27,16 @@ impl Client {
     /// Starts `runner lsp` from the binary at `runner` and initialises it, offering `encodings`
     /// (none: the protocol's UTF-16).
     pub fn start(runner: &Path, encodings: &[&str]) -> (Client, Value) {
+        let mut client = Client::spawn(runner);
+        let general = if encodings.is_empty() { json!({}) } else { json!({"positionEncodings": encodings}) };
+        let init = client
+            .request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {"general": general}}));
+        client.notify("initialized", json!({}));
+        (client, init)
+    }
+
+    /// Starts `runner lsp` from the binary at `runner` and sends it nothing yet.
+    pub fn spawn(runner: &Path) -> Client {
         let mut child = Command::new(runner)
             .arg("lsp")
             .stdin(Stdio::piped())
@@ -45,12 +55,7 @@ impl Client {
             }
         });
         let stdin = child.stdin.take();
-        let mut client = Client { child, stdin, messages, pending: VecDeque::new(), next_id: 0 };
-        let general = if encodings.is_empty() { json!({}) } else { json!({"positionEncodings": encodings}) };
-        let init = client
-            .request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {"general": general}}));
-        client.notify("initialized", json!({}));
-        (client, init)
+        Client { child, stdin, messages, pending: VecDeque::new(), next_id: 0 }
     }
 
     /// Sends raw bytes, framed or not.

@@ -55,7 +55,9 @@ fn serve(connection: &Connection, written: transport::Written) -> anyhow::Result
         "capabilities": capabilities(encoding),
         "serverInfo": {"name": "runner", "version": env!("CARGO_PKG_VERSION")},
     });
-    connection.initialize_finish(id, result)?;
+    // lsp-server's `initialize_finish` also waits for `initialized` and fails on anything else;
+    // a client that sends a document first is answered all the same.
+    connection.sender.send(Message::Response(Response::new_ok(id, result)))?;
     let mut server = Server { encoding, documents: HashMap::new(), shutdown: false, connection, written };
     server.main_loop()
 }
