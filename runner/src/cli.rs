@@ -245,6 +245,7 @@ impl Command {
             self,
             Command::Validate { .. }
                 | Command::Critic { .. }
+                | Command::Lsp
                 | Command::Forecast(_)
                 | Command::Graph { .. }
                 | Command::Test(_)

@@ -349,3 +349,37 @@ fn a_client_that_skips_initialized_is_served_all_the_same() {
     assert!(!client.diagnostics(URI, 1).is_empty());
     assert_eq!(client.stop(), 0);
 }
+
+#[test]
+fn definition_on_a_plan_value_opens_the_sub_plan_file_and_its_errors_show() {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let path = folder.join("graph_subplans.yaml");
+    let uri = format!("file://{}", path.display());
+    let text = std::fs::read_to_string(&path).expect("the fixture is readable");
+    let (mut client, _) = start(&[]);
+    client.open(&uri, &text);
+    assert!(codes(&client.diagnostics(&uri, 1)).is_empty(), "its sub-plan files are found beside it");
+    let params = json!({"textDocument": {"uri": uri}, "position": position(&text, "subplans/company.yaml", 0, 3)});
+    let definition = client.request("textDocument/definition", params);
+    assert_eq!(definition["uri"], format!("file://{}", folder.join("subplans/company.yaml").display()));
+    let missing = text.replacen("plan: subplans/company.yaml", "plan: subplans/nowhere.yaml", 1);
+    let change = json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": missing}]});
+    client.notify("textDocument/didChange", change);
+    let diagnostics = client.diagnostics(&uri, 2);
+    assert_eq!(codes(&diagnostics), [("plan::subplan_missing".to_owned(), 17)]);
+    assert_eq!(client.stop(), 0);
+}
+
+#[test]
+fn a_document_over_the_plan_cap_is_refused_with_a_diagnostic() {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_runner"));
+    command.arg("lsp").env("RUNNER_MAX_PLAN_BYTES", "200");
+    let mut client = Client::spawn_command(command);
+    client.request("initialize", json!({"capabilities": {}}));
+    client.open(URI, PLAN);
+    let diagnostics = client.diagnostics(URI, 1);
+    assert_eq!(diagnostics.len(), 1);
+    assert_eq!(diagnostics[0]["code"], "plan::too_large");
+    assert_eq!(client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": URI}})), json!([]));
+    assert_eq!(client.stop(), 0);
+}

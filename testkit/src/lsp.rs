@@ -37,8 +37,15 @@ impl Client {
 
     /// Starts `runner lsp` from the binary at `runner` and sends it nothing yet.
     pub fn spawn(runner: &Path) -> Client {
-        let mut child = Command::new(runner)
-            .arg("lsp")
+        let mut command = Command::new(runner);
+        command.arg("lsp");
+        Client::spawn_command(command)
+    }
+
+    /// Starts a language server from a command (`runner lsp` with an environment of its own,
+    /// say) and sends it nothing yet.
+    pub fn spawn_command(mut command: Command) -> Client {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
