@@ -783,6 +783,30 @@ mod failure {
     }
 
     #[test]
+    fn a_replan_under_way_counts_against_max_replans() {
+        check(
+            "
+            workflow:
+              - {id: a, agent: m, input: x, on_failure: replan}
+              - {id: b, agent: m, input: x, on_failure: replan}
+            control_logic: {planner: m, max_replans: 1}
+            ",
+            "
+            > start
+            RunCreated
+            TaskDispatched a#1
+            TaskDispatched b#1
+            > fail a#1
+            TaskFailed a#1 agent retryable: boom
+            ReplanRequested a: boom
+            > fail b#1
+            TaskFailed b#1 agent retryable: boom
+            RunCompleted failed: task `b` failed: boom; the run has already replanned 0 times, and 1 replan is under way (max_replans)
+            ",
+        );
+    }
+
+    #[test]
     fn an_empty_output_under_replan_on_empty_result_is_replanned() {
         check(
             "

@@ -85,8 +85,16 @@ impl<C: TokenCounter> RunState<C> {
         let control = &self.plan.control;
         let refusal = if control.planner.is_none() {
             Some("its policy is to replan, but `control_logic.planner` names no planner agent".to_owned())
-        } else if self.replans >= control.max_replans {
-            Some(format!("the run has already replanned {} times (max_replans)", self.replans))
+        } else if self.replans.saturating_add(u32::try_from(self.replanning.len()).unwrap_or(u32::MAX))
+            >= control.max_replans
+        {
+            // A replan under way counts: two tasks failing together must not both pass the limit.
+            let under_way = match self.replanning.len() {
+                0 => String::new(),
+                1 => ", and 1 replan is under way".to_owned(),
+                n => format!(", and {n} replans are under way"),
+            };
+            Some(format!("the run has already replanned {} times{under_way} (max_replans)", self.replans))
         } else {
             None
         };
