@@ -1,7 +1,8 @@
 //! The journal an llm attempt writes as it goes. Each model turn, tool call and tool result
 //! goes to the driver as a command; the driver answers once the events it caused are durable,
 //! so a tool never runs before its call is on record (write-ahead, as for dispatches), and a
-//! later attempt of the task reads the conversation back instead of repeating it.
+//! later attempt of the task reads the conversation back instead of repeating it. An attempt a
+//! worker carries out writes the same entries through the database (`crate::cluster`).
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -11,7 +12,7 @@ use machine::Command;
 use machine::conversation::{CallState, Conversation, ToolCallRecord};
 
 /// The driver's answer to a journal entry, given once what it caused is durable.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Verdict {
     /// The turn or result is recorded.
     Recorded,
@@ -24,13 +25,24 @@ pub enum Verdict {
     Answered(String),
     /// The attempt no longer counts (the run ended, it was cut short, the driver stopped).
     Stop,
+    /// The task's conversation as recorded now: the answer to [`Journal::conversation`].
+    Conversation(Box<Conversation>),
 }
 
 /// A journal entry on its way to the driver, with where its verdict goes.
 #[derive(Debug)]
 pub struct Entry {
-    pub(crate) command: Command,
+    pub(crate) ask: Ask,
     pub(crate) reply: oneshot::Sender<Verdict>,
+}
+
+/// What a journal entry asks of the driver.
+#[derive(Debug)]
+pub(crate) enum Ask {
+    /// Process this command: a turn, a tool call or a tool's result.
+    Record(Box<Command>),
+    /// Give the conversation of `task` as recorded now, if `attempt` is its current attempt.
+    Read { task: String, attempt: u32 },
 }
 
 /// What an attempt writes its conversation to, and the conversation recorded before it.
@@ -63,6 +75,11 @@ impl Journal {
         }
     }
 
+    /// The task this journal's attempt belongs to, and the attempt's number.
+    pub fn attempt(&self) -> (&str, u32) {
+        (&self.task, self.attempt)
+    }
+
     /// Records a model turn.
     pub async fn turn(&self, turn: ModelTurn) -> Verdict {
         self.send(Command::ModelTurn(turn)).await
@@ -81,9 +98,21 @@ impl Journal {
         self.send(Command::ToolResult(ToolCallFinished { task, attempt, call_id, tool, ok, output })).await
     }
 
-    async fn send(&self, command: Command) -> Verdict {
+    /// The task's conversation as recorded now, including what this attempt recorded: what
+    /// an attempt taken over by another worker goes on from. [`Verdict::Stop`] when the
+    /// attempt no longer counts.
+    pub async fn conversation(&self) -> Verdict {
+        self.ask(Ask::Read { task: self.task.clone(), attempt: self.attempt }).await
+    }
+
+    /// Hands `command` to the driver as this journal's entry and waits for its verdict.
+    pub(crate) async fn send(&self, command: Command) -> Verdict {
+        self.ask(Ask::Record(Box::new(command))).await
+    }
+
+    async fn ask(&self, ask: Ask) -> Verdict {
         let (reply, verdict) = oneshot::channel();
-        if self.sender.send(Entry { command, reply }).is_err() {
+        if self.sender.send(Entry { ask, reply }).is_err() {
             return Verdict::Stop;
         }
         verdict.await.unwrap_or(Verdict::Stop)

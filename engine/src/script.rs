@@ -207,7 +207,7 @@ async fn journaled_call(
         },
         Verdict::Answered(text) => text,
         Verdict::Wait => return waiting(&call.name),
-        Verdict::Recorded | Verdict::Stop => return stopped(None),
+        Verdict::Recorded | Verdict::Stop | Verdict::Conversation(_) => return stopped(None),
     };
     answer(journal, turn + 1, text, tokens, earlier).await
 }

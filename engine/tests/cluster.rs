@@ -156,8 +156,8 @@ async fn a_worker_claims_only_the_runtimes_it_accepts() {
 }
 
 /// A plan of `n` tasks for each of two `llm` agents on the provider `fake` at `base_url`, whose
-/// settings add `limits`: `plain` (no tools: its attempts go to workers) and `handy` (it may
-/// call a tool: its attempts stay with the coordinator).
+/// settings add `limits`: `plain` (no tools) and `handy` (it may call a tool: its attempts go
+/// to workers that take `llm` attempts, and stay with the coordinator while none does).
 fn llm_plan(base_url: &str, limits: &str, n: usize) -> Arc<manifest::Plan> {
     let mut yaml = format!(
         "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: llm}}\nspec:\n  providers:\n    fake: {{kind: openai, \
@@ -210,8 +210,7 @@ async fn a_providers_max_concurrency_holds_across_workers_and_the_coordinator() 
     let server = FakeOpenAi::script(vec![answer]);
     let plan = llm_plan(&server.base_url(), "max_concurrency: 2", 4);
     let stop = CancellationToken::new();
-    // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster,
-    // and the coordinator's `handy` agent 2 more.
+    // Three slots each: a worker's own limiter of 2 would let 4 requests run in the cluster.
     let workers = spawn_workers(&db, &plan, 2, 3, &stop);
     let (_remote, driver) = coordinator(&db, "run-llm", leases(), std::env::temp_dir()).await;
     let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
@@ -220,7 +219,7 @@ async fn a_providers_max_concurrency_holds_across_workers_and_the_coordinator() 
     assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
     assert_eq!(server.requests().len(), 8);
     assert_eq!(server.max_in_flight(), 2, "two requests at a time in the cluster, as the provider allows");
-    assert_eq!(done_by(workers).await, 4, "the workers carried out the `plain` agent's attempts");
+    assert_eq!(done_by(workers).await, 8, "the workers carried out every attempt, the tool-using agent's too");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,8 +229,7 @@ async fn a_providers_requests_per_minute_holds_across_workers_and_the_coordinato
     let server = FakeOpenAi::script(vec![Step::Answer("ok".into())]);
     let plan = llm_plan(&server.base_url(), "requests_per_minute: 3", 4);
     let stop = CancellationToken::new();
-    // Each worker's own window of 3 a minute would let 6 requests through, and the
-    // coordinator's 3 more.
+    // Each worker's own window of 3 a minute would let 6 requests through.
     let workers = spawn_workers(&db, &plan, 2, 4, &stop);
     let (_remote, driver) = coordinator(&db, "run-rpm", leases(), std::env::temp_dir()).await;
     let cancel = CancellationToken::new();
@@ -371,4 +369,159 @@ async fn a_run_that_ends_withdraws_the_attempts_workers_still_run() {
     let log = folder.log();
     assert_eq!(log.lines().filter(|l| l.starts_with("start")).count(), 2, "{log}");
     assert_eq!(log.lines().filter(|l| l.starts_with("end")).count(), 0, "the slow tasks were stopped: {log}");
+}
+
+/// A plan of one task whose `llm` agent on the provider at `base_url` may call `log`, a tool that
+/// appends its arguments to `calls` and answers `logged`.
+fn tool_plan(base_url: &str, calls: &Path) -> Arc<manifest::Plan> {
+    let yaml = format!(
+        "apiVersion: runner/v1\nkind: Plan\nmetadata: {{name: tools}}\nspec:\n  providers:\n    fake: {{kind: openai, \
+         base_url: \"{base_url}\", model: m, stream: false}}\n  tools:\n    log: {{description: Log, command: [sh, -c, \
+         'cat >> \"$0\"; echo >> \"$0\"; echo logged', '{}']}}\n  agent_definitions:\n    \
+         handy: {{runtime: llm, provider: fake, tools: [log]}}\n  workflow:\n    - {{id: t, agent: handy, input: go}}\n",
+        calls.display()
+    );
+    let loaded = manifest::load_str("tools.yaml", "tools", &yaml, &|_| true);
+    let errors: Vec<String> = loaded.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Arc::new(loaded.plan.expect("the plan loads"))
+}
+
+/// The turn a request asks for: one more than the answers it holds.
+fn turn_of(body: &serde_json::Value) -> usize {
+    body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) + 1
+}
+
+/// Calls `log` on turn 1 and answers on turn 2; the first request waits `first`, any later
+/// one for turn 1 `again`.
+fn tool_server(first: Duration, again: Duration) -> FakeOpenAi {
+    FakeOpenAi::start(move |body, n| match (turn_of(body), n) {
+        (1, n) => {
+            let call = Step::ToolCalls(vec![("log".into(), r#"{"line": 1}"#.into())]);
+            Step::Delay(if n == 0 { first } else { again }, Box::new(call))
+        }
+        _ => Step::Answer("all logged".into()),
+    })
+}
+
+/// The events of `type` in a driver's records.
+fn of_type(records: &[engine::event::Record], name: &str) -> usize {
+    records.iter().filter(|r| r.event.name() == name).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_using_agent_runs_on_a_worker_whose_journal_the_coordinator_records() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("tools");
+    let server = tool_server(Duration::ZERO, Duration::ZERO);
+    let plan = tool_plan(&server.base_url(), &folder.0.join("calls"));
+    let stop = CancellationToken::new();
+    let workers = spawn_workers(&db, &plan, 1, 2, &stop);
+    // The worker is up before the attempt is dispatched, so it is the one to run it.
+    while count(&db, "SELECT count(*) FROM runner_workers").await == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let store = MemoryStore::new();
+    let remote = Remote::start(&db, "run-tools", leases()).await.expect("the coordinator starts");
+    let driver = Driver::new("run-tools".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let t = state.index_of("t").expect("t exists");
+    assert_eq!(state.tasks[t].output.as_deref(), Some("all logged"));
+    assert_eq!(done_by(workers).await, 1, "the worker carried the attempt out");
+    let records = store.records();
+    assert_eq!(of_type(&records, "ModelTurn"), 2, "both turns are in the coordinator's log");
+    assert_eq!(of_type(&records, "ToolCallStarted"), 1);
+    assert_eq!(of_type(&records, "ToolCallFinished"), 1);
+    assert_eq!(std::fs::read_to_string(folder.0.join("calls")).unwrap_or_default(), "{\"line\":1}\n");
+    assert_eq!(count(&db, "SELECT count(*) FROM runner_journal").await, 0, "no journal entry is left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_using_agent_stays_with_the_coordinator_while_no_worker_takes_llm_attempts() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("tools-here");
+    let server = tool_server(Duration::ZERO, Duration::ZERO);
+    let plan = tool_plan(&server.base_url(), &folder.0.join("calls"));
+    let stop = CancellationToken::new();
+    let worker = Worker::new("commands", plans_of(&plan)).runtimes(vec!["command".into()]).leases(leases());
+    let commands = tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move { worker.run(&db, stop).await }
+    });
+    let (_remote, driver) = coordinator(&db, "run-here", leases(), folder.0.clone()).await;
+    let run = driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new());
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("the run ends").expect("it is driven");
+    stop.cancel();
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    assert_eq!(done_by(vec![commands]).await, 0, "the worker that takes only commands ran nothing");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_claim_was_taken_over_records_no_turn_and_starts_no_tool() {
+    let Some(schema) = TestDatabase::new("cluster") else { return };
+    let db = Database::connect(&schema.url).await.expect("the database answers");
+    let folder = Folder::new("fenced");
+    // The first request is answered after a second: long enough for its claim to be taken over,
+    // too short for its worker's renewal (every 4 s) to notice before the answer comes. The
+    // second worker's request for the same turn takes two, so the attempt is still under way
+    // when the first worker's answer comes and it tries to record it.
+    let server = tool_server(Duration::from_secs(1), Duration::from_secs(2));
+    let plan = tool_plan(&server.base_url(), &folder.0.join("calls"));
+    let stop = CancellationToken::new();
+    let slow =
+        Leases { lease: Duration::from_secs(5), renew: Duration::from_secs(4), poll: Duration::from_millis(200) };
+    // One slot, busy with the attempt until its answer comes: the first worker cannot claim it again.
+    let first = Worker::new("first", plans_of(&plan)).concurrency(1).leases(slow);
+    let first_tally = first.tally();
+    let first = tokio::spawn({
+        let (db, stop) = (db.clone(), stop.clone());
+        async move { first.run(&db, stop).await }
+    });
+    while count(&db, "SELECT count(*) FROM runner_workers").await == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let store = MemoryStore::new();
+    let remote = Remote::start(&db, "run-fenced", leases()).await.expect("the coordinator starts");
+    let driver =
+        Driver::new("run-fenced".into(), store.clone(), &[], folder.0.clone()).with_runtimes(remote.registry());
+    let driving = tokio::spawn(driver.run(Command::Start(Start::plan(Arc::clone(&plan))), CancellationToken::new()));
+    while server.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // As if the first worker had been paused past its lease and another had claimed the attempt:
+    // a new claim token, and a lease that has run out, so the second worker claims it at once.
+    let taken = "UPDATE runner_attempts SET claim = nextval('runner_attempt_claims'), \
+                 lease_until = now() - interval '1 second' WHERE state = 'claimed'";
+    assert_eq!(db.client().execute(taken, &[]).await.expect("the claim is taken over"), 1);
+    let second = spawn_workers(&db, &plan, 1, 2, &stop);
+    let state = tokio::time::timeout(Duration::from_secs(60), driving).await.expect("the run ends");
+    let state = state.expect("the driver ran").expect("it is driven");
+    assert_eq!(state.status, RunStatus::Finished(Outcome::Succeeded));
+    let ended = |tally: &Tally| tally.refused.load(Ordering::Relaxed) + tally.lost.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    while ended(&first_tally) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the first worker's attempt did not end");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+    let first = first.await.expect("the worker ran").expect("the worker worked");
+    assert_eq!(first.done.load(Ordering::Relaxed), 0, "the first worker's reply was not accepted");
+    assert_eq!(done_by(second).await, 1, "the second worker carried the attempt out");
+    let records = store.records();
+    assert_eq!(of_type(&records, "ModelTurn"), 2, "each turn recorded once: the first worker's turn 1 was refused");
+    assert_eq!(of_type(&records, "ToolCallStarted"), 1);
+    assert_eq!(
+        std::fs::read_to_string(folder.0.join("calls")).unwrap_or_default(),
+        "{\"line\":1}\n",
+        "the tool ran once, for the worker whose claim was current"
+    );
+    // The cut request is the only one asked twice.
+    let turns: Vec<usize> = server.requests().iter().map(|r| turn_of(&r.body)).collect();
+    assert_eq!(turns, [1, 1, 2]);
 }

@@ -130,6 +130,9 @@ enum Command {
     Resume {
         /// The run id.
         run: String,
+        /// Hand the run to the workers instead of driving it here (runs in PostgreSQL only).
+        #[arg(long)]
+        detach: bool,
     },
     /// Cancel a run, whether a process drives it or it is paused or interrupted.
     Cancel {
@@ -225,7 +228,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Logs { run, follow } => crate::logs::logs(&runs()?, &run, follow),
         Command::Output { run, task } => crate::output::run(&runs()?, &run, task.as_deref()),
         Command::Events { run } => crate::logs::events(&runs()?, &run),
-        Command::Resume { run } => crate::resume::run(&runs()?, &run),
+        Command::Resume { run, detach: false } => crate::resume::run(&runs()?, &run),
+        Command::Resume { run, detach: true } => crate::resume::detach(&runs()?, &run),
         Command::Cancel { run } => crate::cancel::run(&runs()?, &run),
         Command::Retry { run, from, run_id } => crate::retry::run(&runs()?, &run, from.as_deref(), run_id.as_deref()),
         Command::Cache { command } => crate::cache::run(&runs()?, &command),

@@ -19,9 +19,13 @@ use crate::store::{Run, Runs, leases};
 /// The arguments of `runner worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// How many attempts this worker carries out at a time.
+    /// How many attempts this worker carries out at a time; 0 carries out none, and only
+    /// coordinates the runs nobody drives.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// Never coordinate a run: only carry out attempts.
+    #[arg(long)]
+    no_takeover: bool,
     /// The agent runtimes whose attempts this worker accepts, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "command,llm,http")]
     runtimes: Vec<RuntimeArg>,
@@ -56,6 +60,10 @@ pub fn run(runs: &Runs, args: &WorkerArgs) -> anyhow::Result<u8> {
              RUNNER_STORE"
         );
     };
+    if args.concurrency == 0 && args.no_takeover {
+        eprintln!("error: a worker with --concurrency 0 and --no-takeover would do nothing");
+        return Ok(crate::exit::EXIT_USAGE);
+    }
     let db = pg.db().clone();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -68,15 +76,28 @@ pub fn run(runs: &Runs, args: &WorkerArgs) -> anyhow::Result<u8> {
             .concurrency(args.concurrency)
             .runtimes(args.runtimes.iter().map(|r| r.name().to_owned()).collect())
             .leases(leases);
-        eprintln!(
-            "worker {owner}: carrying out {} attempts, {} at a time; SIGINT or SIGTERM stops it",
-            args.runtimes.iter().map(|r| r.name()).collect::<Vec<_>>().join(", "),
-            args.concurrency.max(1)
-        );
-        let coordinating = tokio::spawn(take_over(db.clone(), owner.clone(), leases, times, stop.clone()));
-        let tally = worker.run(&db, stop.clone()).await;
+        let attempts = match args.concurrency {
+            0 => "no attempts".to_owned(),
+            n => format!(
+                "{} attempts, {n} at a time",
+                args.runtimes.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let runs = if args.no_takeover { "coordinating no runs" } else { "coordinating the runs nobody drives" };
+        eprintln!("worker {owner}: carrying out {attempts}, {runs}; SIGINT or SIGTERM stops it");
+        let coordinating = (!args.no_takeover)
+            .then(|| tokio::spawn(take_over(db.clone(), owner.clone(), leases, times, stop.clone())));
+        let tally = match args.concurrency {
+            0 => {
+                stop.cancelled().await;
+                Ok(Arc::default())
+            }
+            _ => worker.run(&db, stop.clone()).await,
+        };
         stop.cancel();
-        let _ = coordinating.await;
+        if let Some(coordinating) = coordinating {
+            let _ = coordinating.await;
+        }
         let tally = tally?;
         let count = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         eprintln!(

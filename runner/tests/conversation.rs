@@ -1,8 +1,10 @@
 //! An llm agent's conversation survives a crash: runner killed at 20 points of a seven-turn
 //! conversation (while the model is asked, as a tool starts, as a tool ends) and resumed never
 //! asks the model again for a recorded turn, never runs a tool again whose result is recorded,
-//! and never runs a destructive tool twice. A destructive call waits for a person's approval
-//! across processes, with its arguments shown; a rejection lets the model go on.
+//! and never runs a destructive tool twice; nor does a `runner worker` killed in the middle of
+//! the conversation, whose replacement goes on from the turns it recorded. A destructive call
+//! waits for a person's approval across processes, with its arguments shown; a rejection lets
+//! the model go on.
 
 #[path = "support/llm.rs"]
 mod llm_support;
@@ -292,7 +294,7 @@ fn a_destructive_call_waits_for_a_person_across_processes_and_a_rejection_lets_t
 }
 
 #[test]
-fn with_workers_an_agent_that_calls_tools_stays_with_the_coordinator_and_its_calls_still_ask() {
+fn with_no_worker_that_takes_llm_attempts_a_tool_using_agent_stays_with_the_coordinator_and_its_calls_still_ask() {
     let Some(db) = testkit::pg::TestDatabase::new("tool_agent_stays_with_the_coordinator") else { return };
     let scenario = Scenario::new("");
     // No worker runs: were the llm attempt queued for one, the run would wait for ever.
@@ -303,4 +305,100 @@ fn with_workers_an_agent_that_calls_tools_stays_with_the_coordinator_and_its_cal
     assert!(status.all().contains("wants to call `wipe` with {\"turn\":2}"), "{status}");
     assert_eq!(scenario.marks("start", 2), 0, "nothing ran before the approval");
     assert_eq!(scenario.marks("start", 1), 1, "the safe call ran once, in the coordinator");
+}
+
+/// `runner ARGS --store URL` with the API key and short leases, output dropped.
+fn cluster_process(scenario: &Scenario, url: &str, args: &[&str]) -> std::process::Child {
+    scenario
+        .env
+        .runner_process()
+        .env(KEY_VAR, KEY)
+        .env("RUNNER_LEASE_MS", "1500")
+        .args(args)
+        .args(["--store", url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runner starts")
+}
+
+/// Waits for `child` to end, at most 60 s; fails with `what` otherwise.
+fn ended(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("the child can be polled") {
+            return status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{what}: not within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_conversation_is_replaced_and_only_the_request_it_cut_is_asked_again() {
+    // While the model is asked for turn 4; as the safe tool of turn 3 starts; as that of turn 5
+    // has done its work, before its result is recorded.
+    for (i, kill) in [Kill::Request(3), Kill::ToolStart(3), Kill::ToolEnd(5)].into_iter().enumerate() {
+        let Some(db) = testkit::pg::TestDatabase::new(&format!("worker_killed_mid_conversation_{i}")) else { return };
+        let scenario = Scenario::new(", approval: never");
+        let url = db.url.clone();
+        // The tables exist, and the first worker is up, before the coordinator dispatches:
+        // the conversation is a worker's from its first turn.
+        scenario.env.runner().args(["runs", "--store", &url]).assert().success();
+        let mut first = cluster_process(&scenario, &url, &["worker"]);
+        let started = Instant::now();
+        while db.column("SELECT count(*) FROM runner_workers") != [Some("1".to_owned())] {
+            assert!(started.elapsed() < Duration::from_secs(30), "{kill:?}: the worker did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        scenario.pid.store(first.id(), Ordering::SeqCst);
+        match kill {
+            Kill::Request(n) => scenario.kill_request.store(n, Ordering::SeqCst),
+            Kill::ToolStart(n) => drop(scenario.env.write("kill.txt", &format!("start {n}"))),
+            Kill::ToolEnd(n) => drop(scenario.env.write("kill.txt", &format!("end {n}"))),
+        }
+        let apply = ["apply", "plan.yaml", "--yes", "--run-id", "r", "--no-local-work"];
+        let mut coordinator = cluster_process(&scenario, &url, &apply);
+        let status = ended(&mut first, &format!("{kill:?}: the worker was not killed"));
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(status.signal(), Some(9), "{kill:?}: the worker ended without being killed: {status}");
+        let _ = std::fs::remove_file(scenario.env.dir().join("kill.txt"));
+        let mut second = cluster_process(&scenario, &url, &["worker"]);
+        let status = ended(&mut coordinator, &format!("{kill:?}: the run did not end"));
+        let _ = second.kill();
+        let _ = second.wait();
+        assert_eq!(status.code(), Some(0), "{kill:?}: the run succeeds");
+
+        // The model: every turn asked once, except the one whose request the kill cut.
+        let mut asked = vec![0usize; TOOL_TURNS as usize + 2];
+        for request in &scenario.server.requests() {
+            asked[turn_of(&request.body) as usize] += 1;
+        }
+        for turn in 1..=TOOL_TURNS + 1 {
+            let cut = matches!(kill, Kill::Request(n) if n as u32 + 1 == turn);
+            assert_eq!(asked[turn as usize], if cut { 2 } else { 1 }, "{kill:?}: requests for turn {turn}");
+        }
+        let records: Vec<Value> = db
+            .column("SELECT record FROM runner_events WHERE run_id = 'r' ORDER BY seq")
+            .into_iter()
+            .flatten()
+            .filter_map(|text| serde_json::from_str(&text).ok())
+            .collect();
+        let turns: Vec<u64> =
+            records.iter().filter(|r| r["type"] == "ModelTurn").map(|r| r["turn"].as_u64().unwrap_or(0)).collect();
+        assert_eq!(turns, (1..=u64::from(TOOL_TURNS) + 1).collect::<Vec<_>>(), "{kill:?}: each turn recorded once");
+        let dispatched = records.iter().filter(|r| r["type"] == "TaskDispatched").count();
+        assert_eq!(dispatched, 1, "{kill:?}: the second worker went on with the same attempt");
+
+        // The tools: the safe one the kill cut runs again, nothing else does.
+        for turn in 1..=TOOL_TURNS {
+            let cut = matches!(kill, Kill::ToolStart(n) | Kill::ToolEnd(n) if n == turn);
+            let starts = scenario.marks("start", turn);
+            assert_eq!(starts, if cut { 2 } else { 1 }, "{kill:?}: the tool of turn {turn} started {starts} times");
+        }
+    }
 }

@@ -1,11 +1,15 @@
 //! Running attempts on other machines (docs/workers.md): the attempts queue in PostgreSQL
 //! (`runner_attempts`), the [`Remote`] runtimes a coordinator hands attempts to, and the
 //! [`Worker`] that claims attempts, holds a lease on each while it runs, and writes the reply
-//! back only while its claim is still current (fencing). A provider's `requests_per_minute`
-//! is counted in the database, by the run's coordinator and workers together.
+//! back only while its claim is still current (fencing). An `llm` attempt on a worker writes
+//! its journal through the database to the coordinator's driver under the same fence. A
+//! provider's `requests_per_minute` is counted in the database, by the run's coordinator and
+//! workers together.
 
 mod leases;
+mod presence;
 mod queue;
+mod relay;
 mod remote;
 mod requests;
 mod worker;

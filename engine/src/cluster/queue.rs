@@ -35,13 +35,17 @@ pub(crate) struct Claimed {
     pub request: Attempt,
     /// Whether another worker held it before and its lease expired.
     pub reclaimed: bool,
+    /// Whether the attempt's journal goes to its coordinator (an `llm` attempt).
+    pub journaled: bool,
 }
 
-/// An attempt to queue: its agent, the agent's runtime, and the attempt.
+/// An attempt to queue: its agent, the agent's runtime, the attempt, and whether it keeps a
+/// journal.
 pub(crate) struct Queued<'a> {
     pub agent: &'a str,
     pub runtime: &'a str,
     pub attempt: &'a Attempt,
+    pub journaled: bool,
 }
 
 /// Queues attempts of `run_id` in one statement and announces them; returns their rows in
@@ -58,7 +62,9 @@ pub(crate) async fn enqueue(db: &Database, run_id: &str, batch: &[Queued<'_>]) -
     let attempts: Vec<i32> = batch.iter().map(|q| q.attempt.attempt as i32).collect();
     let agents: Vec<&str> = batch.iter().map(|q| q.agent).collect();
     let runtimes: Vec<&str> = batch.iter().map(|q| q.runtime).collect();
-    let (tasks, attempts, agents, runtimes, requests) = (&tasks, &attempts, &agents, &runtimes, &requests);
+    let journaled: Vec<bool> = batch.iter().map(|q| q.journaled).collect();
+    let (tasks, attempts, agents, runtimes, requests, journaled) =
+        (&tasks, &attempts, &agents, &runtimes, &requests, &journaled);
     let mut tries = 0;
     let ids = db
         .retrying("queue attempts", |client| {
@@ -81,14 +87,15 @@ pub(crate) async fn enqueue(db: &Database, run_id: &str, batch: &[Queued<'_>]) -
                 }
                 let rows = client
                     .query(
-                        "WITH queued AS (INSERT INTO runner_attempts (run_id, task, attempt, agent, runtime, request) \
-                           SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request \
-                           FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) \
-                             WITH ORDINALITY AS b (task, attempt, agent, runtime, request, n) \
+                        "WITH queued AS (INSERT INTO runner_attempts \
+                           (run_id, task, attempt, agent, runtime, request, journaled) \
+                           SELECT $1, b.task, b.attempt, b.agent, b.runtime, b.request, b.journaled \
+                           FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bool[]) \
+                             WITH ORDINALITY AS b (task, attempt, agent, runtime, request, journaled, n) \
                            ORDER BY b.n RETURNING id, runtime), \
                          told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
                          SELECT id FROM queued, told ORDER BY id",
-                        &[&run_id, tasks, attempts, agents, runtimes, requests],
+                        &[&run_id, tasks, attempts, agents, runtimes, requests, journaled],
                     )
                     .await?;
                 Ok(rows.iter().map(|row| row.get(0)).collect())
@@ -113,7 +120,7 @@ pub(crate) async fn claim(
                UPDATE runner_attempts a SET state = 'claimed', worker = $1, \
                  claim = nextval('runner_attempt_claims'), lease_until = now() + make_interval(secs => $2) \
                FROM c WHERE a.id = c.id \
-               RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL";
+               RETURNING a.id, a.claim, a.run_id, a.agent, a.request, c.old IS NOT NULL, a.journaled";
     let rows = db.query("claim attempts", sql, &[&worker, &lease.as_secs_f64(), &runtimes, &(limit as i64)]).await?;
     rows.iter()
         .map(|row| {
@@ -128,6 +135,7 @@ pub(crate) async fn claim(
                 agent: row.get(3),
                 request,
                 reclaimed: row.get(5),
+                journaled: row.get(6),
             })
         })
         .collect()

@@ -1,7 +1,8 @@
 //! The coordinator's side: [`Remote`] queues the attempts of one run for the workers and hands
 //! each reply back to the attempt that waits for it. The driver sees ordinary runtimes
 //! ([`Remote::registry`]), so write-ahead, limits and retries stay in the coordinator's state
-//! machine: a `max_concurrency` of 4 is 4 in the whole cluster.
+//! machine: a `max_concurrency` of 4 is 4 in the whole cluster. The journal entries of its
+//! `llm` attempts come back through the database too, and go to the driver's journal.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -12,8 +13,9 @@ use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
+use super::relay::{self, Intake};
 use super::requests::RequestWindow;
-use super::{ClusterError, REMOTE_RUNTIMES, queue};
+use super::{ClusterError, REMOTE_RUNTIMES, presence, queue};
 use crate::llm::LlmAgents;
 use crate::runtime::{AgentRuntime, Attempt, Pending, Registry, Reply, Setup};
 use crate::store::postgres::Database;
@@ -29,6 +31,8 @@ struct Inner {
     run_id: String,
     /// The attempts queued and not yet answered, by row.
     waiting: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
+    /// The journals of the queued `llm` attempts, and the entries their workers wrote.
+    intake: Arc<Intake>,
     /// Wakes the collector when an attempt starts waiting.
     wake: Notify,
     /// Attempts to queue: the enqueuer inserts all that are waiting with one statement.
@@ -36,8 +40,9 @@ struct Inner {
     /// The `max_concurrency` of each provider, held here for the whole cluster: an `llm`
     /// attempt is queued (or run here) only with a permit of its provider's.
     providers: Mutex<HashMap<String, Arc<Semaphore>>>,
-    /// The `llm` agents run here (those that may call tools), made from the first plan that
-    /// has one, with their `requests_per_minute` counted with the workers'.
+    /// The `llm` agents run here (those that may call tools, while no worker takes `llm`
+    /// attempts), made from the first plan that has one, with their `requests_per_minute`
+    /// counted with the workers'.
     local_llm: OnceLock<LlmAgents>,
 }
 
@@ -47,6 +52,7 @@ impl Remote {
     /// dispatches again whatever it does not record as finished.
     pub async fn start(db: &Database, run_id: &str, leases: Leases) -> Result<Remote, ClusterError> {
         let mut notes = db.listen(queue::DONE).await?;
+        db.listen(relay::WRITTEN).await?;
         let withdrawn = queue::withdraw_run(db, run_id).await?;
         let (outbox, queued) = mpsc::unbounded_channel();
         if withdrawn > 0 {
@@ -56,6 +62,7 @@ impl Remote {
             db: db.clone(),
             run_id: run_id.to_owned(),
             waiting: Mutex::new(HashMap::new()),
+            intake: Arc::default(),
             wake: Notify::new(),
             outbox,
             providers: Mutex::new(HashMap::new()),
@@ -66,19 +73,28 @@ impl Remote {
         tokio::spawn(async move {
             loop {
                 let Some(inner) = weak.upgrade() else { return };
+                let (mut replies, mut entries) = (true, inner.intake.expecting());
                 tokio::select! {
                     note = notes.recv() => match note {
-                        Ok(note) if note.channel != queue::DONE || note.payload != inner.run_id => continue,
-                        Ok(_) | Err(RecvError::Lagged(_)) => {}
+                        Ok(note) if note.payload != inner.run_id => continue,
+                        Ok(note) if note.channel == queue::DONE => entries = false,
+                        Ok(note) if note.channel == relay::WRITTEN => replies = false,
+                        Ok(_) => continue,
+                        Err(RecvError::Lagged(_)) => {}
                         Err(RecvError::Closed) => {
                             inner.give_up("the connection to the attempts queue was lost");
                             return;
                         }
                     },
-                    () = inner.wake.notified() => {}
+                    () = inner.wake.notified() => entries = false,
                     () = tokio::time::sleep(leases.poll) => {}
                 }
-                collect(&inner).await;
+                if entries {
+                    inner.intake.take(&inner.db, &inner.run_id).await;
+                }
+                if replies {
+                    collect(&inner).await;
+                }
             }
         });
         Ok(Remote { inner })
@@ -100,23 +116,29 @@ impl Remote {
     }
 
     /// The built-in runtimes, with `command`, `llm` and `http` agents carried out by workers.
-    /// An `llm` agent that may call tools stays here: its conversation is journaled through
-    /// the coordinator's driver, which decides each call (and its approval) before it runs.
-    /// Either way an `llm` agent's provider limits hold for the run as a whole.
+    /// An `llm` attempt's conversation is journaled through this coordinator's driver, which
+    /// records each turn and decides each tool call (and its approval) before the tool runs,
+    /// wherever it runs. An `llm` agent that may call tools runs here only while no worker
+    /// takes `llm` attempts. Either way an `llm` agent's provider limits hold for the run as a
+    /// whole.
     pub fn registry(&self) -> Registry {
         REMOTE_RUNTIMES.iter().fold(Registry::builtin(), |registry, &runtime| {
             let remote = self.clone();
             registry.with(runtime, move |setup| {
                 let inner = &remote.inner;
+                let queued = RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime };
                 let agent: Arc<dyn AgentRuntime> = match &setup.agent.runtime {
-                    Runtime::Llm { tools, .. } if !tools.is_empty() => inner
-                        .local_llm
-                        .get_or_init(|| {
-                            let window = RequestWindow::new(inner.db.clone(), &inner.run_id);
-                            LlmAgents::sharing(setup.plan, Arc::new(window))
-                        })
-                        .runtime(setup.name),
-                    _ => Arc::new(RemoteRuntime { remote: remote.clone(), agent: setup.name.to_owned(), runtime }),
+                    Runtime::Llm { tools, .. } if !tools.is_empty() => {
+                        let here = inner
+                            .local_llm
+                            .get_or_init(|| {
+                                let window = RequestWindow::new(inner.db.clone(), &inner.run_id);
+                                LlmAgents::sharing(setup.plan, Arc::new(window))
+                            })
+                            .runtime(setup.name);
+                        Arc::new(ToolUsing { db: inner.db.clone(), queued: Arc::new(queued), here })
+                    }
+                    _ => Arc::new(queued),
                 };
                 match inner.limit_of(setup) {
                     Some(limit) => Arc::new(Limited { limit, agent }),
@@ -144,6 +166,7 @@ impl Inner {
 
     /// Answers every waiting attempt with a transient failure.
     fn give_up(&self, reason: &str) {
+        self.intake.clear();
         for (_, sender) in self.waiting().drain() {
             let _ = sender.send(Reply::transient(reason));
         }
@@ -171,6 +194,7 @@ impl Inner {
             reply = receiver => reply.unwrap_or_else(|_| Reply::transient("the attempts queue stopped")),
             () = cancel.cancelled() => {
                 self.waiting().remove(&id);
+                self.intake.forget(id);
                 if let Err(error) = queue::withdraw(&self.db, id).await {
                     tracing::warn!(%error, "cannot withdraw a cancelled attempt");
                 }
@@ -208,14 +232,22 @@ async fn enqueue(inner: std::sync::Weak<Inner>, mut outbox: mpsc::UnboundedRecei
         let Some(inner) = inner.upgrade() else { return };
         let rows: Vec<queue::Queued<'_>> = batch
             .iter()
-            .map(|out| queue::Queued { agent: &out.agent, runtime: out.runtime, attempt: &out.attempt })
+            .map(|out| queue::Queued {
+                agent: &out.agent,
+                runtime: out.runtime,
+                attempt: &out.attempt,
+                journaled: out.attempt.journal.is_some(),
+            })
             .collect();
         let queued = queue::enqueue(&inner.db, &inner.run_id, &rows).await;
         drop(rows);
         match queued {
             Ok(ids) => {
                 let mut waiting = inner.waiting();
-                for (out, id) in batch.into_iter().zip(ids) {
+                for (mut out, id) in batch.into_iter().zip(ids) {
+                    if let Some(journal) = out.attempt.journal.take() {
+                        inner.intake.keep(id, *journal);
+                    }
                     waiting.insert(id, out.reply);
                     let _ = out.row.send(Ok(id));
                 }
@@ -241,6 +273,7 @@ async fn collect(inner: &Inner) {
         Ok(replies) => {
             let mut waiting = inner.waiting();
             for (id, reply) in replies {
+                inner.intake.forget(id);
                 if let Some(sender) = waiting.remove(&id) {
                     let _ = sender.send(reply);
                 }
@@ -261,6 +294,30 @@ impl AgentRuntime for RemoteRuntime {
     fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
         let (inner, agent, runtime) = (Arc::clone(&self.remote.inner), self.agent.clone(), self.runtime);
         Box::pin(async move { inner.carry_out(agent, runtime, attempt, cancel).await })
+    }
+}
+
+/// An `llm` agent that may call tools: its attempts go to the workers when one of them takes
+/// `llm` attempts, and run here otherwise.
+struct ToolUsing {
+    db: Database,
+    queued: Arc<dyn AgentRuntime>,
+    here: Arc<dyn AgentRuntime>,
+}
+
+impl AgentRuntime for ToolUsing {
+    fn run(&self, attempt: Attempt, cancel: CancellationToken) -> Pending {
+        let (db, queued, here) = (self.db.clone(), Arc::clone(&self.queued), Arc::clone(&self.here));
+        Box::pin(async move {
+            let offered = presence::offered(&db, "llm").await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot tell whether a worker takes llm attempts: this one runs here");
+                false
+            });
+            match offered {
+                true => queued.run(attempt, cancel).await,
+                false => here.run(attempt, cancel).await,
+            }
+        })
     }
 }
 

@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::leases::Leases;
 use super::queue::{self, Claimed, Renewal};
+use super::relay;
 use super::requests::RequestWindow;
-use super::{ClusterError, REMOTE_RUNTIMES};
+use super::{ClusterError, REMOTE_RUNTIMES, presence};
 use crate::llm::LlmAgents;
 use crate::runtime::{AgentRuntime, Agents, Registry, Reply};
 use crate::store::postgres::Database;
@@ -93,6 +94,8 @@ impl Worker {
     /// given back to the queue. Returns what it did.
     pub async fn run(self, db: &Database, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
         let mut notes = db.listen(queue::QUEUED).await?;
+        presence::announce(db, &self.id, &self.runtimes, self.leases.lease).await?;
+        let announcing = tokio::spawn(announce(db.clone(), self.id.clone(), self.runtimes.clone(), self.leases));
         let shared = Arc::new(Shared {
             db: db.clone(),
             id: self.id,
@@ -137,7 +140,21 @@ impl Worker {
             }
         }
         while running.join_next().await.is_some() {}
+        announcing.abort();
+        if let Err(error) = presence::leave(&shared.db, &shared.id).await {
+            tracing::warn!(%error, "cannot remove this worker from the workers that are up; its row runs out");
+        }
         Ok(Arc::clone(&shared.tally))
+    }
+}
+
+/// Renews the worker's row in `runner_workers` every renewal period, for ever.
+async fn announce(db: Database, id: String, runtimes: Vec<String>, leases: Leases) {
+    loop {
+        tokio::time::sleep(leases.renew).await;
+        if let Err(error) = presence::announce(&db, &id, &runtimes, leases.lease).await {
+            tracing::warn!(%error, "cannot renew this worker's row among the workers that are up; trying again");
+        }
     }
 }
 
@@ -180,7 +197,7 @@ impl Shared {
                 let mark: Arc<str> = format!("{run}/{task}/{attempt}").into();
                 // Stopping drops the work, which kills its programs; the agent is never told to
                 // cancel, which would make a reply of it.
-                let work = crate::process::marked(mark, runtime.run(row.request, CancellationToken::new()));
+                let work = crate::process::marked(mark, self.carry_out(runtime, &row));
                 tokio::select! {
                     // A reply ready together with a failed renewal is still offered: the queue decides.
                     biased;
@@ -228,6 +245,28 @@ impl Shared {
             }
             Err(error) => tracing::warn!(%error, run, task, attempt, "cannot write the result of an attempt"),
         }
+    }
+
+    /// Runs the claimed attempt with `runtime`; an `llm` attempt's journal is relayed to its
+    /// coordinator, and it goes on from the conversation recorded so far.
+    async fn carry_out(&self, runtime: Arc<dyn AgentRuntime>, row: &Claimed) -> Reply {
+        let mut request = row.request.clone();
+        if !row.journaled {
+            return runtime.run(request, CancellationToken::new()).await;
+        }
+        let claim = relay::Claim {
+            db: self.db.clone(),
+            worker: self.id.clone(),
+            row: row.id,
+            claim: row.claim,
+            poll: self.leases.poll,
+        };
+        let (task, attempt) = (request.task.clone(), request.attempt);
+        let relayed = claim.journaled(&task, attempt, move |journal| {
+            request.journal = Some(Box::new(journal));
+            runtime.run(request, CancellationToken::new())
+        });
+        relayed.await.unwrap_or_else(|| crate::journal::stopped(None))
     }
 
     /// Renews the claim every renewal period; returns why, when a renewal is refused.

@@ -324,12 +324,30 @@ impl<S: EventStore> Driver<S> {
         batch: &mut Vec<Event>,
         verdicts: &mut Vec<(oneshot::Sender<journal::Verdict>, journal::Verdict)>,
     ) {
-        let call = match &entry.command {
+        let command = match entry.ask {
+            journal::Ask::Record(command) => *command,
+            journal::Ask::Read { task, attempt } => {
+                let current = self
+                    .state
+                    .index_of(&task)
+                    .map(|i| &self.state.tasks[i])
+                    .is_some_and(|state| state.status == machine::TaskStatus::Running && state.attempts == attempt);
+                let verdict = match current {
+                    true => journal::Verdict::Conversation(Box::new(
+                        self.state.conversations.get(&task).cloned().unwrap_or_default(),
+                    )),
+                    false => journal::Verdict::Stop,
+                };
+                verdicts.push((entry.reply, verdict));
+                return;
+            }
+        };
+        let call = match &command {
             Command::CallTool { task, call, .. } => Some((task.clone(), call.id.clone())),
             _ => None,
         };
         let before = batch.len();
-        let taken = self.take(entry.command, batch).is_ok() && batch.len() > before;
+        let taken = self.take(command, batch).is_ok() && batch.len() > before;
         let verdict = match call {
             _ if !taken => journal::Verdict::Stop,
             Some((task, id)) => journal::call_verdict(self.state.conversations.get(&task).and_then(|c| c.call(&id))),

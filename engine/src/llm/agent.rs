@@ -187,7 +187,7 @@ impl LlmRuntime {
                 Verdict::Run => {}
                 Verdict::Answered(text) => return Step::Answer(call.id, text),
                 Verdict::Wait => return Step::End(waiting(&call.function.name)),
-                Verdict::Recorded | Verdict::Stop => return Step::End(stopped(None)),
+                Verdict::Recorded | Verdict::Stop | Verdict::Conversation(_) => return Step::End(stopped(None)),
             }
         }
         match self.toolbox.call(&call, attempt.may_ask, &attempt.workdir).await {

@@ -11,6 +11,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (2, include_str!("migrations/0002_attempts.sql")),
     (3, include_str!("migrations/0003_request_starts.sql")),
     (4, include_str!("migrations/0004_task_cache.sql")),
+    (5, include_str!("migrations/0005_journal.sql")),
 ];
 
 /// Brings the current schema's tables up to date.
