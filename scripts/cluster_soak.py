@@ -157,11 +157,14 @@ class Model:
                 self.reply(200, json.dumps(answer).encode(), "application/json")
 
             def reply(self, status, data, kind):
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the process that asked was killed meanwhile
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -488,6 +491,7 @@ def main():
     if args.quick:
         args.commands, args.seconds, args.latency, args.kill_every, args.cut_after = 3, 0.1, 0.1, 2.0, 5.0
         args.deadline = min(args.deadline, 150.0)
+    args.runner = str(Path(args.runner).resolve())
     if not Path(args.runner).is_file():
         print(f"cluster soak: no runner binary at {args.runner} (cargo build --release -p runner)", file=sys.stderr)
         return 2

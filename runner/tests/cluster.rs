@@ -377,3 +377,58 @@ fn a_worker_without_a_database_says_what_it_needs() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("a worker needs the database the runs are in"), "{stderr}");
 }
+
+#[test]
+fn resume_detach_hands_a_paused_run_to_the_workers_and_needs_a_database() {
+    let env = Env::new();
+    env.write("plan.yaml", &plan("solo", "    echo: {runtime: mock}", "    - {id: a, agent: echo, input: hi}"));
+    let output = env.runner().args(["resume", "r", "--detach"]).env_remove("RUNNER_STORE").output();
+    let output = output.expect("runner runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--detach needs the runs in PostgreSQL"));
+
+    // A review gate pauses the run with nothing else to do; once approved, `resume --detach`
+    // records the run as going on and lets go of it, and a worker coordinates it to the end.
+    let Some(db) = TestDatabase::new("resume_detach") else { return };
+    let workflow = "    - {id: a, agent: echo, input: hi}\n    - {id: gate, type: human_review, prompt: go on?, depends_on: [a]}\n    \
+                    - {id: b, agent: echo, input: after, depends_on: [gate]}";
+    env.write("plan.yaml", &plan("paused", "    echo: {runtime: mock}", workflow));
+    let applied = env.runner().args(["apply", "plan.yaml", "--yes", "--run-id", "p", "--store", &db.url]).output();
+    assert_eq!(applied.expect("runner runs").status.code(), Some(3), "the run pauses for the review");
+    let early = env.runner().args(["resume", "p", "--detach", "--store", &db.url]).output().expect("runner runs");
+    assert_eq!(early.status.code(), Some(3), "nothing to resume before the decision");
+    assert!(String::from_utf8_lossy(&early.stderr).contains("still waits for a person"));
+    env.runner().args(["approve", "p", "gate", "--store", &db.url]).assert().success();
+    let handed = env.runner().args(["resume", "p", "--detach", "--store", &db.url]).output().expect("runner runs");
+    assert_eq!(handed.status.code(), Some(0), "{}", String::from_utf8_lossy(&handed.stderr));
+    assert_eq!(String::from_utf8_lossy(&handed.stdout).trim(), "p", "it prints the run id");
+    let row = "SELECT status || ' ' || coalesce(lease_until > now(), false)::text FROM runner_runs WHERE run_id = 'p'";
+    assert_eq!(db.column(row), [Some("running false".to_owned())], "going on, and nobody holds it");
+    let mut worker = env
+        .runner_process()
+        .args(["worker", "--store", &db.url])
+        .env("RUNNER_LEASE_MS", LEASE_MS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runner starts");
+    let started = Instant::now();
+    let status = "SELECT status FROM runner_runs WHERE run_id = 'p'";
+    while db.column(status) != [Some("succeeded".to_owned())] {
+        assert!(started.elapsed() < Duration::from_secs(40), "a worker did not finish the run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(&worker, "TERM");
+    let _ = worker.wait();
+}
+
+#[test]
+fn a_worker_that_would_do_nothing_is_a_usage_error() {
+    let Some(db) = TestDatabase::new("idle_worker") else { return };
+    let env = Env::new();
+    let output = env.runner().args(["worker", "--concurrency", "0", "--no-takeover", "--store", &db.url]).output();
+    let output = output.expect("runner runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("would do nothing"));
+}
