@@ -19,8 +19,10 @@ in this script, which is how the connection is cut (every connection closed, new
 At the end, the checks: every run ended with the outcome an undisturbed run of its plan has
 (one reference run of each kind, without the cluster, first); every run's records are numbered
 1..n with nothing missing, no task succeeded twice and no model turn or tool result is recorded
-twice; the destructive tool ran at most once per approval; no task and no tool started after the
-task's success was recorded (a process that lost its claim or lease did nothing more). Then
+twice; no record was written under an older fence after a newer one wrote (no coordinator wrote
+after another took its run over); the destructive tool ran at most once per approval; no task
+and no tool started after the task's success was recorded (no worker that lost its claim went
+on). Then
 the figures: runs, tasks, kills, cut connections, tasks a second, and the slowest failover (from
 a coordinator's kill until another holds each of its runs' leases; from a worker's kill until
 its attempts are claimed again).
@@ -422,10 +424,11 @@ class Soak:
 
     # -- the checks --------------------------------------------------------------------------
     def check(self, runs, expected):
-        records = defaultdict(list)
-        for run, seq, record in self.sql("SELECT run_id, seq, record FROM runner_events WHERE run_id LIKE 'soak-%' "
-                                         "ORDER BY run_id, seq"):
+        records, fences = defaultdict(list), defaultdict(list)
+        for run, seq, fence, record in self.sql("SELECT run_id, seq, fence, record FROM runner_events "
+                                                "WHERE run_id LIKE 'soak-%' ORDER BY run_id, seq"):
             records[run].append((int(seq), json.loads(record)))
+            fences[run].append(int(fence))
         tools = defaultdict(list)
         for line in (self.folder / "tools.log").read_text().splitlines() if (self.folder / "tools.log").exists() else []:
             tool, at, mark, *rest = line.split(" ", 3)
@@ -440,6 +443,8 @@ class Soak:
             seqs = [seq for seq, _ in recs]
             if seqs != list(range(1, len(seqs) + 1)):
                 self.faults.append(f"{run}: records are not numbered 1..{len(seqs)} without a gap")
+            if fences[run] != sorted(fences[run]):
+                self.faults.append(f"{run}: a record was written under an older fence after a newer one wrote")
             events = [r for _, r in recs]
             last = events[-1] if events else {}
             want = expected[i % 5 == 4]

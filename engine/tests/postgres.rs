@@ -122,6 +122,8 @@ async fn a_live_lease_is_refused_and_a_taken_over_one_can_no_longer_record() {
     new.append(vec![dispatched(2)]).await.expect("the new holder records");
     let seqs: Vec<u64> = db.load("r1").await.expect("reads back").records.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, [1, 2], "nothing of the old holder's after the takeover");
+    let fences = schema.column("SELECT fence::text FROM runner_events WHERE run_id = 'r1' ORDER BY seq");
+    assert_eq!(fences, [Some("1".to_owned()), Some("2".to_owned())], "each row keeps the fence it was written under");
 }
 
 #[tokio::test]

@@ -24,12 +24,14 @@ pub struct PgStore {
 /// The records and the run's status in one statement: the update finds the run's row only
 /// while the fence is the writer's, and the insert takes its rows from that update, so a
 /// fenced-off writer inserts nothing. A unique violation on `(run_id, seq)` fails it whole.
+/// Each row keeps the fence it was written under, so a reader can check that no writer wrote
+/// after another took the run over (the fences along a run's rows never go down).
 const APPEND: &str = "WITH fenced AS ( \
                           UPDATE runner_runs SET status = coalesce($3, status) \
                           WHERE run_id = $1 AND fence = $2 RETURNING run_id \
                       ) \
-                      INSERT INTO runner_events (run_id, seq, record) \
-                      SELECT fenced.run_id, batch.seq, batch.record \
+                      INSERT INTO runner_events (run_id, seq, record, fence) \
+                      SELECT fenced.run_id, batch.seq, batch.record, $2 \
                       FROM fenced, unnest($4::bigint[], $5::text[]) AS batch (seq, record)";
 
 /// The SQLSTATE of a unique violation.

@@ -1,6 +1,6 @@
 -- Conversations on workers (docs/workers.md): the journal entries of the llm attempts workers
--- carry out, relayed to the run's coordinator, whose driver records them; and the workers
--- that are up, so a coordinator knows whether any of them takes `llm` attempts.
+-- carry out, relayed to the run's coordinator, whose driver records them; the workers that are
+-- up, so a coordinator knows whether any of them takes `llm` attempts; and each record's fence.
 ALTER TABLE runner_attempts ADD COLUMN journaled boolean NOT NULL DEFAULT false;
 
 -- One entry of a worker's journal: written under the attempt's claim, answered by the
@@ -27,3 +27,8 @@ CREATE TABLE runner_workers (
     runtimes   text[]      NOT NULL,
     seen_until timestamptz NOT NULL
 );
+
+-- The fence each record was written under (rows written before this migration have none): a
+-- run's fences never go down along its records, which shows that no process wrote after
+-- another took the run over.
+ALTER TABLE runner_events ADD COLUMN fence bigint;
