@@ -13,7 +13,7 @@
 //! again after a lost answer finds the first row; an answer is read, then deleted.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use machine::Command;
@@ -75,23 +75,41 @@ impl Note {
 
 /// The worker's side of one claimed attempt: where its journal's entries go.
 pub(crate) struct Claim {
-    pub db: Database,
+    db: Database,
     /// The worker's id, which answers are announced to.
-    pub worker: String,
+    worker: String,
     /// The attempt's row.
-    pub row: i64,
+    row: i64,
     /// The claim token.
-    pub claim: i64,
+    claim: i64,
     /// How often an answer is looked for without a notification.
-    pub poll: Duration,
+    poll: Duration,
+    /// Why the relay failed, if it did: the attempt then ends with a transient failure rather
+    /// than as an attempt that no longer counts.
+    broken: OnceLock<String>,
+}
+
+/// What a relayed attempt came to.
+pub(crate) enum Relayed<T> {
+    /// The work's own result.
+    Done(T),
+    /// The coordinator said the attempt no longer counts, or the claim was lost, before the
+    /// work started.
+    Stopped,
+    /// The database could not carry an entry: why.
+    Broken(String),
 }
 
 impl Claim {
+    /// The relay of the attempt in `row`, claimed by `worker` with token `claim`.
+    pub(crate) fn new(db: Database, worker: String, row: i64, claim: i64, poll: Duration) -> Self {
+        Claim { db, worker, row, claim, poll, broken: OnceLock::new() }
+    }
+
     /// Runs `work` with a journal relayed to the coordinator: the conversation recorded so far
     /// is read first (an attempt taken over goes on from its predecessor's last entry), then
-    /// `work` is given the journal. `None` when the coordinator says the attempt no longer
-    /// counts, or the claim is lost, before it starts.
-    pub(crate) async fn journaled<F, Fut, T>(&self, task: &str, attempt: u32, work: F) -> Option<T>
+    /// `work` is given the journal.
+    pub(crate) async fn journaled<F, Fut, T>(&self, task: &str, attempt: u32, work: F) -> Relayed<T>
     where
         F: FnOnce(Journal) -> Fut,
         Fut: Future<Output = T>,
@@ -104,7 +122,12 @@ impl Claim {
             Some(work(Journal::new(sender, task.to_owned(), attempt, *recorded)).await)
         };
         // The relay ends when the last journal is dropped, which `working` does as it ends.
-        tokio::join!(working, self.forward(entries)).0
+        let (done, ()) = tokio::join!(working, self.forward(entries));
+        match (self.broken.get(), done) {
+            (Some(reason), _) => Relayed::Broken(reason.clone()),
+            (None, Some(done)) => Relayed::Done(done),
+            (None, None) => Relayed::Stopped,
+        }
     }
 
     /// Writes each entry under the claim and hands back its answer, until the journal is gone.
@@ -122,6 +145,7 @@ impl Claim {
             let verdict = match Note::of(ask) {
                 Some(note) => self.relay(number, &note, &mut answers).await.unwrap_or_else(|error| {
                     tracing::warn!(%error, row = self.row, "cannot relay a journal entry: the attempt stops");
+                    let _ = self.broken.set(format!("cannot relay the attempt's journal to its coordinator: {error}"));
                     Verdict::Stop
                 }),
                 None => Verdict::Stop,
@@ -154,7 +178,7 @@ impl Claim {
                 match answers.as_mut() {
                     Some(receiver) => loop {
                         match receiver.recv().await {
-                            Ok(note) if note.channel == ANSWERED && note.payload != self.worker => continue,
+                            Ok(note) if note.channel != ANSWERED || note.payload != self.worker => continue,
                             Ok(_) | Err(RecvError::Lagged(_)) => return,
                             Err(RecvError::Closed) => std::future::pending::<()>().await,
                         }
@@ -211,7 +235,7 @@ async fn answer(db: &Database, id: i64, row: i64, claim: i64) -> Result<Answer, 
 #[derive(Default)]
 pub(crate) struct Intake {
     /// The coordinator's journal of each journaled attempt in the queue, by row.
-    journals: Mutex<HashMap<i64, Journal>>,
+    journals: Mutex<HashMap<i64, Arc<Journal>>>,
     /// Entries taken, by id, with their attempt's row: `None` while the driver decides, then
     /// its verdict, kept until the attempt is forgotten, so an entry is decided once however
     /// often it is read (a read may overlap the writing of its answer, or writing it fail).
@@ -221,7 +245,7 @@ pub(crate) struct Intake {
 impl Intake {
     /// Keeps the journal of the attempt queued as `row`.
     pub(crate) fn keep(&self, row: i64, journal: Journal) {
-        self.journals().insert(row, journal);
+        self.journals().insert(row, Arc::new(journal));
     }
 
     /// Forgets the journal of `row`: its attempt replied or was withdrawn.
@@ -241,7 +265,7 @@ impl Intake {
         !self.journals().is_empty()
     }
 
-    fn journals(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Journal>> {
+    fn journals(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Journal>>> {
         self.journals.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -250,7 +274,9 @@ impl Intake {
     }
 
     /// Reads the run's unanswered entries written under current claims and hands each, once,
-    /// to its attempt's journal; each answer is written back as the driver gives it.
+    /// to its attempt's journal; each answer is written back as the driver gives it. An entry
+    /// of an attempt whose journal is not kept yet (a worker claimed the row before the
+    /// statement that queued it returned here) waits for the next reading.
     pub(crate) async fn take(self: &Arc<Self>, db: &Database, run_id: &str) {
         let sql = "SELECT j.id, j.attempt_row, j.entry FROM runner_journal j \
                    JOIN runner_attempts a ON a.id = j.attempt_row AND a.claim = j.claim \
@@ -270,14 +296,13 @@ impl Intake {
                 Some((_, None)) => continue,
                 Some((_, Some(verdict))) => Some(verdict.clone()),
             };
-            let intake = Arc::clone(self);
-            let (db, journal) = (db.clone(), self.journals().get(&attempt_row).cloned());
+            let Some(journal) = self.journals().get(&attempt_row).cloned() else { continue };
+            let (intake, db) = (Arc::clone(self), db.clone());
             self.taken().insert(id, (attempt_row, decided.clone()));
             tokio::spawn(async move {
-                let verdict = match (decided, journal) {
-                    (Some(verdict), _) => verdict,
-                    (None, None) => Verdict::Stop,
-                    (None, Some(journal)) => match serde_json::from_str::<Note>(&text) {
+                let verdict = match decided {
+                    Some(verdict) => verdict,
+                    None => match serde_json::from_str::<Note>(&text) {
                         Ok(note) => note.give(&journal).await,
                         Err(error) => {
                             tracing::warn!(%error, id, "a journal entry is not readable: its attempt stops");

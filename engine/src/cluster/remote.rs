@@ -73,7 +73,7 @@ impl Remote {
         tokio::spawn(async move {
             loop {
                 let Some(inner) = weak.upgrade() else { return };
-                let (mut replies, mut entries) = (true, inner.intake.expecting());
+                let (mut replies, mut entries) = (true, true);
                 tokio::select! {
                     note = notes.recv() => match note {
                         Ok(note) if note.payload != inner.run_id => continue,
@@ -86,10 +86,12 @@ impl Remote {
                             return;
                         }
                     },
-                    () = inner.wake.notified() => entries = false,
+                    // New attempts are queued, and their journals kept: their workers may have
+                    // written already.
+                    () = inner.wake.notified() => {}
                     () = tokio::time::sleep(leases.poll) => {}
                 }
-                if entries {
+                if entries && inner.intake.expecting() {
                     inner.intake.take(&inner.db, &inner.run_id).await;
                 }
                 if replies {

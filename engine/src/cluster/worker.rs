@@ -254,19 +254,17 @@ impl Shared {
         if !row.journaled {
             return runtime.run(request, CancellationToken::new()).await;
         }
-        let claim = relay::Claim {
-            db: self.db.clone(),
-            worker: self.id.clone(),
-            row: row.id,
-            claim: row.claim,
-            poll: self.leases.poll,
-        };
+        let claim = relay::Claim::new(self.db.clone(), self.id.clone(), row.id, row.claim, self.leases.poll);
         let (task, attempt) = (request.task.clone(), request.attempt);
         let relayed = claim.journaled(&task, attempt, move |journal| {
             request.journal = Some(Box::new(journal));
             runtime.run(request, CancellationToken::new())
         });
-        relayed.await.unwrap_or_else(|| crate::journal::stopped(None))
+        match relayed.await {
+            relay::Relayed::Done(reply) => reply,
+            relay::Relayed::Stopped => crate::journal::stopped(None),
+            relay::Relayed::Broken(reason) => Reply::transient(reason),
+        }
     }
 
     /// Renews the claim every renewal period; returns why, when a renewal is refused.
