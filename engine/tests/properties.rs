@@ -428,6 +428,8 @@ fn check(spec: &Spec, log: &[Event], state: &RunState) -> Result<(), TestCaseErr
             }
         }
         prop_assert_eq!(state.running(), 0);
+        let succeeded = state.tasks.iter().filter(|t| t.status == TaskStatus::Succeeded).count();
+        prop_assert_eq!(state.succeeded_tasks(), succeeded, "the tally's count of succeeded tasks");
     }
     Ok(())
 }

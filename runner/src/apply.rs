@@ -275,10 +275,12 @@ pub fn run(runs: &Runs, args: &ApplyArgs) -> anyhow::Result<u8> {
 /// Records the run's `RunCreated` only, lets go of its lease and prints the run id: the first
 /// worker that finds the run without a coordinator takes it over and dispatches its tasks.
 fn detach(run: &Run, lock: Held, store: &RunStore, start: Start) -> anyhow::Result<u8> {
-    let mut events = RunState::new().process(Command::Start(start)).map_err(|e| refused(run.id(), &e))?;
+    let mut state = RunState::new();
+    let mut events = state.process(Command::Start(start)).map_err(|e| refused(run.id(), &e))?;
     // Dispatches are the coordinator's to record, when it starts the attempts.
     events.retain(|event| matches!(event, Event::RunCreated(_) | Event::TaskReused { .. }));
     let records = records_after(&[], run.id(), events);
+    engine::store::EventStore::summarize(store, engine::store::Summary::of(&state));
     run.append(store, records)?;
     lock.release();
     eprintln!("run `{}` submitted: a `runner worker --store URL` coordinates it", run.id());

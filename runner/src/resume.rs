@@ -39,6 +39,7 @@ pub fn detach(runs: &Runs, run_id: &str) -> anyhow::Result<u8> {
         eprintln!("run `{run_id}` still waits for a person (`runner status {run_id}` shows what): nothing to resume");
         return Ok(EXIT_PAUSED);
     }
+    engine::store::EventStore::summarize(&store, engine::store::Summary::of(&state));
     run.append(&store, records_after(&loaded.records, run_id, events))?;
     held.release();
     eprintln!("run `{run_id}` handed back: a `runner worker --store URL` coordinates it");

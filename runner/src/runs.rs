@@ -1,5 +1,7 @@
 //! `runner runs`: the runs under `$RUNNER_HOME`, or of every machine in the database
-//! `--store` names, newest first.
+//! `--store` names, newest first. In the database the list is one query: each run's row keeps
+//! what the list shows (docs/events.md); only a run last written before the rows kept it is
+//! read and folded.
 
 use crate::diagnostics::print;
 use crate::home::{Created, RunDir, fold, runs_dir};
@@ -17,7 +19,24 @@ struct Row {
 /// Prints the table of runs; "no runs" when there are none.
 pub fn run(runs: &Runs) -> anyhow::Result<u8> {
     if let Runs::Postgres(_) = runs {
-        let rows: Vec<Row> = runs.rows()?.iter().map(|(run, row)| self::row(run, || row.leased)).collect();
+        let rows: Vec<Row> = runs
+            .rows()?
+            .iter()
+            .map(|(run, row)| {
+                // A run in the database started when its row was made, just before its first record.
+                let started = row.created.replace('T', " ").trim_end_matches('Z').to_owned();
+                match &row.summary {
+                    Some(summary) => Row {
+                        id: row.run_id.clone(),
+                        plan: row.plan.clone(),
+                        status: shown_row(row).to_owned(),
+                        tasks: format!("{}/{}", summary.succeeded, summary.tasks),
+                        started,
+                    },
+                    None => Row { started, ..self::row(run, || row.leased) },
+                }
+            })
+            .collect();
         return table(rows, &runs.place());
     }
     let folder = runs_dir();
@@ -65,6 +84,15 @@ fn table(mut rows: Vec<Row>, place: &str) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The status a run's row shows, as [`crate::status::shown`] gives it from the run's state: a
+/// run under way that nobody drives is interrupted.
+pub fn shown_row(row: &engine::store::postgres::RunRow) -> &str {
+    match row.status.as_str() {
+        "running" if !row.leased => crate::status::INTERRUPTED,
+        status => status,
+    }
+}
+
 fn row(run: &Run, driven: impl FnOnce() -> bool) -> Row {
     let unknown = |status: &str| Row {
         id: run.id().to_owned(),
@@ -76,7 +104,7 @@ fn row(run: &Run, driven: impl FnOnce() -> bool) -> Row {
     let Ok((records, _)) = run.load() else { return unknown("unreadable") };
     let Some(created) = Created::of(&records) else { return unknown("not started") };
     let state = fold(&records);
-    let succeeded = state.tasks.iter().filter(|t| t.status == engine::TaskStatus::Succeeded).count();
+    let succeeded = state.succeeded_tasks();
     let status = crate::status::shown(&state, driven).to_owned();
     Row {
         id: run.id().to_owned(),

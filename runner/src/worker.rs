@@ -194,11 +194,11 @@ async fn take_over(db: Database, owner: String, leases: Leases, times: LeaseTime
     let mut runs = JoinSet::new();
     loop {
         while runs.try_join_next().is_some() {}
-        match db.runs().await {
-            Ok(rows) => {
-                for row in rows.into_iter().filter(|row| row.status == "running" && !row.leased) {
+        match db.undriven().await {
+            Ok(undriven) => {
+                for run_id in undriven {
                     // Another worker may be quicker: then the lease is refused and the run left to it.
-                    if let Ok(lease) = db.take_lease(&row.run_id, &owner, times).await {
+                    if let Ok(lease) = db.take_lease(&run_id, &owner, times).await {
                         let (db, owner, stop) = (db.clone(), owner.clone(), stop.clone());
                         runs.spawn(async move {
                             if let Err(error) = coordinate(&db, &owner, lease, leases, stop).await {

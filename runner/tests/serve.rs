@@ -740,3 +740,30 @@ fn reused_tasks_are_marked_with_where_their_output_came_from() {
     let ran = server.get("/api/runs/second/tasks/c").json();
     assert!(ran.get("reused_from").is_none(), "c ran: {ran}");
 }
+
+#[test]
+fn in_the_database_the_stream_hears_of_new_records_instead_of_polling_for_them() {
+    let Some(db) = testkit::pg::TestDatabase::new("serve_stream") else { return };
+    let env = Env::new();
+    env.write("plan.yaml", &review_plan());
+    let applied = env.runner().args(["apply", "plan.yaml", "--yes", "--run-id", "p", "--store", &db.url]).output();
+    assert_eq!(applied.expect("runner runs").status.code(), Some(3), "the run waits for its review");
+    let server = Server::start(&env, &["--store", &db.url]);
+    let mut decided = false;
+    // The stream looks at the database unasked only every 30 s: the run's end comes within 20
+    // only when the writer's announcement reaches it.
+    let messages = server.stream("/api/runs/p/stream", Duration::from_secs(20), |messages| {
+        if !decided && !messages.is_empty() {
+            env.runner().args(["approve", "p", "approve", "--store", &db.url]).assert().success();
+            env.runner().args(["resume", "p", "--store", &db.url]).assert().success();
+            decided = true;
+        }
+        messages.last().is_some_and(|m| m["status"] == "succeeded")
+    });
+    assert!(decided);
+    let list = server.get("/api/runs").json();
+    assert_eq!(list[0]["id"], "p");
+    assert_eq!((list[0]["tasks"].as_u64(), list[0]["succeeded"].as_u64()), (Some(3), Some(3)), "{list}");
+    assert_eq!(list[0]["status"], "succeeded");
+    assert!(messages.len() >= 2, "the first state, then what the other process recorded");
+}

@@ -425,6 +425,8 @@ impl<S: EventStore> Driver<S> {
 
     /// Appends the records and waits until they are durable, then shows them to the observer.
     async fn persist(&mut self, records: Vec<Record>) -> Result<(), DriverError> {
+        // Every record of the batch is applied to the state already.
+        self.store.summarize(crate::store::Summary::of(&self.state));
         // The store gives the records back when somebody watches, so they are not copied.
         match &mut self.observer {
             Some(observer) => {

@@ -168,8 +168,33 @@ pub enum StoreError {
     },
 }
 
+/// What a run's state says after some records: what a store that keeps a summary beside the
+/// records (PostgreSQL, for the runs list) records with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// The plan's tasks, items of maps and tasks planned while running included.
+    pub tasks: u64,
+    /// Those that succeeded (reused outputs count).
+    pub succeeded: u64,
+    /// The tokens the run used.
+    pub tokens: crate::event::Tokens,
+}
+
+impl Summary {
+    /// The summary of `state`, in constant time.
+    pub fn of(state: &crate::RunState) -> Self {
+        Summary { tasks: state.tasks.len() as u64, succeeded: state.succeeded_tasks() as u64, tokens: state.tokens }
+    }
+}
+
 /// Appends a run's records durably, in order.
 pub trait EventStore: Send + Sync {
+    /// Tells the store the run's summary once the records of its next append are applied; the
+    /// next append carries it. A store that keeps no summary ignores it (the default).
+    fn summarize(&self, summary: Summary) {
+        let _ = summary;
+    }
+
     /// Queues records for writing; the future resolves once they (and everything queued
     /// before them) are durable. Records queued while an earlier write is being synced are
     /// written and synced together with the next one (group commit).

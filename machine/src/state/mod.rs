@@ -299,6 +299,11 @@ impl<C: TokenCounter> RunState<C> {
         self.tally.finished
     }
 
+    /// Tasks that succeeded (reused outputs count).
+    pub fn succeeded_tasks(&self) -> usize {
+        self.tally.succeeded
+    }
+
     /// The index of task `id`, or why there is none. A hint that holds `id` spares the look-up
     /// by id: the driver has just read that task to start its attempt, while the index's entry
     /// for it is a cache miss on a large plan.

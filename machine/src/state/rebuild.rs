@@ -46,6 +46,9 @@ impl<C: TokenCounter> RunState<C> {
             if state.status == TaskStatus::Paused {
                 tally.paused += 1;
             }
+            if state.status == TaskStatus::Succeeded {
+                tally.succeeded += 1;
+            }
             if state.waiting_timer {
                 tally.waiting += 1;
                 tally.phase_busy[level] += 1;

@@ -6,7 +6,7 @@
 //! - `running`: tasks with an attempt in flight; `group_running[g]`: those of parallel group `g`.
 //! - `waiting`: tasks whose retry timer runs.
 //! - `paused`: tasks `Paused`; `finished`: tasks whose status is final (so `finished ==
-//!   tasks.len()` means the run can end).
+//!   tasks.len()` means the run can end); `succeeded`: tasks `Succeeded`.
 //! - `phase_left[l]`: tasks of topological level `l` that are not final.
 //! - `phase_busy[l]`: tasks of level `l` in flight or waiting for a retry timer.
 //! - `turns[l]`: attempts dispatched in level `l` (for `max_turns_per_phase`).
@@ -30,6 +30,8 @@ pub(super) struct Tally {
     pub(super) paused: usize,
     /// Tasks whose status is final.
     pub(super) finished: usize,
+    /// Tasks that succeeded.
+    pub(super) succeeded: usize,
     /// Per phase: tasks not final yet.
     pub(super) phase_left: Vec<usize>,
     /// Per phase: attempts in flight and retries waiting.

@@ -93,6 +93,12 @@ impl<C: TokenCounter> RunState<C> {
         if status == TaskStatus::Paused {
             self.tally.paused += 1;
         }
+        if old == TaskStatus::Succeeded {
+            self.tally.succeeded -= 1;
+        }
+        if status == TaskStatus::Succeeded {
+            self.tally.succeeded += 1;
+        }
         let level = self.graph.level(i);
         match (old.is_final(), status.is_final()) {
             (false, true) => {

@@ -43,12 +43,8 @@ pub async fn list(State(served): State<Arc<Served>>) -> Result<Json<Vec<RunRow>>
     Ok(Json(tokio::task::spawn_blocking(move || rows(&served.runs)).await??))
 }
 
-/// Every run with whether a live process drives it.
-fn all_runs(runs: &Runs) -> Result<Vec<(Run, bool)>, ApiError> {
-    if let Runs::Postgres(_) = runs {
-        let rows = runs.rows().map_err(|e| ApiError::Internal(format!("{e:#}")))?;
-        return Ok(rows.into_iter().map(|(run, row)| (run, row.leased)).collect());
-    }
+/// Every run folder with whether a live process drives it.
+fn run_folders() -> Result<Vec<(Run, bool)>, ApiError> {
     let folder = runs_dir();
     let entries = match std::fs::read_dir(&folder) {
         Ok(entries) => entries,
@@ -65,25 +61,51 @@ fn all_runs(runs: &Runs) -> Result<Vec<(Run, bool)>, ApiError> {
         .collect())
 }
 
-fn rows(runs: &Runs) -> Result<Vec<RunRow>, ApiError> {
-    let mut rows: Vec<RunRow> = all_runs(runs)?
+/// The list from the database's rows: one query, each run's row keeping what the list shows;
+/// a run last written before the rows kept it is read and folded.
+fn database_rows(runs: &Runs) -> Result<Vec<RunRow>, ApiError> {
+    let rows = runs.rows().map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+    Ok(rows
         .into_iter()
-        .filter_map(|(run, driven)| {
-            let records = load(&run).ok()?;
-            let created = Created::of(&records)?;
-            let state = fold(&records);
-            Some(RunRow {
-                id: run.id().to_owned(),
-                plan: created.plan.name,
-                status: crate::status::shown(&state, || driven).to_owned(),
-                started: created.at,
-                updated: records.last().map(|r| r.at.to_string()).unwrap_or_default(),
-                tokens: state.tokens,
-                tasks: state.tasks.len(),
-                succeeded: state.tasks.iter().filter(|t| t.status == TaskStatus::Succeeded).count(),
-            })
+        .filter_map(|(run, row)| match &row.summary {
+            Some(summary) => Some(RunRow {
+                id: row.run_id.clone(),
+                plan: row.plan.clone(),
+                status: crate::runs::shown_row(&row).to_owned(),
+                started: row.created.clone(),
+                updated: summary.updated.clone(),
+                tokens: summary.tokens,
+                tasks: summary.tasks as usize,
+                succeeded: summary.succeeded as usize,
+            }),
+            None => folded_row(run, row.leased).map(|folded| RunRow { started: row.created.clone(), ..folded }),
         })
-        .collect();
+        .collect())
+}
+
+/// A run's row of the list from its folded records; `None` for a run that never started.
+fn folded_row(run: Run, driven: bool) -> Option<RunRow> {
+    let records = load(&run).ok()?;
+    let created = Created::of(&records)?;
+    let state = fold(&records);
+    Some(RunRow {
+        id: run.id().to_owned(),
+        plan: created.plan.name,
+        status: crate::status::shown(&state, || driven).to_owned(),
+        started: created.at,
+        updated: records.last().map(|r| r.at.to_string()).unwrap_or_default(),
+        tokens: state.tokens,
+        tasks: state.tasks.len(),
+        succeeded: state.succeeded_tasks(),
+    })
+}
+
+fn rows(runs: &Runs) -> Result<Vec<RunRow>, ApiError> {
+    if let Runs::Postgres(_) = runs {
+        return database_rows(runs);
+    }
+    let mut rows: Vec<RunRow> =
+        run_folders()?.into_iter().filter_map(|(run, driven)| folded_row(run, driven)).collect();
     rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.id.cmp(&a.id)));
     Ok(rows)
 }

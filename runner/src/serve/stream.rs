@@ -1,7 +1,9 @@
 //! `GET /api/runs/{id}/stream`: server-sent events that follow a run's log as it grows,
-//! whichever process writes it. The log is polled; only complete lines are read, so a line
-//! being written is sent once its end is. Each message carries the new events and the state
-//! of the tasks and maps they touched, folded by the engine.
+//! whichever process writes it. A run folder's log is polled; only complete lines are read, so
+//! a line being written is sent once its end is. A run in the database is read again when the
+//! database announces new records of it (`LISTEN runner_events`), and every few seconds
+//! besides, in case an announcement was lost with a connection. Each message carries the new
+//! events and the state of the tasks and maps they touched, folded by the engine.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::convert::Infallible;
@@ -11,8 +13,11 @@ use std::time::Duration;
 use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event as Message, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use engine::store::postgres::{Notification, RECORDED};
 use engine::{Event, Handler, Record, RunState};
 use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 
 use super::Served;
 use super::error::ApiError;
@@ -20,8 +25,10 @@ use super::map_view::{self, MapView};
 use super::runs::{EventView, check_size, existing};
 use crate::store::{Run, Tail};
 
-/// How often the log is looked at.
+/// How often a run folder's log is looked at.
 const POLL: Duration = Duration::from_millis(250);
+/// How often a run in the database is looked at when no announcement came.
+const DATABASE_POLL: Duration = Duration::from_secs(30);
 /// How often a quiet stream sends a comment (`: still here`), so proxies and browsers keep it
 /// open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -67,8 +74,13 @@ pub async fn stream(
         Ok::<_, ApiError>(run)
     })
     .await??;
+    let announced = match &run {
+        Run::Pg { pg, .. } => Some(pg.db().listen(RECORDED).await.map_err(|e| ApiError::Internal(e.to_string()))?),
+        Run::Dir(_) => None,
+    };
     let follow = Follow {
         run,
+        announced,
         after: from.after.unwrap_or(0),
         tail: Tail::default(),
         seq: 0,
@@ -87,6 +99,8 @@ pub async fn stream(
 /// A run's log followed as it grows.
 struct Follow {
     run: Run,
+    /// The database's announcements of new records, for a run there.
+    announced: Option<broadcast::Receiver<Notification>>,
     /// The `seq` of the last event the page has.
     after: u64,
     tail: Tail,
@@ -114,7 +128,12 @@ impl Follow {
                 return None;
             }
             if std::mem::replace(&mut self.read, true) {
-                tokio::time::sleep(POLL).await;
+                match self.announced.as_mut() {
+                    Some(announced) => {
+                        let _ = tokio::time::timeout(DATABASE_POLL, recorded(announced, self.run.id())).await;
+                    }
+                    None => tokio::time::sleep(POLL).await,
+                }
             }
             let (run, mut tail, seq) = (self.run.clone(), std::mem::take(&mut self.tail), self.seq);
             let (tail, records) = tokio::task::spawn_blocking(move || {
@@ -135,6 +154,18 @@ impl Follow {
                     self.failed = true;
                 }
             }
+        }
+    }
+}
+
+/// Waits for the database to announce new records of run `id` (or to have dropped some
+/// announcements, which may have been of it).
+async fn recorded(announced: &mut broadcast::Receiver<Notification>, id: &str) {
+    loop {
+        match announced.recv().await {
+            Ok(note) if note.channel != RECORDED || note.payload != id => {}
+            Ok(_) | Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => std::future::pending::<()>().await,
         }
     }
 }

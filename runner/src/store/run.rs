@@ -78,6 +78,13 @@ pub enum RunStore {
 }
 
 impl EventStore for RunStore {
+    fn summarize(&self, summary: engine::store::Summary) {
+        match self {
+            RunStore::Jsonl(store) => store.summarize(summary),
+            RunStore::Pg(store) => store.summarize(summary),
+        }
+    }
+
     fn append(&self, records: Vec<Record>) -> Durable {
         match self {
             RunStore::Jsonl(store) => store.append(records),
@@ -194,6 +201,7 @@ impl Run {
         let mut state = fold(&loaded.records);
         let events = state.process(command).map_err(|e| refused(self.id(), &e))?;
         let records = records_after(&loaded.records, self.id(), events);
+        store.summarize(engine::store::Summary::of(&state));
         self.append(&store, records.clone())?;
         held.release();
         Ok((state, records))

@@ -12,6 +12,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, include_str!("migrations/0003_request_starts.sql")),
     (4, include_str!("migrations/0004_task_cache.sql")),
     (5, include_str!("migrations/0005_journal.sql")),
+    (6, include_str!("migrations/0006_run_summary.sql")),
 ];
 
 /// Brings the current schema's tables up to date.

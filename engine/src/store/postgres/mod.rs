@@ -28,7 +28,7 @@ use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Socket};
 
 pub use lease::{LeaseTimes, RunLease};
 pub use redact::redact;
-pub use writer::PgStore;
+pub use writer::{PgStore, RECORDED};
 
 use super::check::{Checker, DAMAGED};
 use super::{Loaded, StoreError};
@@ -122,6 +122,22 @@ pub struct RunRow {
     pub fence: i64,
     /// Why a cancel was requested, when one is waiting to be honoured.
     pub cancel_request: Option<String>,
+    /// What the run's records say, as its last write left it; `None` for a run without
+    /// records, or one last written before the table kept it.
+    pub summary: Option<RunSummary>,
+}
+
+/// What a run's row keeps of its records for the runs list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Its tasks, items of maps and planned tasks included.
+    pub tasks: u64,
+    /// Those that succeeded.
+    pub succeeded: u64,
+    /// The tokens it used.
+    pub tokens: crate::event::Tokens,
+    /// When its last record was written, as the record says.
+    pub updated: String,
 }
 
 impl Database {
@@ -360,6 +376,14 @@ impl Database {
         Ok(rows.iter().map(run_row).collect())
     }
 
+    /// The runs under way that nobody drives: their lease ran out, or was let go.
+    pub async fn undriven(&self) -> Result<Vec<String>, StoreError> {
+        let sql = "SELECT run_id FROM runner_runs WHERE status = 'running' \
+                   AND (lease_until IS NULL OR lease_until <= now()) ORDER BY created";
+        let rows = self.query("look for runs nobody drives", sql, &[]).await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
     /// A run's records in order, checked as the JSONL store checks a log (docs/events.md): a
     /// record that breaks a promise is `store::corrupt`, naming its row. A run without records
     /// (created, never started) gives none.
@@ -551,7 +575,8 @@ fn quoted(channel: &str) -> String {
 /// The columns of a [`RunRow`], in its order.
 const RUN_ROW: &str = "SELECT run_id, plan, \
                        to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), status, owner, \
-                       coalesce(lease_until > now(), false), fence, cancel_request FROM runner_runs";
+                       coalesce(lease_until > now(), false), fence, cancel_request, \
+                       tasks, succeeded, prompt_tokens, completion_tokens, updated FROM runner_runs";
 
 fn run_row(row: &tokio_postgres::Row) -> RunRow {
     RunRow {
@@ -563,6 +588,18 @@ fn run_row(row: &tokio_postgres::Row) -> RunRow {
         leased: row.get(5),
         fence: row.get(6),
         cancel_request: row.get(7),
+        summary: match (row.get::<_, Option<i64>>(8), row.get::<_, Option<i64>>(9)) {
+            (Some(tasks), Some(succeeded)) => Some(RunSummary {
+                tasks: tasks.max(0) as u64,
+                succeeded: succeeded.max(0) as u64,
+                tokens: crate::event::Tokens {
+                    prompt: row.get::<_, Option<i64>>(10).unwrap_or(0).max(0) as u64,
+                    completion: row.get::<_, Option<i64>>(11).unwrap_or(0).max(0) as u64,
+                },
+                updated: row.get::<_, Option<String>>(12).unwrap_or_default(),
+            }),
+            _ => None,
+        },
     }
 }
 

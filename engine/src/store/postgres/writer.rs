@@ -1,24 +1,33 @@
 //! Appending a run's records: a writer task on the connection's thread takes every batch
 //! queued so far and writes them all with one statement (one round trip, one transaction),
 //! then acknowledges them all (group commit). The statement checks the run's fence, so a
-//! writer whose lease was taken over records nothing.
+//! writer whose lease was taken over records nothing. The same statement keeps the run's row
+//! up to date (status, task counts, tokens, the last record's time) and tells listeners that
+//! the run has new records (`NOTIFY runner_events`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 
 use super::Database;
 use crate::event::{Event, Record};
-use crate::store::{Ack, Durable, EventStore, Returned, StoreError};
+use crate::store::{Ack, Durable, EventStore, Returned, StoreError, Summary};
 
-type Batch = (Vec<Record>, Ack);
+/// The channel a run's new records are announced on, in the transaction that writes them; the
+/// payload is the run id.
+pub const RECORDED: &str = "runner_events";
+
+/// Records to write, the summary after them (when the driver gave one), and whom to tell.
+type Batch = (Vec<Record>, Option<Summary>, Ack);
 
 /// Appends one run's records to `runner_events` under a run lease, with group commit.
 #[derive(Debug)]
 pub struct PgStore {
     sender: mpsc::UnboundedSender<Batch>,
     transactions: Arc<AtomicU64>,
+    /// The summary the next append carries.
+    summary: Mutex<Option<Summary>>,
 }
 
 /// The records and the run's status in one statement: the update finds the run's row only
@@ -27,12 +36,15 @@ pub struct PgStore {
 /// Each row keeps the fence it was written under, so a reader can check that no writer wrote
 /// after another took the run over (the fences along a run's rows never go down).
 const APPEND: &str = "WITH fenced AS ( \
-                          UPDATE runner_runs SET status = coalesce($3, status) \
+                          UPDATE runner_runs SET status = coalesce($3, status), \
+                            tasks = coalesce($6, tasks), succeeded = coalesce($7, succeeded), \
+                            prompt_tokens = coalesce($8, prompt_tokens), \
+                            completion_tokens = coalesce($9, completion_tokens), updated = $10 \
                           WHERE run_id = $1 AND fence = $2 RETURNING run_id \
-                      ) \
+                      ), told AS (SELECT pg_notify('runner_events', run_id) FROM fenced) \
                       INSERT INTO runner_events (run_id, seq, record, fence) \
                       SELECT fenced.run_id, batch.seq, batch.record, $2 \
-                      FROM fenced, unnest($4::bigint[], $5::text[]) AS batch (seq, record)";
+                      FROM fenced, told, unnest($4::bigint[], $5::text[]) AS batch (seq, record)";
 
 /// The SQLSTATE of a unique violation.
 const UNIQUE_VIOLATION: &str = "23505";
@@ -42,7 +54,7 @@ impl PgStore {
         let (sender, receiver) = mpsc::unbounded_channel();
         let transactions = Arc::new(AtomicU64::new(0));
         db.spawn(write_loop(db.clone(), run_id.to_owned(), fence, receiver, Arc::clone(&transactions)));
-        PgStore { sender, transactions }
+        PgStore { sender, transactions, summary: Mutex::new(None) }
     }
 
     /// How many statements (each one transaction and one round trip) the writer has sent.
@@ -51,13 +63,25 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    fn next_summary(&self) -> Option<Summary> {
+        self.summary.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
 impl EventStore for PgStore {
+    fn summarize(&self, summary: Summary) {
+        *self.summary.lock().unwrap_or_else(PoisonError::into_inner) = Some(summary);
+    }
+
     fn append(&self, records: Vec<Record>) -> Durable {
-        Ack::durable(|ack| self.sender.send((records, ack)).is_ok())
+        let summary = self.next_summary();
+        Ack::durable(|ack| self.sender.send((records, summary, ack)).is_ok())
     }
 
     fn append_returning(&self, records: Vec<Record>) -> Returned {
-        Ack::returned(|ack| self.sender.send((records, ack)).is_ok())
+        let summary = self.next_summary();
+        Ack::returned(|ack| self.sender.send((records, summary, ack)).is_ok())
     }
 }
 
@@ -74,15 +98,17 @@ async fn write_loop(
         while let Ok(batch) = receiver.try_recv() {
             batches.push(batch);
         }
-        let records = batches.iter().flat_map(|(records, _)| records);
+        let records = batches.iter().flat_map(|(records, _, _)| records);
+        // The summary after the last batch that has one: the state after every record written.
+        let summary = batches.iter().rev().find_map(|(_, summary, _)| *summary);
         let result = if records.clone().next().is_none() {
             Ok(())
         } else {
             transactions.fetch_add(1, Ordering::Relaxed);
-            write(&db, &mut prepared, &run_id, fence, records).await
+            write(&db, &mut prepared, &run_id, fence, records, summary).await
         };
         let failed = result.is_err();
-        for (records, ack) in batches {
+        for (records, _, ack) in batches {
             ack.send(records, &result);
         }
         if failed {
@@ -122,6 +148,7 @@ async fn write<'a>(
     run_id: &str,
     fence: i64,
     records: impl Iterator<Item = &'a Record> + Clone,
+    summary: Option<Summary>,
 ) -> Result<(), StoreError> {
     let mut seqs = Vec::new();
     let mut texts = Vec::new();
@@ -134,8 +161,15 @@ async fn write<'a>(
         })?;
         texts.push(text);
     }
-    let status = records.filter_map(|record| status_after(&record.event)).last();
+    let status = records.clone().filter_map(|record| status_after(&record.event)).last();
+    let updated = records.last().map(|record| record.at.to_string());
+    let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let tasks = summary.map(|s| number(s.tasks));
+    let succeeded = summary.map(|s| number(s.succeeded));
+    let prompt = summary.map(|s| number(s.tokens.prompt));
+    let completion = summary.map(|s| number(s.tokens.completion));
     let (seqs, texts, status) = (&seqs, &texts, &status);
+    let (tasks, succeeded, prompt, completion, updated) = (&tasks, &succeeded, &prompt, &completion, &updated);
     let prepared = tokio::sync::Mutex::new(prepared);
     let mut tries = 0;
     let written = db
@@ -148,7 +182,9 @@ async fn write<'a>(
                     return Ok(Some(seqs.len() as u64));
                 }
                 let statement = prepared.lock().await.on(&client).await?;
-                match client.execute(&statement, &[&run_id, &fence, status, seqs, texts]).await {
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] =
+                    [&run_id, &fence, status, seqs, texts, tasks, succeeded, prompt, completion, updated];
+                match client.execute(&statement, &params).await {
                     Err(error) if error.code().is_some_and(|code| code.code() == UNIQUE_VIOLATION) => Ok(None),
                     written => written.map(Some),
                 }
