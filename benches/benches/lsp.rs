@@ -10,23 +10,14 @@
 // `criterion_group!` defines a public function without a doc comment.
 #![allow(missing_docs)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use benches::{Format, layered_plan};
+use benches::{Format, layered_plan, runner};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use testkit::lsp::{Client, position};
 
 const URI: &str = "file:///nonexistent/layered.yaml";
-
-fn runner() -> PathBuf {
-    let path = std::env::var_os("RUNNER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/runner"));
-    assert!(path.is_file(), "no runner binary at {}: run `cargo build --release -p runner` first", path.display());
-    path
-}
 
 /// An open plan, edited one character at a time at the same place.
 struct Editing {

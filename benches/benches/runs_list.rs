@@ -12,19 +12,12 @@
 #![allow(missing_docs)]
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use benches::runner;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use testkit::pg::TestDatabase;
-
-fn runner() -> PathBuf {
-    let path = std::env::var_os("RUNNER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/runner"));
-    assert!(path.is_file(), "no runner binary at {}: run `cargo build --release -p runner` first", path.display());
-    path
-}
 
 /// A schema holding `n` runs: one real run of the offline example, and `n - 1` copies of it.
 fn seeded(n: usize) -> TestDatabase {

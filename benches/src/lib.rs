@@ -2,6 +2,20 @@
 //! manifest in YAML or JSON ([`Format`]), deterministically, so runs are comparable.
 
 use std::fmt::Write;
+use std::path::PathBuf;
+
+/// The runner binary the benches of whole commands run: `RUNNER_BIN`, else the workspace's
+/// release build.
+///
+/// # Panics
+/// When there is no binary there: the bench cannot run.
+pub fn runner() -> PathBuf {
+    let path = std::env::var_os("RUNNER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/runner"));
+    assert!(path.is_file(), "no runner binary at {}: run `cargo build --release -p runner` first", path.display());
+    path
+}
 
 /// The text format of a generated plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

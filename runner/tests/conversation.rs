@@ -152,17 +152,7 @@ impl Scenario {
             .spawn()
             .expect("runner starts");
         self.pid.store(child.id(), Ordering::SeqCst);
-        let started = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().expect("the child can be polled") {
-                return status;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("{late} within 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        ended(&mut child, late)
     }
 
     /// Resumes the run until it ends, rejecting each call that waits for approval; returns
