@@ -95,7 +95,9 @@ impl Worker {
     pub async fn run(self, db: &Database, stop: CancellationToken) -> Result<Arc<Tally>, ClusterError> {
         let mut notes = db.listen(queue::QUEUED).await?;
         presence::announce(db, &self.id, &self.runtimes, self.leases.lease).await?;
-        let announcing = tokio::spawn(announce(db.clone(), self.id.clone(), self.runtimes.clone(), self.leases));
+        // A set, so the renewals stop however this returns (dropping it aborts them).
+        let mut announcing = JoinSet::new();
+        announcing.spawn(announce(db.clone(), self.id.clone(), self.runtimes.clone(), self.leases));
         let shared = Arc::new(Shared {
             db: db.clone(),
             id: self.id,
@@ -140,7 +142,7 @@ impl Worker {
             }
         }
         while running.join_next().await.is_some() {}
-        announcing.abort();
+        announcing.shutdown().await;
         if let Err(error) = presence::leave(&shared.db, &shared.id).await {
             tracing::warn!(%error, "cannot remove this worker from the workers that are up; its row runs out");
         }
