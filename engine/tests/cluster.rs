@@ -467,11 +467,11 @@ async fn a_worker_whose_claim_was_taken_over_records_no_turn_and_starts_no_tool(
     let Some(schema) = TestDatabase::new("cluster") else { return };
     let db = Database::connect(&schema.url).await.expect("the database answers");
     let folder = Folder::new("fenced");
-    // The first request is answered after a second: long enough for its claim to be taken over,
-    // too short for its worker's renewal (every 4 s) to notice before the answer comes. The
-    // second worker's request for the same turn takes two, so the attempt is still under way
-    // when the first worker's answer comes and it tries to record it.
-    let server = tool_server(Duration::from_secs(1), Duration::from_secs(2));
+    // The first request is answered after two seconds: long enough for its claim to be taken
+    // over, too short for its worker's renewal (every 4 s) to notice before the answer comes.
+    // The second worker's request for the same turn takes three, so the attempt is still under
+    // way when the first worker's answer comes and it tries to record it.
+    let server = tool_server(Duration::from_secs(2), Duration::from_secs(3));
     let plan = tool_plan(&server.base_url(), &folder.0.join("calls"));
     let stop = CancellationToken::new();
     let slow =
