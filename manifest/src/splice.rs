@@ -399,8 +399,13 @@ impl<'a> Context<'a> {
                     d.help = Some(replaced_help(&owner.id.value, read));
                 }
             }
-            Problem::TemplateNotAncestor { task, read } if !in_replacement => {
-                if let Some(owner) = self.owner(&d.loc) {
+            Problem::TemplateNotAncestor { task, read } => {
+                // The label at `read`'s definition is drawn from one source: keep it only when
+                // the reader and the task it reads are on the same side of the splice.
+                if in_replacement != self.is_new(&read) {
+                    d.related.clear();
+                }
+                if let Some(owner) = self.owner(&d.loc).filter(|_| !in_replacement) {
                     let deps: Vec<String> = owner.depends_on.iter().map(|dep| format!("`{}`", dep.value)).collect();
                     d.help = Some(format!(
                         "the kept task `{task}` reads `{read}`, so `{read}` must run before it: \

@@ -265,6 +265,18 @@ fn kept_task_reading_a_new_task_that_is_not_upstream_is_explained() {
 }
 
 #[test]
+fn new_task_reading_a_kept_task_downstream_points_only_into_the_replacement() {
+    // `write` is kept and runs after `search`; the new `search` reads it. The label at `write`'s
+    // definition would point into the plan, not the replacement the snippet is drawn from.
+    let answer = r#"[{"id": "search", "agent": "researcher", "input": "{{ tasks.write.output }}"}]"#;
+    let spliced = splice(&plan(PLAN), &["search"], "search", answer);
+    let error = spliced.errors().find(|d| d.code() == "plan::template_not_ancestor").expect("not upstream");
+    assert!(spliced.in_replacement(error));
+    assert!(within(error.loc.span, &spliced.source.text), "{error:?}");
+    assert!(error.related.iter().all(|(span, _)| within(*span, &spliced.source.text)), "{error:?}");
+}
+
+#[test]
 fn new_task_without_template_gets_its_dependencies_outputs() {
     let answer = r#"[{"id": "search", "agent": "researcher", "input": "Search more."},
                      {"id": "refine", "agent": "researcher", "input": "Refine.", "depends_on": ["search"]}]"#;
