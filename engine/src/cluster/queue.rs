@@ -93,9 +93,9 @@ pub(crate) async fn enqueue(db: &Database, run_id: &str, batch: &[Queued<'_>]) -
                            FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bool[]) \
                              WITH ORDINALITY AS b (task, attempt, agent, runtime, request, journaled, n) \
                            ORDER BY b.n RETURNING id, runtime), \
-                         told AS (SELECT count(pg_notify('runner_attempts', runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
+                         told AS (SELECT count(pg_notify($8, runtime)) FROM (SELECT DISTINCT runtime FROM queued) r) \
                          SELECT id FROM queued, told ORDER BY id",
-                        &[&run_id, tasks, attempts, agents, runtimes, requests, journaled],
+                        &[&run_id, tasks, attempts, agents, runtimes, requests, journaled, &QUEUED],
                     )
                     .await?;
                 Ok(rows.iter().map(|row| row.get(0)).collect())
@@ -171,10 +171,10 @@ pub(crate) async fn finish(db: &Database, id: i64, claim: i64, reply: &Reply) ->
     let result = serde_json::to_string(reply).map_err(|error| ClusterError::Query(error.to_string()))?;
     let sql = "WITH done AS (UPDATE runner_attempts SET state = 'done', result = $3 \
                  WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() RETURNING run_id), \
-               told AS (SELECT pg_notify('runner_results', run_id) FROM done) \
+               told AS (SELECT pg_notify($4, run_id) FROM done) \
                SELECT 1 FROM told UNION ALL \
                SELECT 1 FROM runner_attempts WHERE id = $1 AND claim = $2 AND state = 'done' AND result = $3";
-    let rows = db.query("record an attempt's reply", sql, &[&id, &claim, &result]).await?;
+    let rows = db.query("record an attempt's reply", sql, &[&id, &claim, &result, &DONE]).await?;
     Ok(!rows.is_empty())
 }
 
@@ -183,8 +183,8 @@ pub(crate) async fn finish(db: &Database, id: i64, claim: i64, reply: &Reply) ->
 pub(crate) async fn release(db: &Database, id: i64, claim: i64) -> Result<(), ClusterError> {
     let sql = "WITH released AS (UPDATE runner_attempts SET state = 'queued', worker = NULL, claim = NULL, \
                  lease_until = NULL WHERE id = $1 AND claim = $2 AND state = 'claimed' RETURNING runtime) \
-               SELECT pg_notify('runner_attempts', runtime) FROM released";
-    db.query("give an attempt back", sql, &[&id, &claim]).await?;
+               SELECT pg_notify($3, runtime) FROM released";
+    db.query("give an attempt back", sql, &[&id, &claim, &QUEUED]).await?;
     Ok(())
 }
 

@@ -203,10 +203,10 @@ async fn write(db: &Database, row: i64, claim: i64, number: i32, entry: &str) ->
                  SELECT id, claim, $3, run_id, $4 FROM runner_attempts \
                  WHERE id = $1 AND claim = $2 AND state = 'claimed' AND lease_until >= now() \
                  ON CONFLICT (attempt_row, claim, number) DO NOTHING RETURNING id, run_id), \
-               told AS (SELECT pg_notify('runner_journal', run_id) FROM entry) \
+               told AS (SELECT pg_notify($5, run_id) FROM entry) \
                SELECT id FROM entry, told \
                UNION ALL SELECT id FROM runner_journal WHERE attempt_row = $1 AND claim = $2 AND number = $3";
-    let rows = db.query("write a journal entry", sql, &[&row, &claim, &number, &entry]).await?;
+    let rows = db.query("write a journal entry", sql, &[&row, &claim, &number, &entry, &WRITTEN]).await?;
     Ok(rows.first().map(|row| row.get(0)))
 }
 
@@ -326,7 +326,7 @@ async fn answer_entry(db: &Database, id: i64, verdict: &Verdict) -> Result<(), C
     let text = serde_json::to_string(verdict).map_err(|error| ClusterError::Query(error.to_string()))?;
     let sql = "WITH answered AS (UPDATE runner_journal j SET answer = $2 FROM runner_attempts a \
                  WHERE j.id = $1 AND a.id = j.attempt_row RETURNING a.worker) \
-               SELECT pg_notify('runner_journal_answers', coalesce(worker, '')) FROM answered";
-    db.query("answer a journal entry", sql, &[&id, &text]).await?;
+               SELECT pg_notify($3, coalesce(worker, '')) FROM answered";
+    db.query("answer a journal entry", sql, &[&id, &text, &ANSWERED]).await?;
     Ok(())
 }

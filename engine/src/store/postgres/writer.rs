@@ -41,7 +41,7 @@ const APPEND: &str = "WITH fenced AS ( \
                             prompt_tokens = coalesce($8, prompt_tokens), \
                             completion_tokens = coalesce($9, completion_tokens), updated = $10 \
                           WHERE run_id = $1 AND fence = $2 RETURNING run_id \
-                      ), told AS (SELECT pg_notify('runner_events', run_id) FROM fenced) \
+                      ), told AS (SELECT pg_notify($11, run_id) FROM fenced) \
                       INSERT INTO runner_events (run_id, seq, record, fence) \
                       SELECT fenced.run_id, batch.seq, batch.record, $2 \
                       FROM fenced, told, unnest($4::bigint[], $5::text[]) AS batch (seq, record)";
@@ -182,8 +182,8 @@ async fn write<'a>(
                     return Ok(Some(seqs.len() as u64));
                 }
                 let statement = prepared.lock().await.on(&client).await?;
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] =
-                    [&run_id, &fence, status, seqs, texts, tasks, succeeded, prompt, completion, updated];
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 11] =
+                    [&run_id, &fence, status, seqs, texts, tasks, succeeded, prompt, completion, updated, &RECORDED];
                 match client.execute(&statement, &params).await {
                     Err(error) if error.code().is_some_and(|code| code.code() == UNIQUE_VIOLATION) => Ok(None),
                     written => written.map(Some),
