@@ -11,11 +11,10 @@
 // `criterion_group!` defines a public function without a doc comment.
 #![allow(missing_docs)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use benches::runner;
+use benches::{runner, serve};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use testkit::pg::TestDatabase;
 
@@ -49,22 +48,6 @@ fn runs(url: &str) -> usize {
     let output = Command::new(runner()).args(["runs", "--store", url]).output().expect("runner runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     output.stdout.iter().filter(|&&b| b == b'\n').count()
-}
-
-/// `runner serve --store URL` on a free loopback port, and its address.
-fn serve(url: &str) -> (Child, String) {
-    let mut child = Command::new(runner())
-        .args(["serve", "--addr", "127.0.0.1:0", "--store", url])
-        .env_remove("RUNNER_SERVE_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runner serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line).expect("it prints its URL");
-    let address = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL").trim_end_matches('/');
-    let address = address.split('/').take(3).collect::<Vec<_>>().join("/");
-    (child, address)
 }
 
 fn runs_list(c: &mut Criterion) {

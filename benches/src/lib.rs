@@ -1,8 +1,11 @@
 //! Generated plans for the benchmarks: [`layered_plan`] writes a large, valid, enveloped
-//! manifest in YAML or JSON ([`Format`]), deterministically, so runs are comparable.
+//! manifest in YAML or JSON ([`Format`]), deterministically, so runs are comparable. The benches
+//! of whole commands find the binary with [`runner`] and start a server with [`serve`].
 
 use std::fmt::Write;
+use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 
 /// The runner binary the benches of whole commands run: `RUNNER_BIN`, else the workspace's
 /// release build.
@@ -15,6 +18,25 @@ pub fn runner() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/runner"));
     assert!(path.is_file(), "no runner binary at {}: run `cargo build --release -p runner` first", path.display());
     path
+}
+
+/// A `runner serve --store URL` on a free loopback port, and its address (`http://host:port`).
+///
+/// # Panics
+/// When the server does not start or prints no address: the bench cannot run.
+pub fn serve(url: &str) -> (Child, String) {
+    let mut child = Command::new(runner())
+        .args(["serve", "--addr", "127.0.0.1:0", "--store", url])
+        .env_remove("RUNNER_SERVE_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runner serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line).expect("it prints its URL");
+    let address = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL").trim_end_matches('/');
+    let address = address.split('/').take(3).collect::<Vec<_>>().join("/");
+    (child, address)
 }
 
 /// The text format of a generated plan.
