@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use benches::{runner, serve};
+use benches::{Server, runner};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use testkit::pg::TestDatabase;
 
@@ -58,27 +58,16 @@ fn status(url: &str) -> usize {
 }
 
 fn run_views(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    let client = reqwest::Client::new();
     let mut group = c.benchmark_group("run_views");
     group.sample_size(10);
     for tasks in [1_000, 10_000, 100_000] {
         let db = seeded(tasks);
         assert!(status(&db.url) > tasks, "a line a task, and the run's lines above them");
         group.bench_with_input(BenchmarkId::new("runner_status", tasks), &db.url, |b, url| b.iter(|| status(url)));
-        let (mut server, address) = serve(&db.url);
-        let page = format!("{address}/api/runs/r/tasks/t{}", tasks / 2);
-        group.bench_with_input(BenchmarkId::new("serve_task_page", tasks), &page, |b, page| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    let reply = client.get(page).send().await.expect("the server answers");
-                    assert!(reply.status().is_success());
-                    reply.bytes().await.expect("the body").len()
-                })
-            })
-        });
-        let _ = server.kill();
-        let _ = server.wait();
+        let server = Server::start(&db.url);
+        let page = format!("/api/runs/r/tasks/t{}", tasks / 2);
+        group
+            .bench_with_input(BenchmarkId::new("serve_task_page", tasks), &page, |b, page| b.iter(|| server.get(page)));
     }
     group.finish();
 }

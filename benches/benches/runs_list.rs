@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use benches::{runner, serve};
+use benches::{Server, runner};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use testkit::pg::TestDatabase;
 
@@ -51,27 +51,15 @@ fn runs(url: &str) -> usize {
 }
 
 fn runs_list(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    let client = reqwest::Client::new();
     let mut group = c.benchmark_group("runs_list");
     group.sample_size(10);
     for n in [1_000, 10_000] {
         let db = seeded(n);
         assert_eq!(runs(&db.url), n + 1, "a heading and a line a run");
         group.bench_with_input(BenchmarkId::new("runner_runs", n), &db.url, |b, url| b.iter(|| runs(url)));
-        let (mut server, address) = serve(&db.url);
-        let page = format!("{address}/api/runs");
-        group.bench_with_input(BenchmarkId::new("serve_api_runs", n), &page, |b, page| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    let reply = client.get(page).send().await.expect("the server answers");
-                    assert!(reply.status().is_success());
-                    reply.bytes().await.expect("the body").len()
-                })
-            })
-        });
-        let _ = server.kill();
-        let _ = server.wait();
+        let server = Server::start(&db.url);
+        group.bench_function(BenchmarkId::new("serve_api_runs", n), |b| b.iter(|| server.get("/api/runs")));
+        drop(server);
         if n == 1_000 {
             db.execute("UPDATE runner_runs SET tasks = NULL, succeeded = NULL");
             group.bench_with_input(BenchmarkId::new("folded", n), &db.url, |b, url| b.iter(|| runs(url)));

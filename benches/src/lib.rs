@@ -1,6 +1,6 @@
 //! Generated plans for the benchmarks: [`layered_plan`] writes a large, valid, enveloped
 //! manifest in YAML or JSON ([`Format`]), deterministically, so runs are comparable. The benches
-//! of whole commands find the binary with [`runner`] and start a server with [`serve`].
+//! of whole commands find the binary with [`runner`] and start a server with [`Server`].
 
 use std::fmt::Write;
 use std::io::{BufRead as _, BufReader};
@@ -20,23 +20,53 @@ pub fn runner() -> PathBuf {
     path
 }
 
-/// A `runner serve --store URL` on a free loopback port, and its address (`http://host:port`).
-///
-/// # Panics
-/// When the server does not start or prints no address: the bench cannot run.
-pub fn serve(url: &str) -> (Child, String) {
-    let mut child = Command::new(runner())
-        .args(["serve", "--addr", "127.0.0.1:0", "--store", url])
-        .env_remove("RUNNER_SERVE_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runner serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line).expect("it prints its URL");
-    let address = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL").trim_end_matches('/');
-    let address = address.split('/').take(3).collect::<Vec<_>>().join("/");
-    (child, address)
+/// A `runner serve --store URL` on a free loopback port, asked over HTTP; stopped on drop.
+pub struct Server {
+    child: Child,
+    address: String,
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Server {
+    /// Starts one on the database at `url`.
+    ///
+    /// # Panics
+    /// When the server does not start or prints no address: the bench cannot run.
+    pub fn start(url: &str) -> Server {
+        let mut child = Command::new(runner())
+            .args(["serve", "--addr", "127.0.0.1:0", "--store", url])
+            .env_remove("RUNNER_SERVE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("runner serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut line).expect("it prints its URL");
+        let address = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL").trim_end_matches('/');
+        let address = address.split('/').take(3).collect::<Vec<_>>().join("/");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        Server { child, address, runtime, client: reqwest::Client::new() }
+    }
+
+    /// `GET path` (e.g. `/api/runs`), whole; the length of the body.
+    ///
+    /// # Panics
+    /// When the server does not answer with a success.
+    pub fn get(&self, path: &str) -> usize {
+        self.runtime.block_on(async {
+            let reply = self.client.get(format!("{}{path}", self.address)).send().await.expect("the server answers");
+            assert!(reply.status().is_success(), "{path}: {}", reply.status());
+            reply.bytes().await.expect("the body").len()
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The text format of a generated plan.
